@@ -1,0 +1,16 @@
+// Each `lathe` subcommand registers itself on the app; main() runs the one chosen.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace lathe::cli {
+
+using Action = std::function<int()>;
+
+// Adds the subcommand and returns the action that runs it once options are parsed.
+Action add_synth_command(CLI::App& app);
+Action add_inspect_command(CLI::App& app);
+
+}  // namespace lathe::cli

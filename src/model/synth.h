@@ -1,0 +1,44 @@
+// Synthetic checkpoints: the exact tensor names, shapes and metadata of a real model, random weights
+// (norm weights 1, small uniform scales so activations stay finite), and a byte-level BPE vocabulary
+// that tokenizes any text. Speed benchmarks and GPU-vs-interpreter checks read them.
+#pragma once
+
+#include "gguf/ggml_type.h"
+#include "model/shapes.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lathe {
+
+struct SynthOptions {
+  std::string shape;         // a name from model_shapes()
+  std::string type = "q8_0"; // f32, f16, bf16, q8_0, q4_0, q4_k_m
+  int64_t layers = 0;        // 0: the shape's own count
+  uint64_t seed = 1;
+  int threads = 0;           // 0: all cores
+  bool zero_data = false;    // metadata and tensor table only; weights a sparse hole of zeros
+};
+
+// Which format a tensor gets in a file of the given type (llama.cpp's mixes, e.g. q4_k_m keeps
+// Q6_K for the output matrix and for half of the attn_v and ffn_down matrices).
+GgmlType synth_tensor_type(const std::string& file_type, const std::string& tensor_name,
+                           int64_t layer, int64_t n_layer, int64_t row_length, bool tied_output);
+
+// Writes the checkpoint; returns the spec it was written from.
+ModelSpec write_synthetic_checkpoint(const SynthOptions& options, const std::string& path);
+
+// The synthetic byte-level BPE vocabulary of a given size, with the special tokens of the family.
+struct SynthVocab {
+  std::vector<std::string> tokens;
+  std::vector<int32_t> token_types;  // llama.cpp's: 1 normal, 3 control, 5 unused
+  std::vector<std::string> merges;   // "a b", in rank order
+  int32_t bos = -1, eos = -1, eot = -1;
+  bool add_bos = false;
+  std::string pre;                   // tokenizer.ggml.pre
+  std::string chat_template;
+};
+SynthVocab make_synthetic_vocab(Arch arch, int64_t n_vocab);
+
+}  // namespace lathe

@@ -1,0 +1,197 @@
+// Model specs: every synthetic shape reads back as the real model's numbers (written here from the
+// models' published configs, not from shapes.cpp), the decode bytes match ../shared/anchors.md, and
+// every inconsistency is refused naming the key or tensor.
+#include "gguf/block_format.h"
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
+#include "model/model_spec.h"
+#include "model/synth.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace lathe {
+namespace {
+
+struct Known {
+  const char* shape;
+  Arch arch;
+  int64_t vocab, embd, layers, heads, kv, head_dim, ff, experts, used, ff_expert;
+  double rope_base;
+  bool tied;
+};
+
+const Known kKnown[] = {
+    {"qwen3-0.6b", Arch::qwen3, 151936, 1024, 28, 16, 8, 128, 3072, 0, 0, 0, 1e6, true},
+    {"qwen3-8b", Arch::qwen3, 151936, 4096, 36, 32, 8, 128, 12288, 0, 0, 0, 1e6, false},
+    {"qwen3-30b-a3b", Arch::qwen3moe, 151936, 2048, 48, 32, 4, 128, 6144, 128, 8, 768, 1e6, false},
+    {"llama3-8b", Arch::llama, 128256, 4096, 32, 32, 8, 128, 14336, 0, 0, 0, 5e5, false},
+};
+
+std::string synth(const std::string& shape, const std::string& type, bool zero_data, int64_t layers = 0) {
+  const std::string path = testing::TempDir() + "/" + shape + "-" + type + ".gguf";
+  SynthOptions o;
+  o.shape = shape;
+  o.type = type;
+  o.zero_data = zero_data;
+  o.layers = layers;
+  write_synthetic_checkpoint(o, path);
+  return path;
+}
+
+TEST(ModelSpec, FullSizeShapesReadAsTheRealModels) {
+  for (const Known& k : kKnown) {
+    SCOPED_TRACE(k.shape);
+    const std::string path = synth(k.shape, "q8_0", /*zero_data=*/true);
+    const GgufFile f = GgufFile::open(path);
+    const ModelSpec s = read_model_spec(f);
+    EXPECT_EQ(s.arch, k.arch);
+    EXPECT_EQ(s.n_vocab, k.vocab);
+    EXPECT_EQ(s.n_embd, k.embd);
+    EXPECT_EQ(s.n_layer, k.layers);
+    EXPECT_EQ(s.n_head, k.heads);
+    EXPECT_EQ(s.n_head_kv, k.kv);
+    EXPECT_EQ(s.head_dim, k.head_dim);
+    EXPECT_EQ(s.n_ff, k.ff);
+    EXPECT_EQ(s.n_expert, k.experts);
+    EXPECT_EQ(s.n_expert_used, k.used);
+    EXPECT_EQ(s.n_ff_expert, k.ff_expert);
+    EXPECT_EQ(s.rope_base, k.rope_base);
+    EXPECT_EQ(s.tied_output, k.tied);
+    EXPECT_EQ(s.rope_style, k.arch == Arch::llama ? RopeStyle::normal : RopeStyle::neox);
+    EXPECT_EQ(s.qk_norm, k.arch != Arch::llama);
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(ModelSpec, DecodeBytesMatchTheAnchors) {
+  // ../shared/anchors.md: Qwen3-8B Q8_0 ~8.04 GB a token; Qwen3-30B-A3B Q8_0 ~3.27 GB.
+  const std::pair<const char*, double> anchors[] = {{"qwen3-8b", 8.04e9}, {"qwen3-30b-a3b", 3.27e9}};
+  for (const auto& [shape, bytes] : anchors) {
+    SCOPED_TRACE(shape);
+    const std::string path = synth(shape, "q8_0", true);
+    const GgufFile f = GgufFile::open(path);
+    const DecodeBytes d = decode_bytes_per_token(f, read_model_spec(f), 0);
+    EXPECT_NEAR(static_cast<double>(d.total()), bytes, 0.01 * bytes);
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(ModelSpec, TinyShapesOfEveryArchitectureAndType) {
+  for (const char* shape : {"qwen3-tiny", "qwen3moe-tiny", "qwen2-tiny", "llama-tiny"}) {
+    for (const char* type : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}) {
+      SCOPED_TRACE(std::string(shape) + " " + type);
+      const std::string path = synth(shape, type, false);
+      const GgufFile f = GgufFile::open(path);
+      const ModelSpec s = read_model_spec(f);
+      EXPECT_EQ(s.arch_name, f.get_string("general.architecture"));
+      EXPECT_LT(f.file_size(), 16u << 20);
+      // The weights are finite and not all zero.
+      const GgufTensor& q = f.tensor("blk.1.attn_q.weight");
+      std::vector<float> row(q.dims[0]);
+      dequantize_row(q.type, q.data + row_bytes(q.type, q.dims[0]) * 3, row.data(), q.dims[0]);
+      double sum2 = 0;
+      for (float v : row) {
+        ASSERT_TRUE(std::isfinite(v));
+        sum2 += v * v;
+      }
+      EXPECT_GT(sum2, 0.0);
+      std::filesystem::remove(path);
+    }
+  }
+}
+
+TEST(ModelSpec, Q4KMixFollowsLlamaCpp) {
+  const int64_t n = 32;  // use_more_bits: i < 4, i >= 28, (i - 4) % 3 == 2
+  int more = 0;
+  for (int64_t l = 0; l < n; ++l) {
+    const GgmlType v = synth_tensor_type("q4_k_m", "blk.x.attn_v.weight", l, n, 4096, false);
+    const GgmlType q = synth_tensor_type("q4_k_m", "blk.x.attn_q.weight", l, n, 4096, false);
+    EXPECT_EQ(q, GgmlType::Q4_K);
+    more += v == GgmlType::Q6_K;
+  }
+  EXPECT_EQ(more, 4 + 4 + 8);  // half of the layers
+  EXPECT_EQ(synth_tensor_type("q4_k_m", "output.weight", -1, n, 4096, false), GgmlType::Q6_K);
+  EXPECT_EQ(synth_tensor_type("q4_k_m", "token_embd.weight", -1, n, 4096, true), GgmlType::Q6_K);
+  EXPECT_EQ(synth_tensor_type("q4_k_m", "token_embd.weight", -1, n, 4096, false), GgmlType::Q4_K);
+  EXPECT_THROW(synth_tensor_type("q3_xs", "output.weight", -1, n, 4096, false), UserError);
+}
+
+TEST(ModelSpec, ReadsPyPIGgufCheckpoint) {
+  const GgufFile f = GgufFile::open(std::string(LATHE_TEST_DATA) + "/gguf/pygguf_qwen3.gguf");
+  const ModelSpec s = read_model_spec(f);
+  EXPECT_EQ(s.arch, Arch::qwen3);
+  EXPECT_EQ(s.n_embd, 64);
+  EXPECT_EQ(s.n_layer, 2);
+  EXPECT_EQ(s.n_head, 4);
+  EXPECT_EQ(s.n_head_kv, 2);
+  EXPECT_EQ(s.head_dim, 16);
+  EXPECT_EQ(s.n_ff, 128);
+  EXPECT_EQ(s.n_vocab, 512);
+  EXPECT_FALSE(s.tied_output);
+  EXPECT_DOUBLE_EQ(s.norm_eps, static_cast<double>(1e-6f));
+}
+
+// Rewrites a tiny checkpoint with one change and expects the spec reader's refusal to name it.
+void expect_refusal(const std::function<void(GgufWriter&, const GgufFile&)>& change,
+                    const std::string& words, bool keep_tensor(const std::string&) = nullptr) {
+  const std::string base = synth("qwen3-tiny", "f32", false);
+  const GgufFile f = GgufFile::open(base);
+  GgufWriter w;
+  for (const auto& [k, v] : f.metadata()) w.set(k, v);
+  for (const GgufTensor& t : f.tensors()) {
+    if (keep_tensor && !keep_tensor(t.name)) continue;
+    w.add_tensor(t.name, t.dims, t.type, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+  }
+  change(w, f);
+  const std::vector<uint8_t> bytes = w.to_bytes();
+  const GgufFile bad = GgufFile::from_bytes(bytes, "bad.gguf");
+  try {
+    read_model_spec(bad);
+    ADD_FAILURE() << "accepted; expected an error with: " << words;
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
+TEST(ModelSpec, RefusesWithTheKeyOrTensorNamed) {
+  expect_refusal([](GgufWriter& w, const GgufFile&) {
+    w.set("general.architecture", GgufValue::of_string("mamba"));
+  }, "unknown architecture 'mamba'");
+  expect_refusal([](GgufWriter& w, const GgufFile&) {
+    w.set("qwen3.block_count", GgufValue::of_string("two"));
+  }, "'qwen3.block_count'");
+  expect_refusal([](GgufWriter& w, const GgufFile&) {
+    w.set("qwen3.attention.head_count_kv", GgufValue::of_u32(3));
+  }, "not a multiple of attention.head_count_kv 3");
+  expect_refusal([](GgufWriter& w, const GgufFile&) {
+    w.set("qwen3.embedding_length", GgufValue::of_u32(0));
+  }, "'qwen3.embedding_length' = 0 must be positive");
+  expect_refusal([](GgufWriter& w, const GgufFile&) {
+    w.set("qwen3.vocab_size", GgufValue::of_u32(77));
+  }, "vocab_size 77");
+  expect_refusal([](GgufWriter& w, const GgufFile&) {
+    w.set("qwen3.block_count", GgufValue::of_u32(3));
+  }, "missing tensor 'blk.2.attn_norm.weight'");
+  expect_refusal([](GgufWriter& w, const GgufFile&) {
+    w.set("qwen3.feed_forward_length", GgufValue::of_u32(1024));
+  }, "tensor 'blk.0.ffn_gate.weight' has shape [256, 512], expected [256, 1024]");
+  expect_refusal([](GgufWriter&, const GgufFile&) {}, "missing tensor 'blk.1.attn_k_norm.weight'",
+                 [](const std::string& name) { return name != "blk.1.attn_k_norm.weight"; });
+  expect_refusal([](GgufWriter& w, const GgufFile&) {
+    w.set("qwen3.rope.scaling.type", GgufValue::of_string("yarn"));
+  }, "rope.scaling.type 'yarn'");
+}
+
+TEST(ModelSpec, RefusesUnknownShapeAndType) {
+  SynthOptions o;
+  o.shape = "gpt5";
+  EXPECT_THROW(write_synthetic_checkpoint(o, testing::TempDir() + "/x.gguf"), UserError);
+  o.shape = "qwen3-tiny";
+  o.type = "q3_k";
+  EXPECT_THROW(write_synthetic_checkpoint(o, testing::TempDir() + "/x.gguf"), UserError);
+}
+
+}  // namespace
+}  // namespace lathe
