@@ -52,7 +52,7 @@ TEST(CpuOpsRope, PositionZeroIsIdentityAndNormsArePreserved) {
 }
 
 TEST(CpuOpsRope, DotProductDependsOnlyOnDistance) {
-  RopeFreqScaling llama3{"llama3", 8, 1, 4, 8192};
+  RopeFreqScaling llama3{"llama3", 8, 1, 4, 8192, {}};
   for (RopeOrder order : {RopeOrder::normal, RopeOrder::neox})
     for (const RopeFreqScaling& scaling : {RopeFreqScaling{}, llama3}) {
       Tensor q = random_tensor({1, 1, 64}, 41), k = random_tensor({1, 1, 64}, 42);
@@ -105,7 +105,7 @@ TEST(CpuOpsRope, PartialRotaryLeavesTheRestAlone) {
 TEST(CpuOpsRope, LinearScalingDividesPositions) {
   Tensor x = random_tensor({3, 1, 32}, 45);
   std::vector<int32_t> scaled{0, 40, 4000}, plain{0, 10, 1000};
-  RopeFreqScaling linear{"linear", 4, 1, 4, 8192};
+  RopeFreqScaling linear{"linear", 4, 1, 4, 8192, {}};
   expect_close(rope(x, scaled, 32, 10000, RopeOrder::normal, linear),
                rope(x, plain, 32, 10000, RopeOrder::normal), 1e-6);
 }
@@ -114,7 +114,7 @@ TEST(CpuOpsRope, Llama3ScalingPerBand) {
   // The angle each pair turns by at position 1, read back from a unit vector on that pair.
   int64_t d = 128;
   double base = 500000, factor = 8, context = 8192;
-  RopeFreqScaling llama3{"llama3", factor, 1, 4, int64_t(context)};
+  RopeFreqScaling llama3{"llama3", factor, 1, 4, int64_t(context), {}};
   Tensor x({1, 1, d});
   for (int64_t j = 0; j < d / 2; ++j) x.data[2 * j] = 1;
   std::vector<int32_t> one{1};
@@ -138,7 +138,29 @@ TEST(CpuOpsRope, Llama3ScalingPerBand) {
   EXPECT_GT(kept, 0);
   EXPECT_GT(slowed, 0);
   EXPECT_GT(smoothed, 0);
-  EXPECT_THROW(rope(x, one, d, base, RopeOrder::normal, RopeFreqScaling{"yarn"}), UserError);
+  EXPECT_THROW(rope(x, one, d, base, RopeOrder::normal, RopeFreqScaling{"yarn", 1, 1, 4, 8192, {}}), UserError);
+}
+
+TEST(CpuOpsRope, FrequencyFactorsDivideFrequencies) {
+  // GGUF llama 3 stores the llama3 scaling as divisors per pair: freq_j / (scaled freq_j).
+  int64_t d = 64;
+  double base = 500000;
+  RopeFreqScaling llama3{"llama3", 8, 1, 4, 8192, {}};
+  Tensor unit({1, 1, d});
+  for (int64_t j = 0; j < d / 2; ++j) unit.data[2 * j] = 1;
+  std::vector<int32_t> one{1};
+  Tensor turned = rope(unit, one, d, base, RopeOrder::normal, llama3);
+  RopeFreqScaling factors;
+  for (int64_t j = 0; j < d / 2; ++j) {
+    double angle = std::atan2(turned.data[2 * j + 1], turned.data[2 * j]);
+    factors.freq_factors.push_back(float(std::pow(base, -2.0 * j / d) / angle));
+  }
+  Tensor x = random_tensor({3, 2, d}, 46);
+  std::vector<int32_t> pos{0, 3, 100};  // small: the factors read back from f32 are good to 1e-7
+  expect_close(rope(x, pos, d, base, RopeOrder::normal, factors),
+               rope(x, pos, d, base, RopeOrder::normal, llama3), 1e-5);
+  factors.freq_factors.pop_back();
+  EXPECT_THROW(rope(x, pos, d, base, RopeOrder::normal, factors), UserError);
 }
 
 // ---- attention
@@ -227,6 +249,19 @@ TEST(CpuOpsAttention, CausalWindowAndSinkIdentities) {
   EXPECT_EQ(attention(q1, k, v, nine, attn(0, w)).data, attention(q1, k_last, v_last, last, {}).data);
   // A very large cap is nearly no cap.
   expect_close(attention(q, k, v, pos, attn(0, 0, 1e6)), base, 1e-6);
+}
+
+TEST(CpuOpsAttention, ValueHeadSizeMayDiffer) {
+  // v of 3 values per head reads as the first 3 columns of a v of 8.
+  Tensor q = random_tensor({2, 4, 8}, 66), k = random_tensor({5, 2, 8}, 67), v8 = random_tensor({5, 2, 8}, 68);
+  Tensor v3({5, 2, 3});
+  for (int64_t s = 0; s < 10; ++s) std::copy_n(v8.data.data() + s * 8, 3, v3.data.data() + s * 3);
+  std::vector<int32_t> pos{2, 4};
+  Tensor y3 = attention(q, k, v3, pos, attn(0, 2));
+  Tensor y8 = attention(q, k, v8, pos, attn(0, 2));
+  ASSERT_EQ(y3.shape, (std::vector<int64_t>{2, 4, 3}));
+  for (int64_t s = 0; s < 8; ++s)
+    for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(y3.data[s * 3 + i], y8.data[s * 8 + i]);
 }
 
 TEST(CpuOpsAttention, Errors) {

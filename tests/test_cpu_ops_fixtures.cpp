@@ -36,7 +36,7 @@ Tensor run_case(const json& c) {
   if (op == "rope") {
     const json& s = c["scaling"];
     RopeFreqScaling scaling{s["kind"], s["factor"], s["low_freq_factor"], s["high_freq_factor"],
-                            s["original_context"]};
+                            s["original_context"], {}};
     auto positions = c["positions"].get<std::vector<int32_t>>();
     RopeOrder order = c["order"] == "normal" ? RopeOrder::normal : RopeOrder::neox;
     return rope(tensor_of(c["x"]), positions, c["n_rot"], c["base"], order, scaling);

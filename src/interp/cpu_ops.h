@@ -70,6 +70,9 @@ struct RopeFreqScaling {  // Llama 3 ("llama3") or linear; none when factor == 1
   std::string kind = "none";
   double factor = 1.0, low_freq_factor = 1.0, high_freq_factor = 4.0;
   int64_t original_context = 8192;
+  // Empty, or n_rot / 2 divisors of each pair's frequency after the scaling above: GGUF llama 3's
+  // rope_freqs tensor, which llama.cpp applies as theta_j = pos * freq_j / freq_factors[j].
+  std::vector<float> freq_factors;
 };
 Tensor rope(const Tensor& x, std::span<const int32_t> positions, int64_t n_rot, double base,
             RopeOrder order, const RopeFreqScaling& scaling = {});
@@ -79,6 +82,7 @@ Tensor rope(const Tensor& x, std::span<const int32_t> positions, int64_t n_rot, 
 // grouped heads); row r attends causally to cache slots 0..positions[r] (inclusive), or only the last
 // `window` of them when window > 0. Scores are q.k * scale, soft-capped by `cap` when cap > 0; with
 // sinks (one logit per head) the softmax's denominator also counts exp(sink). Output [rows, n_head, d].
+// v_cache's head size may differ from q's and k's ([n_ctx, n_head_kv, dv]); the output then has dv.
 struct AttentionOptions {
   double scale = 0;        // 0 means 1/sqrt(d)
   int64_t window = 0;      // 0 means no window

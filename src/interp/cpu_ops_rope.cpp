@@ -1,6 +1,6 @@
 // Rotary position embedding. Pair j of a head (j < n_rot / 2) turns by the angle
 //   theta_j = position * freq_j,   freq_j = base^(-2j / n_rot)
-// with freq_j adjusted by the frequency scaling. The pair is (2j, 2j + 1) in normal order (ggml's
+// with freq_j adjusted by the frequency scaling and divided by the frequency factors. The pair is (2j, 2j + 1) in normal order (ggml's
 // default, GGUF llama) and (j, j + n_rot / 2) in neox order (GGUF qwen2, qwen3; HF's rotate_half).
 // Dims n_rot and above pass through (partial rotary). Angles, sines and cosines are f64.
 #include "interp/cpu_ops_internal.h"
@@ -34,6 +34,11 @@ std::vector<double> rope_frequencies(int64_t n_rot, double base, const RopeFreqS
     }
   } else if (scaling.kind != "none" && scaling.kind != "linear") {
     fail("rope frequency scaling '{}' is not known (none, linear, llama3)", scaling.kind);
+  }
+  if (!scaling.freq_factors.empty()) {
+    if (static_cast<int64_t>(scaling.freq_factors.size()) != n_rot / 2)
+      fail("rope: {} frequency factors for {} rotated pairs", scaling.freq_factors.size(), n_rot / 2);
+    for (int64_t j = 0; j < n_rot / 2; ++j) freq[j] /= double(scaling.freq_factors[j]);
   }
   return freq;
 }
