@@ -118,6 +118,35 @@ TEST(CpuOpsProduct, F16MatrixEqualsItsF32Values) {
   expect_close(product(x, w16), product(x, w32.ref), 0);
 }
 
+TEST(CpuOpsProduct, QuantizedMatrixEqualsItsDequantizedValues) {
+  // A quantized matrix is read through dequantize_row: its products and rows must be exactly those
+  // of the f32 matrix holding the dequantized values. Row strides are the format's row bytes.
+  for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    int64_t n_stack = 2, n = 6, k = 512;
+    auto source = test::f32_matrix(n_stack, n, k, 14);
+    int64_t stride = row_bytes(type, k);
+    std::vector<uint8_t> bytes(n_stack * n * stride);
+    for (int64_t r = 0; r < n_stack * n; ++r)
+      quantize_row(type, source.values.data() + r * k, bytes.data() + r * stride, k);
+    MatrixRef quantized{type, bytes.data(), k, n, n_stack};
+    auto dequantized = source;
+    for (int64_t r = 0; r < n_stack * n; ++r)
+      dequantize_row(type, bytes.data() + r * stride, dequantized.values.data() + r * k, k);
+    std::memcpy(dequantized.bytes.data(), dequantized.values.data(), dequantized.bytes.size());
+    dequantized.ref.data = dequantized.bytes.data();  // the copy's own bytes
+    Tensor x = random_tensor({3, k}, 15);
+    std::string name(block_format(type).name);
+    for (int64_t e = 0; e < n_stack; ++e) {
+      expect_close(product(x, quantized.expert(e)), product(x, dequantized.ref.expert(e)), 0, name);
+      // and the values are near the source's (a broken stride or block would not be)
+      expect_close(product(x, quantized.expert(e)), product(x, source.ref.expert(e)), 0.3, name);
+    }
+    std::vector<int32_t> ids{5, 0};
+    Tensor g = gather_rows(quantized.expert(1), ids);
+    for (int64_t c = 0; c < k; ++c) EXPECT_EQ(g.data[c], dequantized.values[(n + 5) * k + c]) << name;
+  }
+}
+
 TEST(CpuOpsProduct, GatherRows) {
   auto table = test::f32_matrix(1, 10, 6, 11);
   std::vector<int32_t> ids{3, 0, 9, 3};
@@ -129,16 +158,23 @@ TEST(CpuOpsProduct, GatherRows) {
   EXPECT_THROW(gather_rows(table.ref, bad), UserError);
 }
 
-// A qwen3-0.6b-shaped output projection: one row of 1024 times 151936 x 1024 (600 MB of f32).
+// A qwen3-0.6b-shaped output projection: one row of 1024 times 151936 x 1024 (600 MB of f32, and
+// the same in q8_0).
 // Run with --gtest_also_run_disabled_tests; it prints the time.
 TEST(CpuOpsProduct, DISABLED_SpeedOfVocabularyProjection) {
-  auto w = test::f32_matrix(1, 151936, 1024, 12, 0.02f);
-  Tensor x = random_tensor({1, 1024}, 13);
-  auto start = std::chrono::steady_clock::now();
-  Tensor y = product(x, w.ref);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("product 1x1024 by 151936x1024: %.3f s\n", seconds);
-  EXPECT_EQ(y.dim(1), 151936);
+  int64_t n = 151936, k = 1024;
+  auto w = test::f32_matrix(1, n, k, 12, 0.02f);
+  std::vector<uint8_t> q8(n * row_bytes(GgmlType::Q8_0, k));
+  for (int64_t r = 0; r < n; ++r)
+    quantize_row(GgmlType::Q8_0, w.values.data() + r * k, q8.data() + r * row_bytes(GgmlType::Q8_0, k), k);
+  Tensor x = random_tensor({1, k}, 13);
+  for (MatrixRef m : {w.ref, MatrixRef{GgmlType::Q8_0, q8.data(), k, n, 1}}) {
+    auto start = std::chrono::steady_clock::now();
+    Tensor y = product(x, m);
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("product 1x1024 by %s 151936x1024: %.3f s\n", std::string(block_format(m.type).name).c_str(), seconds);
+    EXPECT_EQ(y.dim(1), n);
+  }
 }
 
 TEST(CpuOpsElementwise, SameShapeAndBroadcast) {
