@@ -20,6 +20,12 @@ constexpr std::string_view kSentenceStarts =
     "`Model`, `The step runs`, `Use parameters`, `Input`, `Constant`, `Carry`, `For each layer`, "
     "`End of layer`, `Let`, `Append` or `Return`";
 
+bool begins_sentence(const Token& t) {
+  static const std::vector<std::string_view> starts = {"Model", "The", "Use", "Input", "Constant", "Carry",
+                                                       "For", "End", "Let", "Append", "Return"};
+  return t.kind == Token::Kind::word && std::find(starts.begin(), starts.end(), t.text) != starts.end();
+}
+
 struct Match {
   bool ok = false;
   size_t end = 0;                 // ok: the token after the match
@@ -241,22 +247,17 @@ class ProgramParser {
  public:
   explicit ProgramParser(Program& p) : p_(p) {}
 
-  void parse_line(int line_no) {
-    const std::string& text = p_.source.lines[line_no - 1];
-    std::vector<Token> toks = tokenize_line(text, line_no, p_.source);
-    if (toks.empty()) return;
-    int len = static_cast<int>(text.find_last_not_of(" \t") + 1);
-    if (size_t hash = text.find('#'); hash != std::string::npos) {
-      len = static_cast<int>(text.substr(0, hash).find_last_not_of(" \t") + 1);
-    }
-    LineParser lp(p_.source, toks, line_no, len);
-    for (size_t i = 0; i < toks.size(); ++i) {
-      if (toks[i].kind != Token::Kind::period) continue;
-      if (i + 1 < toks.size())
+  // One statement: the tokens of its first line and of its continuation lines; `last_line` is the
+  // line it ends on (where a missing period is reported).
+  void parse_statement(std::vector<Token> toks, int last_line) {
+    const std::string& text = p_.source.lines[last_line - 1];
+    std::string code = text.substr(0, text.find('#'));
+    int len = static_cast<int>(code.find_last_not_of(" \t") + 1);
+    LineParser lp(p_.source, std::move(toks), last_line, len);
+    for (size_t i = 0; i + 1 < lp.size(); ++i)
+      if (lp.is_period(i))
         lp.error(i + 1, "one statement per line: this follows the period that ended the statement");
-    }
-    if (toks.back().kind != Token::Kind::period)
-      lp.error(toks.size(), "missing period at the end of the statement");
+    if (!lp.is_period(lp.size() - 1)) lp.error(lp.size(), "missing period at the end of the statement");
     statement(lp);
   }
 
@@ -440,7 +441,31 @@ Program parse_program(std::string_view text, const std::string& file_name) {
   p.source.file_name = file_name;
   p.source.lines = split_lines(text);
   ProgramParser parser(p);
-  for (size_t i = 0; i < p.source.lines.size(); ++i) parser.parse_line(static_cast<int>(i) + 1);
+  // A statement continues on the following lines while it has no period yet and they are indented
+  // deeper than its first line and do not begin a sentence.
+  std::vector<Token> pending;
+  int last_line = 0, indent = 0;
+  auto flush = [&] {
+    if (!pending.empty()) parser.parse_statement(std::move(pending), last_line);
+    pending.clear();
+  };
+  for (size_t i = 0; i < p.source.lines.size(); ++i) {
+    int line_no = static_cast<int>(i) + 1;
+    std::vector<Token> toks = tokenize_line(p.source.lines[i], line_no, p.source);
+    if (toks.empty()) {
+      flush();
+      continue;
+    }
+    bool continues = !pending.empty() && pending.back().kind != Token::Kind::period &&
+                     toks[0].loc.col > indent && !begins_sentence(toks[0]);
+    if (!continues) {
+      flush();
+      indent = toks[0].loc.col;
+    }
+    pending.insert(pending.end(), toks.begin(), toks.end());
+    last_line = line_no;
+  }
+  flush();
   parser.finish(static_cast<int>(p.source.lines.size()));
   number_statements(p);
   return p;
