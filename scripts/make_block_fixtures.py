@@ -23,6 +23,7 @@ A section with inputs holds a peer's quantization of them; one without holds ran
 """
 import argparse
 import ctypes
+import importlib.metadata
 import json
 import struct
 import sys
@@ -133,7 +134,7 @@ class GgmlPeer:
     def __init__(self):
         import ggml
         self.ggml = ggml
-        self.version = getattr(ggml, "__version__", "?")
+        self.version = importlib.metadata.version("ggml_python")
 
     def quantizer(self, ggml_type):
         g = self.ggml
@@ -190,7 +191,9 @@ def main():
 
     rng = np.random.default_rng(20250610)
     x = awkward_inputs(rng)
-    index = {"gguf": gguf.__version__ if hasattr(gguf, "__version__") else "?", "numpy": np.__version__,
+    # Blocks of f32 subnormals make an infinite 1/d in the quantizers (as in ggml): numpy warns.
+    np.seterr(all="ignore")
+    index = {"gguf": importlib.metadata.version("gguf"), "numpy": np.__version__,
              "ggml-python": peer.version if peer else None, "formats": {}}
     for fmt in FORMATS:
         name, ggml_type, block_size, block_bytes = fmt[:4]

@@ -12,6 +12,13 @@
 #include <cstdint>
 #include <cstring>
 
+// Bytes must match ggml's on x86, where nothing is fused: a multiply-add contracted into one FMA
+// rounds once instead of twice and, sooner or later, changes a byte. GCC does not contract under
+// -std=c++20; clang does unless told, so tell it (every codec file includes this header).
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 namespace lathe::blocks {
 
 static_assert(std::endian::native == std::endian::little, "block codecs assume a little-endian host");
