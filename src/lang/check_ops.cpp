@@ -258,8 +258,9 @@ ValueType Checker::check_op(const Op& op) {
       if (q.shape[2] != c.head_dim)
         error(a[0].loc, fmt::format("shape mismatch: heads of `{}` are {} wide, the caches' are {}", a[0].name,
                                     q.shape[2].str(), c.head_dim.str()), notes);
-      std::optional<Dim> group = q.shape[1].divide(c.heads);
-      if (!group)
+      // Symbolically, n_head over n_head_kv is left to the numbers.
+      bool numbers = q.shape[1].is_number() && c.heads.is_number();
+      if (numbers && !q.shape[1].divide(c.heads))
         error(a[0].loc, fmt::format("grouped heads: the {} heads of `{}` are not a multiple of the caches' {}",
                                     q.shape[1].str(), a[0].name, c.heads.str()), notes);
       if (!appended_keys_.count(layer) || !appended_values_.count(layer))
