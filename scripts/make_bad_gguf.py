@@ -53,7 +53,7 @@ cases = {
     "version_99.gguf": (gguf([ARCH], GOOD_T, GOOD_DATA, version=99), "unknown GGUF version 99"),
     "lying_kv_count.gguf": (gguf([ARCH], GOOD_T, GOOD_DATA, n_kv=1 << 40), "metadata count"),
     "lying_tensor_count.gguf": (gguf([ARCH], GOOD_T, GOOD_DATA, n_tensors=1 << 50), "tensor count"),
-    "string_too_long.gguf": (gguf([s("general.name")[:8] + b"", ], [], n_kv=1)[:24] + struct.pack("<Q", 1 << 60) + b"abc", "string length"),
+    "string_too_long.gguf": (gguf([s("general.name")[:8] + b"", ], [], n_kv=1)[:24] + struct.pack("<Q", 1 << 60) + b"abc" + b"\0" * 64, "string length"),
     "unknown_value_type.gguf": (gguf([kv("x", 77, b"\0" * 8)], []), "unknown value type 77"),
     "array_count_lies.gguf": (gguf([kv("tokenizer.ggml.tokens", ARR, struct.pack("<IQ", STR, 1 << 40))], []), "array of"),
     "nested_array_bomb.gguf": (gguf([kv("deep", ARR, struct.pack("<IQ", ARR, 1) * 12 + struct.pack("<IQ", U8, 0))], []), "nested more than"),

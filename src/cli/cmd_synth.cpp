@@ -5,7 +5,6 @@
 #include <fmt/core.h>
 
 #include <chrono>
-#include <filesystem>
 #include <memory>
 
 namespace lathe::cli {
@@ -26,10 +25,11 @@ Action add_synth_command(CLI::App& app) {
                 "write metadata and tensor table only; the weights are a sparse hole of zeros");
   return [opts, out] {
     const auto start = std::chrono::steady_clock::now();
-    const ModelSpec s = write_synthetic_checkpoint(*opts, *out);
+    uint64_t size = 0;
+    const ModelSpec s = write_synthetic_checkpoint(*opts, *out, &size);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double gb = static_cast<double>(std::filesystem::file_size(*out)) / 1e9;
+    const double gb = static_cast<double>(size) / 1e9;
     fmt::print("wrote {}: synthetic {} ({} layers, {}), {:.3f} GB in {:.1f} s ({:.2f} GB/s)\n", *out,
                opts->shape, s.n_layer, opts->type, gb, seconds, gb / std::max(seconds, 1e-9));
     return 0;

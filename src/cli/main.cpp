@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "error: out of host memory\n");
     return 1;
+  } catch (const std::exception& e) {  // the system's errors (files, threads): the user's to act on
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
   }
   return 2;
 }

@@ -142,7 +142,7 @@ void GgufWriter::fill_tensor(const Tensor& t, uint8_t* dst, int threads) const {
   for (std::thread& th : pool) th.join();
 }
 
-void GgufWriter::write(const std::string& path, int threads, bool zero_data) const {
+uint64_t GgufWriter::write(const std::string& path, int threads, bool zero_data) const {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!f) fail("{}: cannot write: {}", path, std::strerror(errno));
@@ -151,11 +151,12 @@ void GgufWriter::write(const std::string& path, int threads, bool zero_data) con
   };
   const std::vector<uint8_t> header = header_bytes();
   put(header.data(), header.size());
+  const uint64_t size =
+      header.size() + (tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().n_bytes);
   if (zero_data) {
-    const uint64_t size = header.size() + (tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().n_bytes);
     if (std::fflush(f.get()) != 0 || ftruncate(fileno(f.get()), static_cast<off_t>(size)) != 0)
       fail("{}: write failed: {}", path, std::strerror(errno));
-    return;
+    return size;
   }
   // Fill the next tensor while the last one is written: generation and disk run side by side.
   std::vector<uint8_t> writing, filling;
@@ -176,6 +177,7 @@ void GgufWriter::write(const std::string& path, int threads, bool zero_data) con
   }
   if (pending.valid()) pending.get();
   if (std::fflush(f.get()) != 0) fail("{}: write failed: {}", path, std::strerror(errno));
+  return size;
 }
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {

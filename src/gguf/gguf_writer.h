@@ -28,7 +28,8 @@ class GgufWriter {
   // Writes the file (throws UserError on I/O failure). Rows are filled on `threads` threads.
   // With zero_data the data section is left as a hole of zeros (a sparse file): shapes and metadata
   // only, for tests of full-size shapes that never read the weights.
-  void write(const std::string& path, int threads = 0, bool zero_data = false) const;
+  // Returns the file's size in bytes.
+  uint64_t write(const std::string& path, int threads = 0, bool zero_data = false) const;
   // The whole file in memory (tests).
   std::vector<uint8_t> to_bytes() const;
 

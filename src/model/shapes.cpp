@@ -42,7 +42,7 @@ std::vector<ModelShape> make_shapes() {
       {"qwen3-tiny", "tiny Qwen3 (tests)",
        dense(Arch::qwen3, 2048, 256, 2, 4, 2, 64, 512, 4096, 1e6, 1e-6, true)},
       {"qwen3moe-tiny", "tiny Qwen3-MoE (tests)",
-       mixture(dense(Arch::qwen3moe, 2048, 256, 2, 4, 2, 64, 768, 4096, 1e6, 1e-6, false), 8, 2, 256)},
+       mixture(dense(Arch::qwen3moe, 2048, 256, 2, 4, 2, 64, 768, 4096, 1e6, 1e-6, false), 8, 2, 128)},
       {"qwen2-tiny", "tiny Qwen2 (tests)",
        dense(Arch::qwen2, 2048, 256, 2, 4, 2, 64, 512, 4096, 1e6, 1e-6, false)},
       {"llama-tiny", "tiny Llama 3 (tests)",

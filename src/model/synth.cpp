@@ -3,19 +3,13 @@
 #include "base/error.h"
 #include "gguf/block_format.h"
 #include "gguf/gguf_writer.h"
+#include "model/synth_blocks.h"
 
 #include <cmath>
 #include <fmt/format.h>
 
 namespace lathe {
 namespace {
-
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // llama.cpp's rule for which layers of a Q4_K_M file get more bits in attn_v and ffn_down.
 bool use_more_bits(int64_t layer, int64_t n_layer) {
@@ -156,7 +150,8 @@ GgmlType synth_tensor_type(const std::string& file_type, const std::string& name
   return fit_row(t, row_length);
 }
 
-ModelSpec write_synthetic_checkpoint(const SynthOptions& options, const std::string& path) {
+ModelSpec write_synthetic_checkpoint(const SynthOptions& options, const std::string& path,
+                                     uint64_t* bytes_written) {
   const ModelShape& shape = find_model_shape(options.shape);
   ModelSpec s = shape.spec;
   if (options.layers < 0) fail("--layers must be positive");
@@ -174,23 +169,21 @@ ModelSpec write_synthetic_checkpoint(const SynthOptions& options, const std::str
     const GgmlType type = p.type;
     const Fill fill = p.fill;
     w.add_tensor(p.name, p.dims, type, [=](uint8_t* dst, int64_t r0, int64_t r1) {
-      std::vector<float> row(static_cast<size_t>(n));
       const int64_t bytes = row_bytes(type, n);
+      std::vector<float> row;
       for (int64_t r = r0; r < r1; ++r) {
-        uint64_t state = seed ^ (static_cast<uint64_t>(r) * 0xD1B54A32D192ED03ull);
-        for (int64_t k = 0; k < n; ++k) {
-          if (fill == Fill::ones) {
-            row[k] = 1.0f;
-          } else {
-            const double u = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;  // [0, 1)
-            row[k] = static_cast<float>((2.0 * u - 1.0) * bound);
-          }
-        }
-        quantize_row(type, row.data(), dst + (r - r0) * bytes, n);
+        SynthRng rng{seed ^ (static_cast<uint64_t>(r) * 0xD1B54A32D192ED03ull)};
+        uint8_t* out = dst + (r - r0) * bytes;
+        if (fill == Fill::matrix && write_random_blocks(type, rng, bound, out, n)) continue;
+        row.resize(static_cast<size_t>(n));
+        for (int64_t k = 0; k < n; ++k)
+          row[k] = fill == Fill::ones ? 1.0f : static_cast<float>((2.0 * rng.uniform() - 1.0) * bound);
+        quantize_row(type, row.data(), out, n);
       }
     });
   }
-  w.write(path, options.threads, options.zero_data);
+  const uint64_t size = w.write(path, options.threads, options.zero_data);
+  if (bytes_written) *bytes_written = size;
   return s;
 }
 

@@ -26,8 +26,9 @@ struct SynthOptions {
 GgmlType synth_tensor_type(const std::string& file_type, const std::string& tensor_name,
                            int64_t layer, int64_t n_layer, int64_t row_length, bool tied_output);
 
-// Writes the checkpoint; returns the spec it was written from.
-ModelSpec write_synthetic_checkpoint(const SynthOptions& options, const std::string& path);
+// Writes the checkpoint; returns the spec it was written from and the file's size.
+ModelSpec write_synthetic_checkpoint(const SynthOptions& options, const std::string& path,
+                                     uint64_t* bytes_written = nullptr);
 
 // The synthetic byte-level BPE vocabulary of a given size, with the special tokens of the family.
 struct SynthVocab {

@@ -1,0 +1,97 @@
+#include "model/synth_blocks.h"
+
+#include "gguf/block_format.h"
+
+#include <cstring>
+
+namespace lathe {
+namespace {
+
+void put_f16(uint8_t* p, float v) {
+  const uint16_t h = f32_to_f16(v);
+  std::memcpy(p, &h, 2);
+}
+
+void random_bytes(SynthRng& rng, uint8_t* dst, int64_t n) {
+  for (int64_t k = 0; k < n; k += 8) {
+    const uint64_t r = rng.next();
+    std::memcpy(dst + k, &r, static_cast<size_t>(n - k < 8 ? n - k : 8));
+  }
+}
+
+// Q8_0: d f16, qs int8[32]; value = d * q.
+void q8_0(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, dst += 34) {
+    put_f16(dst, static_cast<float>(bound / 127.0 * (0.5 + 0.5 * rng.uniform())));
+    random_bytes(rng, dst + 2, 32);
+    for (int k = 2; k < 34; ++k)
+      if (dst[k] == 0x80) dst[k] = 0x81;  // keep q in [-127, 127] as ggml's quantizer does
+  }
+}
+
+// Q4_0: d f16, qs[16] nibbles; value = d * (q - 8).
+void q4_0(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, dst += 18) {
+    put_f16(dst, static_cast<float>(bound / 8.0 * (0.5 + 0.5 * rng.uniform())));
+    random_bytes(rng, dst + 2, 16);
+  }
+}
+
+// Q4_K: d, dmin f16; 12 bytes of 6-bit scales and mins; qs[128] nibbles.
+// value = d * sc_j * q - dmin * m_j. With m_j = sc_j and dmin = 7.5 d, value = d sc_j (q - 7.5).
+void q4_k(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, dst += 144) {
+    const float d = static_cast<float>(bound / (63.0 * 7.5));
+    put_f16(dst, d);
+    put_f16(dst + 2, 7.5f * d);
+    uint8_t sc[8];
+    for (uint8_t& s : sc) s = static_cast<uint8_t>(16 + rng.next() % 48);  // 16..63
+    uint8_t* scales = dst + 4;
+    for (int j = 0; j < 4; ++j) {
+      scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+      scales[j + 4] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+      scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | ((sc[j + 4] & 0xF) << 4));
+    }
+    random_bytes(rng, dst + 16, 128);
+  }
+}
+
+// Q6_K: ql[128], qh[64], scales int8[16], d f16; value = d * scale * (q - 32), q 6-bit.
+void q6_k(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, dst += 210) {
+    random_bytes(rng, dst, 192);
+    for (int k = 0; k < 16; ++k) dst[192 + k] = static_cast<uint8_t>(32 + rng.next() % 96);  // 32..127
+    put_f16(dst + 208, static_cast<float>(bound / (127.0 * 32.0)));
+  }
+}
+
+}  // namespace
+
+bool write_random_blocks(GgmlType type, SynthRng& rng, double bound, uint8_t* dst, int64_t n) {
+  switch (type) {
+    case GgmlType::Q8_0: q8_0(rng, bound, dst, n / 32); return true;
+    case GgmlType::Q4_0: q4_0(rng, bound, dst, n / 32); return true;
+    case GgmlType::Q4_K: q4_k(rng, bound, dst, n / 256); return true;
+    case GgmlType::Q6_K: q6_k(rng, bound, dst, n / 256); return true;
+    case GgmlType::F16:
+    case GgmlType::BF16: {
+      for (int64_t k = 0; k < n; ++k) {
+        const float v = static_cast<float>((2.0 * rng.uniform() - 1.0) * bound);
+        const uint16_t h = type == GgmlType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+        std::memcpy(dst + 2 * k, &h, 2);
+      }
+      return true;
+    }
+    case GgmlType::F32: {
+      for (int64_t k = 0; k < n; ++k) {
+        const float v = static_cast<float>((2.0 * rng.uniform() - 1.0) * bound);
+        std::memcpy(dst + 4 * k, &v, 4);
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace lathe
