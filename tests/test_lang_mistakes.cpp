@@ -160,3 +160,40 @@ TEST(LangMistakes, ProgramLevelMistakes) {
 }
 
 }  // namespace
+
+namespace {
+
+// Damaged programs fail as LangErrors, never as crashes or internal errors: every model program with
+// one line cut short at every column, and with one line dropped.
+TEST(LangMistakes, DamagedProgramsFailCleanly) {
+  for (const std::string name : {"qwen3moe", "llama"}) {
+    std::ifstream in(std::string(LATHE_SOURCE_DIR) + "/models/" + name + ".lathe");
+    std::ostringstream s;
+    s << in.rdbuf();
+    const std::vector<std::string> lines = split_lines(s.str());
+    int errors = 0;
+    auto attempt = [&](const std::vector<std::string>& damaged) {
+      std::string text;
+      for (const std::string& l : damaged) text += l + "\n";
+      try {
+        check(parse_program(text, "damaged.lathe"));
+      } catch (const LangError& e) {
+        ++errors;
+        EXPECT_TRUE(std::string(e.what()).starts_with("damaged.lathe:")) << e.what();
+      }
+    };
+    for (size_t i = 0; i < lines.size(); ++i) {
+      std::vector<std::string> damaged = lines;
+      damaged.erase(damaged.begin() + i);
+      attempt(damaged);
+      for (size_t n = 0; n < lines[i].size(); ++n) {
+        damaged = lines;
+        damaged[i] = lines[i].substr(0, n);
+        attempt(damaged);
+      }
+    }
+    EXPECT_GT(errors, 1000);
+  }
+}
+
+}  // namespace
