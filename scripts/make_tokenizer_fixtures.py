@@ -38,7 +38,10 @@ TRAIN_REGEX = r" ?\S+|\s+(?!\S)|\s+"
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
+UNREACHABLE_WORDS = ["\u0120Xyzzy", "plugh", "\u0120\u00d0\u00bf\u00d1\u0122\u00d0\u00b8"]  # " Xyzzy", "plugh", " при"
+
 HARD_STRINGS = [
+    "say Xyzzy or plugh, not xyzzy nor Xyzzyx; при приветствии",
     "Hello, world!",
     "In the beginning God created the heaven and the earth.",
     "  leading spaces and trailing   ",
@@ -119,6 +122,12 @@ def train_byte_bpe(lines, regex, vocab_size, ignore_merges):
     tok.pre_tokenizer = split_then_byte_level(regex)
     spec = json.loads(tok.to_str())
     spec["model"]["ignore_merges"] = ignore_merges
+    if ignore_merges:
+        # Tokens no merge reaches (tiktoken-made vocabularies such as Llama 3's have them): only a
+        # tokenizer that looks a whole pre-token up before merging finds them.
+        for word in UNREACHABLE_WORDS:
+            assert word not in spec["model"]["vocab"]
+            spec["model"]["vocab"][word] = len(spec["model"]["vocab"])
     return Tokenizer.from_str(json.dumps(spec))
 
 

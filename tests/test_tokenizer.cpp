@@ -177,7 +177,9 @@ TEST(TokenizerStreaming, EmitsOnlyWholeCharacters) {
   std::string out;
   for (size_t i = 0; i < smile.size(); ++i) {
     const std::string piece = stream.push(p.tok.encode(smile.substr(i, 1), false, false).at(0));
-    if (i + 1 < smile.size()) EXPECT_EQ(piece, "") << "byte " << i;
+    if (i + 1 < smile.size()) {
+      EXPECT_EQ(piece, "") << "byte " << i;
+    }
     out += piece;
   }
   EXPECT_EQ(out, smile);
