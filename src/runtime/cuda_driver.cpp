@@ -1,0 +1,312 @@
+#include "runtime/cuda_driver.h"
+
+#include "base/digest.h"
+#include "runtime/cuda_api.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+namespace lathe::cuda {
+
+// The loaded driver; only reached after gpu_available() said yes (Context's constructor checks).
+static const DriverApi& D() {
+  std::string why;
+  const DriverApi* d = driver_api(&why);
+  if (!d) throw CudaError(why);
+  return *d;
+}
+
+static const NvrtcApi& N() {
+  std::string why;
+  const NvrtcApi* n = nvrtc_api(&why);
+  if (!n) throw CudaError(why);
+  return *n;
+}
+
+void check(CUresult r, const char* what) {
+  if (r == CUDA_SUCCESS) return;
+  const char* name = nullptr;
+  const char* text = nullptr;
+  D().cuGetErrorName(r, &name);
+  D().cuGetErrorString(r, &text);
+  throw CudaError(fmt::format("{}: {}: {}", what, name ? name : "unknown CUDA error",
+                              text ? text : "no description"));
+}
+
+bool gpu_available(std::string* why) {
+  if (!driver_api(why)) return false;
+  CUresult r = D().cuInit(0);
+  if (r != CUDA_SUCCESS) {
+    if (why) {
+      const char* name = nullptr;
+      D().cuGetErrorName(r, &name);
+      *why = fmt::format("no usable GPU: the CUDA driver did not start ({})", name ? name : "unknown");
+    }
+    return false;
+  }
+  int count = 0;
+  if (D().cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+    if (why) *why = "no usable GPU: the CUDA driver sees no device";
+    return false;
+  }
+  return true;
+}
+
+Context::Context() {
+  std::string why;
+  if (!gpu_available(&why)) throw CudaError(why);
+  check(D().cuDeviceGet(&device_, 0), "cuDeviceGet");
+  check(D().cuDevicePrimaryCtxRetain(&ctx_, device_), "retaining the device's context");
+  check(D().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+  char name[256] = {};
+  check(D().cuDeviceGetName(name, sizeof name, device_), "cuDeviceGetName");
+  info_.name = name;
+  check(D().cuDeviceGetAttribute(&info_.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_), "attribute");
+  check(D().cuDeviceGetAttribute(&info_.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_), "attribute");
+  check(D().cuDeviceGetAttribute(&info_.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_), "attribute");
+  check(D().cuDeviceGetAttribute(&info_.l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device_), "attribute");
+  refresh_memory();
+}
+
+Context& Context::get() {
+  static std::once_flag once;
+  static std::unique_ptr<Context> ctx;
+  std::call_once(once, [] { ctx.reset(new Context()); });
+  if (!ctx) throw CudaError("no usable GPU");
+  ctx->make_current();
+  return *ctx;
+}
+
+void Context::make_current() const { check(D().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
+
+DeviceInfo Context::refresh_memory() {
+  check(D().cuMemGetInfo(&info_.free_memory, &info_.total_memory), "cuMemGetInfo");
+  return info_;
+}
+
+DeviceBuffer::DeviceBuffer(size_t bytes, const char* what) : bytes_(bytes) {
+  Context::get();
+  if (bytes == 0) return;
+  const CUresult r = D().cuMemAlloc(&ptr_, bytes);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    size_t free = 0, total = 0;
+    D().cuMemGetInfo(&free, &total);
+    throw CudaError(fmt::format("too little GPU memory for the {}: {:.3f} GB asked, {:.3f} GB free of {:.3f} GB",
+                                what, bytes / 1e9, free / 1e9, total / 1e9));
+  }
+  check(r, what);
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) D().cuMemFree(ptr_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = 0;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) D().cuMemFree(ptr_);
+}
+
+void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
+  LATHE_CHECK(offset + bytes <= bytes_);
+  if (bytes) check(D().cuMemcpyHtoD(ptr_ + offset, src, bytes), "copying to the GPU");
+}
+
+void DeviceBuffer::download(void* dst, size_t bytes, size_t offset) const {
+  LATHE_CHECK(offset + bytes <= bytes_);
+  if (bytes) check(D().cuMemcpyDtoH(dst, ptr_ + offset, bytes), "copying from the GPU");
+}
+
+void DeviceBuffer::zero() {
+  if (bytes_) check(D().cuMemsetD8(ptr_, 0, bytes_), "cuMemsetD8");
+}
+
+PinnedBuffer::PinnedBuffer(size_t bytes) : bytes_(bytes) {
+  Context::get();
+  if (bytes) check(D().cuMemHostAlloc(&ptr_, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+                   "allocating pinned host memory");
+}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) D().cuMemFreeHost(ptr_);
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (ptr_) D().cuMemFreeHost(ptr_);
+}
+
+CUdeviceptr PinnedBuffer::device_ptr() const {
+  CUdeviceptr p = 0;
+  check(D().cuMemHostGetDevicePointer(&p, ptr_, 0), "mapping pinned memory for the GPU");
+  return p;
+}
+
+Stream::Stream() {
+  Context::get();
+  check(D().cuStreamCreate(&s_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+}
+
+Stream::~Stream() {
+  if (s_) D().cuStreamDestroy(s_);
+}
+
+void Stream::synchronize() const { check(D().cuStreamSynchronize(s_), "running the GPU work"); }
+
+namespace {
+
+void nvrtc_check(nvrtcResult r, const char* what) {
+  if (r != NVRTC_SUCCESS) throw CudaError(fmt::format("{}: {}", what, N().nvrtcGetErrorString(r)));
+}
+
+std::filesystem::path cache_dir() {
+  if (const char* dir = std::getenv("LATHE_CACHE_DIR")) return dir;
+  if (const char* home = std::getenv("HOME")) return std::filesystem::path(home) / ".cache/lathe/kernels";
+  return std::filesystem::temp_directory_path() / "lathe-kernels";
+}
+
+}  // namespace
+
+std::vector<char> nvrtc_compile(const std::string& source, const std::string& name,
+                                const std::vector<std::string>& options, const std::string& arch) {
+  nvrtcProgram prog = nullptr;
+  nvrtc_check(N().nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr),
+              "nvrtcCreateProgram");
+  std::vector<std::string> all = {"--gpu-architecture=" + arch, "-std=c++17", "-default-device"};
+  // cuda_fp16.h and friends: from the toolkit beside NVRTC.
+  for (const char* dir : {static_cast<const char*>(std::getenv("CUDA_HOME")), "/usr/local/cuda"}) {
+    if (dir && std::filesystem::exists(std::filesystem::path(dir) / "include/cuda_fp16.h")) {
+      all.push_back(std::string("-I") + dir + "/include");
+      break;
+    }
+  }
+  all.insert(all.end(), options.begin(), options.end());
+  std::vector<const char*> argv;
+  for (const std::string& o : all) argv.push_back(o.c_str());
+  const nvrtcResult r = N().nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+  size_t log_size = 0;
+  N().nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size > 1) N().nvrtcGetProgramLog(prog, log.data());
+  if (r != NVRTC_SUCCESS) {
+    N().nvrtcDestroyProgram(&prog);
+    throw CudaError(fmt::format("compiling {} with NVRTC for {} failed:\n{}", name, arch, log));
+  }
+  size_t size = 0;
+  nvrtc_check(N().nvrtcGetCUBINSize(prog, &size), "nvrtcGetCUBINSize");
+  std::vector<char> cubin(size);
+  nvrtc_check(N().nvrtcGetCUBIN(prog, cubin.data()), "nvrtcGetCUBIN");
+  N().nvrtcDestroyProgram(&prog);
+  return cubin;
+}
+
+Module Module::compile(const std::string& source, const std::string& name,
+                       const std::vector<std::string>& options) {
+  const Context& ctx = Context::get();
+  const std::string arch = ctx.info().arch();
+  std::string key = source + "\n//arch " + arch;
+  for (const std::string& o : options) key += "\n//option " + o;
+  int nvrtc_major = 0, nvrtc_minor = 0;
+  N().nvrtcVersion(&nvrtc_major, &nvrtc_minor);
+  key += fmt::format("\n//nvrtc {}.{}", nvrtc_major, nvrtc_minor);
+  Module m;
+  m.digest_ = sha256_hex(key);
+  const std::filesystem::path file = cache_dir() / (m.digest_ + ".cubin");
+  std::vector<char> cubin;
+  if (std::ifstream in(file, std::ios::binary); in) {
+    cubin.assign(std::istreambuf_iterator<char>(in), {});
+    m.from_cache_ = !cubin.empty();
+  }
+  if (cubin.empty()) {
+    cubin = nvrtc_compile(source, name, options, arch);
+    std::error_code ec;
+    std::filesystem::create_directories(cache_dir(), ec);
+    const std::filesystem::path tmp = file.string() + ".tmp";
+    if (std::ofstream out(tmp, std::ios::binary); out) {
+      out.write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
+      out.close();
+      std::filesystem::rename(tmp, file, ec);  // a cache that cannot be written is not an error
+    }
+  }
+  check(D().cuModuleLoadData(&m.mod_, cubin.data()), "loading the compiled kernels");
+  return m;
+}
+
+Module::~Module() {
+  if (mod_) D().cuModuleUnload(mod_);
+}
+
+CUfunction Module::function(const std::string& name) const {
+  CUfunction f = nullptr;
+  const CUresult r = D().cuModuleGetFunction(&f, mod_, name.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) throw CudaError(fmt::format("no kernel named '{}' in the module", name));
+  check(r, "cuModuleGetFunction");
+  return f;
+}
+
+void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
+            std::vector<void*> args, const char* what) {
+  if (shared_bytes > 48 * 1024)
+    check(D().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes)),
+          what);
+  check(D().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream,
+                       args.data(), nullptr),
+        what);
+}
+
+CapturedGraph::~CapturedGraph() {
+  if (exec_) D().cuGraphExecDestroy(exec_);
+  if (graph_) D().cuGraphDestroy(graph_);
+}
+
+void CapturedGraph::begin(const Stream& s) {
+  check(D().cuStreamBeginCapture(s.handle(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), "starting a graph capture");
+}
+
+void CapturedGraph::end(const Stream& s) {
+  check(D().cuStreamEndCapture(s.handle(), &graph_), "ending a graph capture");
+  check(D().cuGraphInstantiate(&exec_, graph_, 0), "instantiating the captured graph");
+}
+
+void CapturedGraph::replay(const Stream& s) const {
+  LATHE_CHECK(exec_ != nullptr);
+  check(D().cuGraphLaunch(exec_, s.handle()), "replaying the step's graph");
+}
+
+EventTimer::EventTimer() {
+  Context::get();
+  check(D().cuEventCreate(&a_, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(D().cuEventCreate(&b_, CU_EVENT_DEFAULT), "cuEventCreate");
+}
+
+EventTimer::~EventTimer() {
+  if (a_) D().cuEventDestroy(a_);
+  if (b_) D().cuEventDestroy(b_);
+}
+
+void EventTimer::start(const Stream& s) { check(D().cuEventRecord(a_, s.handle()), "cuEventRecord"); }
+
+float EventTimer::stop(const Stream& s) {
+  check(D().cuEventRecord(b_, s.handle()), "cuEventRecord");
+  check(D().cuEventSynchronize(b_), "cuEventSynchronize");
+  float ms = 0;
+  check(D().cuEventElapsedTime(&ms, a_, b_), "cuEventElapsedTime");
+  return ms;
+}
+
+}  // namespace lathe::cuda

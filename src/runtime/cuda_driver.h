@@ -1,0 +1,164 @@
+// The CUDA driver API, wrapped: a context on the device, modules compiled from CUDA C++ source by
+// NVRTC (cached on disk by digest, so a second run compiles nothing), device and pinned memory,
+// streams, events, kernel launches and captured graphs. Every failure is a CudaError (a UserError)
+// that says what was being done: no GPU, no driver, too little memory, a kernel that did not compile.
+#pragma once
+
+#include "base/error.h"
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lathe::cuda {
+
+class CudaError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+// Throws CudaError("<what>: <CUDA's name for the error>: <its description>") unless r is success.
+void check(CUresult r, const char* what);
+
+// Whether a usable GPU is present; `why` says what is missing when not. Never throws.
+bool gpu_available(std::string* why = nullptr);
+
+struct DeviceInfo {
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  size_t total_memory = 0, free_memory = 0;
+  int l2_bytes = 0;
+  std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
+};
+
+// The primary context of device 0, made current on the calling thread. Throws CudaError when there
+// is no GPU or no driver.
+class Context {
+ public:
+  static Context& get();
+  const DeviceInfo& info() const { return info_; }
+  DeviceInfo refresh_memory();  // free memory now
+  CUcontext handle() const { return ctx_; }
+  void make_current() const;
+
+ private:
+  Context();
+  CUdevice device_ = 0;
+  CUcontext ctx_ = nullptr;
+  DeviceInfo info_;
+};
+
+// Device memory, freed on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes, const char* what = "device buffer");
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = 0; o.bytes_ = 0; }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
+  ~DeviceBuffer();
+  CUdeviceptr ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  void upload(const void* src, size_t bytes, size_t offset = 0);
+  void download(void* dst, size_t bytes, size_t offset = 0) const;
+  void zero();
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+// Page-locked host memory the device can read over PCIe (for matrices that do not fit on the device).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t bytes);
+  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; o.bytes_ = 0; }
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept;
+  ~PinnedBuffer();
+  void* data() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  CUdeviceptr device_ptr() const;  // the same memory as the device addresses it
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  CUstream handle() const { return s_; }
+  void synchronize() const;
+
+ private:
+  CUstream s_ = nullptr;
+};
+
+// A module compiled from CUDA C++ source for this device's architecture. Compiled once per
+// (source, options, architecture) and cached in the kernel cache directory ($LATHE_CACHE_DIR, or
+// ~/.cache/lathe/kernels): the cache key is the SHA-256 of all three.
+class Module {
+ public:
+  static Module compile(const std::string& source, const std::string& name,
+                        const std::vector<std::string>& options = {});
+  Module(Module&& o) noexcept : mod_(o.mod_), digest_(std::move(o.digest_)), from_cache_(o.from_cache_) { o.mod_ = nullptr; }
+  ~Module();
+  CUfunction function(const std::string& name) const;  // CudaError naming the kernel if absent
+  const std::string& digest() const { return digest_; }
+  bool from_cache() const { return from_cache_; }
+
+ private:
+  Module() = default;
+  CUmodule mod_ = nullptr;
+  std::string digest_;
+  bool from_cache_ = false;
+};
+
+// Compiles source to a cubin with NVRTC (no cache); throws CudaError with the compiler's log.
+std::vector<char> nvrtc_compile(const std::string& source, const std::string& name,
+                                const std::vector<std::string>& options, const std::string& arch);
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+// Launches f; args are pointers to each parameter's value, as cuLaunchKernel takes them.
+void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
+            std::vector<void*> args, const char* what);
+
+// A stream's launches captured once and replayed as one graph.
+class CapturedGraph {
+ public:
+  CapturedGraph() = default;
+  CapturedGraph(CapturedGraph&& o) noexcept : graph_(o.graph_), exec_(o.exec_) { o.graph_ = nullptr; o.exec_ = nullptr; }
+  ~CapturedGraph();
+  void begin(const Stream& s);
+  void end(const Stream& s);
+  void replay(const Stream& s) const;
+  bool ready() const { return exec_ != nullptr; }
+
+ private:
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+};
+
+// Elapsed time between two points of a stream, in milliseconds.
+class EventTimer {
+ public:
+  EventTimer();
+  ~EventTimer();
+  void start(const Stream& s);
+  float stop(const Stream& s);  // synchronizes
+
+ private:
+  CUevent a_ = nullptr, b_ = nullptr;
+};
+
+}  // namespace lathe::cuda
