@@ -8,6 +8,7 @@ llama.cpp's converter writes, and records the ids the peer gives for a corpus of
 
   qwen2.gguf / qwen2.json      byte-level BPE, Qwen2's pre-tokenizer regex (tokenizers)
   llama3.gguf / llama3.json    byte-level BPE, Llama 3's regex, ignore_merges, BOS (tokenizers)
+  gpt2.gguf / gpt2.json        byte-level BPE, GPT-2's regex (pre "gpt-2"; llama.cpp's "default") (tokenizers)
   spm.gguf / spm.json          SentencePiece BPE with byte fallback, as Llama 2 (sentencepiece)
 
 Needs: pip tokenizers, sentencepiece, gguf, numpy. Run: python3 scripts/make_tokenizer_fixtures.py
@@ -35,6 +36,7 @@ QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[
 # has tokens across the target regex's boundaries ("123", "(n", "'s," ...): a pre-tokenizer that splits
 # differently from the peer then gives different ids, and the fixtures catch it.
 TRAIN_REGEX = r" ?\S+|\s+(?!\S)|\s+"
+GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
@@ -169,25 +171,25 @@ def write_gguf(path, arch, model, pre, tokens, types, merges=None, scores=None, 
     w.close()
 
 
-def byte_bpe_fixture(name, lines, regex, pre, vocab_size, llama3):
+def byte_bpe_fixture(name, lines, regex, pre, vocab_size, family):
+    llama3 = family == "llama3"
     tok = train_byte_bpe(lines, regex, vocab_size, ignore_merges=llama3)
-    if llama3:
-        specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-                    "<|eot_id|>"]
-    else:
-        specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    specials = {
+        "llama3": ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+                   "<|eot_id|>"],
+        "qwen2": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        "gpt2": ["<|endoftext|>"],
+    }[family]
     tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
     tok.add_tokens([AddedToken("<tool_call>", special=False, normalized=False)])
     vocab = tok.get_vocab(with_added_tokens=True)
     bos = vocab[specials[0]]
+    eos = eot = vocab[specials[-1]]
     if llama3:
         tok.post_processor = processors.TemplateProcessing(single=f"{specials[0]} $A",
                                                             special_tokens=[(specials[0], bos)])
-        eos = eot = vocab["<|eot_id|>"]
-    else:
-        eos = eot = vocab["<|im_end|>"]
     tokens, types, merges = vocab_lists(tok)
-    write_gguf(os.path.join(OUT, f"{name}.gguf"), "llama" if llama3 else "qwen2", "gpt2", pre,
+    write_gguf(os.path.join(OUT, f"{name}.gguf"), "llama" if llama3 else family, "gpt2", pre,
                tokens, types, merges=merges, bos=bos, eos=eos, eot=eot, add_bos=llama3)
     cases = []
     for text in HARD_STRINGS:
@@ -233,8 +235,9 @@ def main():
     lines = corpus()
     print(f"corpus: {len(lines)} lines, {sum(len(l) for l in lines)} characters")
     fixtures = {
-        "qwen2": byte_bpe_fixture("qwen2", lines, QWEN2_REGEX, "qwen2", 6000, llama3=False),
-        "llama3": byte_bpe_fixture("llama3", lines, LLAMA3_REGEX, "llama-bpe", 5000, llama3=True),
+        "qwen2": byte_bpe_fixture("qwen2", lines, QWEN2_REGEX, "qwen2", 6000, "qwen2"),
+        "llama3": byte_bpe_fixture("llama3", lines, LLAMA3_REGEX, "llama-bpe", 5000, "llama3"),
+        "gpt2": byte_bpe_fixture("gpt2", lines, GPT2_REGEX, "gpt-2", 3000, "gpt2"),
         "spm": spm_fixture(lines),
     }
     for name, fixture in fixtures.items():
