@@ -12,5 +12,6 @@ using Action = std::function<int()>;
 // Adds the subcommand and returns the action that runs it once options are parsed.
 Action add_synth_command(CLI::App& app);
 Action add_inspect_command(CLI::App& app);
+Action add_program_command(CLI::App& app);
 
 }  // namespace lathe::cli

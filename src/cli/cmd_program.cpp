@@ -1,0 +1,72 @@
+// lathe program MODEL.gguf [--cut C] [--ctx N]: the program the checkpoint's architecture runs, cut,
+// bound to the checkpoint's spec and checked with its numbers; printed canonically with its identity.
+// lathe program FILE.lathe [--cut C]: a program file's canonical text and identity, or its
+// diagnostics (exit 1).
+#include "cli/commands.h"
+#include "gguf/gguf_file.h"
+#include "lang/checker.h"
+#include "lang/diagnostic.h"
+#include "lang/program.h"
+#include "model/model_program.h"
+
+#include <fmt/core.h>
+
+#include <cstring>
+#include <fstream>
+#include <memory>
+
+namespace lathe::cli {
+namespace {
+
+// A checkpoint by its magic, or by its name when it cannot be read (GgufFile::open then says why).
+bool is_gguf(const std::string& path) {
+  if (path.ends_with(".gguf")) return true;
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+void print_program(const lang::Program& cut, const lang::Bindings* bindings) {
+  fmt::print("{}", lang::print_canonical(cut));
+  if (bindings) {
+    std::string line;
+    for (const lang::Name& p : cut.parameters)
+      line += fmt::format("{}{} = {}", line.empty() ? "" : ", ", p.name, bindings->at(p.name));
+    fmt::print("\n# parameters: {}\n", line);
+  }
+  fmt::print("# identity: {}\n", lang::identity(cut));
+}
+
+}  // namespace
+
+Action add_program_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("program", "print a model's program (or a program file) and its identity");
+  auto path = std::make_shared<std::string>();
+  auto cut = std::make_shared<std::string>("decode");
+  auto ctx = std::make_shared<int64_t>(4096);
+  cmd->add_option("file", *path, "a GGUF checkpoint, or a .lathe program file")->required();
+  cmd->add_option("--cut", *cut, "decode, prefill:R or batch:B")->capture_default_str();
+  cmd->add_option("--ctx", *ctx, "positions each cache holds (n_ctx), for a checkpoint")->capture_default_str();
+  return [path, cut, ctx] {
+    const lang::Cut c = lang::parse_cut(*cut);
+    if (is_gguf(*path)) {
+      const GgufFile file = GgufFile::open(*path);
+      const ModelProgram mp = model_program(file, read_model_spec(file), *ctx);
+      const lang::Program p = lang::make_cut(mp.program, c);
+      lang::check(p, &mp.bindings);
+      print_program(p, &mp.bindings);
+      return 0;
+    }
+    try {
+      const lang::Program p = lang::make_cut(lang::parse_program_file(*path), c);
+      lang::check(p);
+      print_program(p, nullptr);
+    } catch (const lang::LangError& e) {
+      fmt::print(stderr, "{}\n", e.what());  // the diagnostic says `error:` itself
+      return 1;
+    }
+    return 0;
+  };
+}
+
+}  // namespace lathe::cli

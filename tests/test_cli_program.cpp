@@ -1,0 +1,96 @@
+// `lathe program` run as a user runs it (the built binary, LATHE_BINARY): a model's program cut and
+// bound, a program file's canonical text, and a bad program file's diagnostic with exit 1.
+#include "lang/program.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+namespace {
+
+struct Ran {
+  int status = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Ran run(const std::string& args) {
+  // From another directory: the programs are built into the binary, not read from models/.
+  std::string command = "cd " + ::testing::TempDir() + " && " + std::string(LATHE_BINARY) + " " + args + " 2>&1";
+  Ran r;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
+  int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string data(const std::string& rel) { return std::string(LATHE_TEST_DATA) + "/" + rel; }
+
+// The identity line's digest.
+std::string identity_of(const std::string& out) {
+  std::smatch m;
+  return std::regex_search(out, m, std::regex("# identity: ([0-9a-f]{64})")) ? m[1].str() : "";
+}
+
+TEST(CliProgram, PrintsAModelsCutProgramItsParametersAndItsIdentity) {
+  Ran r = run("program " + data("transformers/qwen3moe.gguf") + " --cut prefill:16 --ctx 256");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("Model qwen3moe."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("16 rows"), std::string::npos) << r.out;  // the step line of the cut
+  EXPECT_NE(r.out.find("n_expert = 8"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("n_ctx = 256"), std::string::npos) << r.out;
+  // The printed text is a program: parsing it back gives the identity printed.
+  std::string text = r.out.substr(0, r.out.find("\n# parameters"));
+  lathe::lang::Program p = lathe::lang::parse_program(text, "printed");
+  EXPECT_EQ(identity_of(r.out), lathe::lang::identity(p));
+  // Cuts differ in identity; the same cut prints the same identity.
+  Ran decode = run("program " + data("transformers/qwen3moe.gguf"));
+  ASSERT_EQ(decode.status, 0) << decode.out;
+  EXPECT_NE(identity_of(decode.out), identity_of(r.out));
+  EXPECT_EQ(identity_of(run("program " + data("transformers/qwen3moe.gguf") + " --cut decode").out),
+            identity_of(decode.out));
+}
+
+TEST(CliProgram, PrintsAProgramFileCanonically) {
+  Ran r = run("program " + std::string(LATHE_SOURCE_DIR) + "/models/llama.lathe --cut batch:4");
+  ASSERT_EQ(r.status, 0) << r.out;
+  lathe::lang::Program file = lathe::lang::make_cut(
+      lathe::lang::parse_program_file(std::string(LATHE_SOURCE_DIR) + "/models/llama.lathe"), lathe::lang::parse_cut("batch:4"));
+  EXPECT_EQ(r.out, lathe::lang::print_canonical(file) + "# identity: " + lathe::lang::identity(file) + "\n");
+}
+
+TEST(CliProgram, ABadProgramFileGivesItsDiagnosticAndExit1) {
+  std::string path = (std::filesystem::path(::testing::TempDir()) / "lathe_bad.lathe").string();
+  std::ifstream in(std::string(LATHE_SOURCE_DIR) + "/models/qwen3.lathe");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string good = "Let f be the SwiGLU of g and u.";
+  ASSERT_NE(text.find(good), std::string::npos);
+  text.replace(text.find(good), good.size(), "Let f be the SwiGLU of g and w.");
+  std::ofstream(path) << text;
+  Ran r = run("program " + path);
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("lathe_bad.lathe:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unknown name `w`"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("^"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("identity"), std::string::npos) << r.out;
+}
+
+TEST(CliProgram, RefusesABadCutAndAMissingFile) {
+  Ran cut = run("program " + data("transformers/qwen3.gguf") + " --cut prefill:0");
+  EXPECT_EQ(cut.status, 1) << cut.out;
+  EXPECT_NE(cut.out.find("bad cut `prefill:0`"), std::string::npos) << cut.out;
+  Ran missing = run("program /nonexistent/model.lathe");
+  EXPECT_EQ(missing.status, 1) << missing.out;
+}
+
+}  // namespace
