@@ -139,7 +139,9 @@ std::string StreamingDecoder::push(int32_t id) {
   if (!control && first_) {
     first_ = false;
     const TokenizerVocab& v = tokenizer_->vocab();
-    if (v.kind == TokenizerKind::spm && v.add_space_prefix && piece.starts_with(' ')) piece.erase(0, 1);
+    // Only a ▁ the encoder could have added is removed, not a <0x20> byte token.
+    if (v.kind == TokenizerKind::spm && v.add_space_prefix && v.texts[id].starts_with("\xE2\x96\x81"))
+      piece.erase(0, 1);
   }
   pending_ += piece;
   const size_t n = utf8_complete_prefix(pending_);
