@@ -1,0 +1,94 @@
+#include "kernels/attention_launch.h"
+
+#include "kernels/library.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace lathe::kernels {
+namespace {
+
+constexpr int64_t kTile = 64;      // ATTN_TILE in attention.cuh
+constexpr int64_t kMaxGroup = 32;  // ATTN_MAX_GROUP
+
+// attn_shared_floats in attention.cuh: q of the group, the K tile (padded rows), the V tile, the
+// group's scores, and three floats a head (running max, running sum, rescale).
+size_t shared_bytes(int64_t d, int64_t group) {
+  return static_cast<size_t>(group * d + kTile * (d + 8) / 2 + kTile * d / 2 + group * (kTile + 4) + 3 * group) *
+         sizeof(float);
+}
+
+unsigned threads_for(int64_t d) { return d >= 256 ? 256 : 128; }
+
+void check_shape(const AttentionShape& s, const AttentionOptionsGpu& o) {
+  if (s.d != 64 && s.d != 128 && s.d != 256)
+    fail("decode attention: head size {} has no kernel (64, 128 and 256 do)", s.d);
+  if (s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0)
+    fail("decode attention: {} query heads are not a multiple of {} kv heads", s.n_head, s.n_head_kv);
+  if (s.n_head / s.n_head_kv > kMaxGroup)
+    fail("decode attention: {} query heads per kv head; the kernel takes at most {}",
+         s.n_head / s.n_head_kv, kMaxGroup);
+  if (s.n_ctx <= 0 || s.n_ctx > INT32_MAX || s.rows < 0 || s.rows > 65535 || s.n_head_kv > 65535)
+    fail("decode attention: {} rows, {} kv heads, {} slots are out of the kernel's range", s.rows,
+         s.n_head_kv, s.n_ctx);
+  if (o.window < 0 || o.window > INT32_MAX || o.cap < 0)
+    fail("decode attention: window {} and cap {} must be positive or 0", o.window, o.cap);
+}
+
+}  // namespace
+
+AttentionSplit plan_attention_split(const AttentionShape& shape, const AttentionOptionsGpu& options,
+                                    int64_t target_blocks) {
+  check_shape(shape, options);
+  if (target_blocks <= 0) target_blocks = 4 * int64_t{cuda::Context::get().info().sm_count};
+  int64_t visible = std::clamp<int64_t>(shape.max_visible, 1, shape.n_ctx);
+  if (options.window > 0) visible = std::min(visible, options.window);
+  const int64_t base_blocks = std::max<int64_t>(1, shape.rows * shape.n_head_kv);
+  const int64_t want_splits = std::max<int64_t>(1, (target_blocks + base_blocks - 1) / base_blocks);
+  int64_t len = (visible + want_splits - 1) / want_splits;
+  len = std::max(kTile, (len + kTile - 1) / kTile * kTile);
+  AttentionSplit split;
+  split.split_len = len;
+  split.n_split = (visible + len - 1) / len;
+  if (split.n_split > 1)
+    split.workspace_bytes = static_cast<size_t>(shape.rows * shape.n_head * split.n_split) *
+                            static_cast<size_t>(shape.d + 2) * sizeof(float);
+  return split;
+}
+
+void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr v_cache,
+                      CUdeviceptr sequences, CUdeviceptr positions, const AttentionShape& shape,
+                      const AttentionOptionsGpu& options, const AttentionSplit& split,
+                      CUdeviceptr workspace, CUstream stream) {
+  check_shape(shape, options);
+  LATHE_CHECK(split.split_len % kTile == 0 && split.split_len > 0 && split.n_split >= 1);
+  LATHE_CHECK(split.n_split == 1 || workspace != 0);
+  if (shape.rows == 0) return;
+  int n_head = static_cast<int>(shape.n_head), n_head_kv = static_cast<int>(shape.n_head_kv);
+  int n_ctx = static_cast<int>(shape.n_ctx), window = static_cast<int>(options.window);
+  int split_len = static_cast<int>(split.split_len), n_split = static_cast<int>(split.n_split);
+  int d = static_cast<int>(shape.d);
+  float scale = options.scale != 0 ? options.scale : static_cast<float>(1.0 / std::sqrt(double(shape.d)));
+  float cap = options.cap;
+  CUdeviceptr sinks = options.sinks;
+  CUdeviceptr part_o = split.n_split > 1 ? workspace : 0;
+  CUdeviceptr part_ml =
+      split.n_split > 1 ? workspace + static_cast<CUdeviceptr>(shape.rows * shape.n_head * split.n_split * shape.d) * sizeof(float)
+                        : 0;
+  const std::string name = "lathe_attn_decode_" + std::to_string(shape.d);
+  cuda::launch(kernel(name), {static_cast<unsigned>(split.n_split), static_cast<unsigned>(shape.n_head_kv),
+                              static_cast<unsigned>(shape.rows)},
+               {threads_for(shape.d)}, static_cast<unsigned>(shared_bytes(shape.d, shape.n_head / shape.n_head_kv)),
+               stream,
+               {&q, &k_cache, &v_cache, &sequences, &positions, &out, &part_o, &part_ml, &n_head, &n_head_kv,
+                &n_ctx, &window, &split_len, &n_split, &scale, &cap, &sinks},
+               "decode attention");
+  if (split.n_split > 1)
+    cuda::launch(kernel("lathe_attn_merge"), {static_cast<unsigned>(shape.n_head), static_cast<unsigned>(shape.rows)},
+                 {static_cast<unsigned>(shape.d)}, 0, stream,
+                 {&part_o, &part_ml, &positions, &out, &n_head, &d, &window, &split_len, &n_split, &sinks},
+                 "attention merge");
+}
+
+}  // namespace lathe::kernels

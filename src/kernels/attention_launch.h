@@ -1,0 +1,49 @@
+// Host launchers of decode attention over the f16 KV caches (attention.cuh), split along the cache.
+#pragma once
+
+#include "runtime/cuda_driver.h"
+
+#include <cstdint>
+
+namespace lathe::kernels {
+
+struct AttentionShape {
+  int64_t rows = 1;        // query rows in flight (a decode batch, or a prefill chunk)
+  int64_t n_head = 1;      // query heads; a multiple of n_head_kv, at most 32 per kv head
+  int64_t n_head_kv = 1;
+  int64_t d = 128;         // head size of q, k and v: 64, 128 or 256
+  int64_t n_ctx = 1;       // cache slots per sequence
+  // The most slots any row may see (position + 1, or the window): sizes the splits. n_ctx when the
+  // positions are not known at launch (a captured graph); smaller values give more, shorter splits.
+  int64_t max_visible = 1;
+};
+
+struct AttentionOptionsGpu {
+  float scale = 0;          // 0: 1 / sqrt(d)
+  int64_t window = 0;       // 0: none
+  float cap = 0;            // 0: none
+  CUdeviceptr sinks = 0;    // 0, or n_head f32 logits
+};
+
+// How the cache is split: n_split blocks of split_len slots per (row, kv head); workspace_bytes of
+// device memory for the partial results (0 when n_split == 1).
+struct AttentionSplit {
+  int64_t split_len = 0;
+  int64_t n_split = 1;
+  size_t workspace_bytes = 0;
+};
+// Splits so that about `target_blocks` blocks run (0: four per multiprocessor of this device).
+AttentionSplit plan_attention_split(const AttentionShape& shape, const AttentionOptionsGpu& options,
+                                    int64_t target_blocks = 0);
+
+// out [rows, n_head, d] f32 = attention of q [rows, n_head, d] f32 over k_cache and v_cache
+// ([sequences, n_ctx, n_head_kv, d] f16), row r reading sequence sequences[r] up to positions[r]
+// inclusive (int32 device arrays), as the interpreter's attention. The rows' slots must already be
+// in the cache. workspace: split.workspace_bytes of device memory (any contents). q, the caches and
+// the workspace 16-byte aligned. Refuses shapes the kernels do not cover (d, group > 32).
+void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr v_cache,
+                      CUdeviceptr sequences, CUdeviceptr positions, const AttentionShape& shape,
+                      const AttentionOptionsGpu& options, const AttentionSplit& split,
+                      CUdeviceptr workspace, CUstream stream);
+
+}  // namespace lathe::kernels

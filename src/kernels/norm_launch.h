@@ -1,0 +1,25 @@
+// Host launchers of the RMS norms (norm.cuh). All arrays f32, row-major, on the device; weight is a
+// vector of the normed dimension or 0 for none. h = x / sqrt(mean(x^2) + eps) * weight per row.
+#pragma once
+
+#include "runtime/cuda_driver.h"
+
+#include <cstdint>
+
+namespace lathe::kernels {
+
+// h, x [rows, n]. h may equal x (in place).
+void rms_norm(CUdeviceptr h, CUdeviceptr x, CUdeviceptr weight, int64_t rows, int64_t n, float eps,
+              CUstream stream);
+
+// The sum and the norm after it in one kernel: x += y (x written back), then h = rms_norm(x) * weight.
+// x, y, h [rows, n], pairwise distinct.
+void add_rms_norm(CUdeviceptr x, CUdeviceptr h, CUdeviceptr y, CUdeviceptr weight, int64_t rows,
+                  int64_t n, float eps, CUstream stream);
+
+// Per-head norm: h, x [rows, heads, d], weight [d] or 0; each head's d values normed alone.
+// h may equal x.
+void head_rms_norm(CUdeviceptr h, CUdeviceptr x, CUdeviceptr weight, int64_t rows, int64_t heads,
+                   int64_t d, float eps, CUstream stream);
+
+}  // namespace lathe::kernels
