@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# The main job. Today: write a small synthetic Qwen3 checkpoint and describe it.
+# The main job: generate text from the small default model that ships with Lathe (on the GPU when
+# there is one the lane can use, else on the CPU through the reference interpreter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x build/lathe ]; then cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"$(nproc)"; fi
-mkdir -p out
-build/lathe synth --shape qwen3-tiny --type q8_0 -o out/qwen3-tiny-q8_0.gguf
-build/lathe inspect out/qwen3-tiny-q8_0.gguf
+build/lathe run -p "${1:-In the beginning God created}" -n "${2:-64}"

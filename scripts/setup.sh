@@ -14,7 +14,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libgtest-dev libgmock-dev \
   libcli11-dev libfmt-dev nlohmann-json3-dev libpcre2-dev libssl-dev \
   python3 python3-pip \
-  bible-kjv-text
+  bible-kjv-text bible-kjv
 
 # PyPI: the peers the tests compare against (fixture scripts), never needed at run time.
 python3 -m pip install -q -r scripts/requirements.txt

@@ -13,5 +13,6 @@ using Action = std::function<int()>;
 Action add_synth_command(CLI::App& app);
 Action add_inspect_command(CLI::App& app);
 Action add_program_command(CLI::App& app);
+Action add_run_command(CLI::App& app);
 
 }  // namespace lathe::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   add(lathe::cli::add_synth_command);
   add(lathe::cli::add_inspect_command);
   add(lathe::cli::add_program_command);
+  add(lathe::cli::add_run_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

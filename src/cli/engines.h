@@ -1,0 +1,33 @@
+// Loading a model for the commands that run one (run, logits, perplexity): the checkpoint, its
+// tokenizer and the engine chosen by --device (auto: the GPU when there is one and the lane can run
+// the model, else the CPU's reference interpreter).
+#pragma once
+
+#include "gguf/gguf_file.h"
+#include "runtime/engine.h"
+#include "runtime/tokenizer.h"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+namespace lathe::cli {
+
+struct EngineOptions {
+  std::string device = "auto";  // auto, cpu, gpu
+  int64_t n_ctx = 2048;
+  std::string activations = "int8x2";  // the GPU lane's numerics contract
+};
+
+void add_engine_options(CLI::App* cmd, EngineOptions& options);
+
+struct LoadedModel {
+  std::unique_ptr<GgufFile> file;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<Engine> engine;
+};
+
+LoadedModel load_model(const std::string& path, const EngineOptions& options);
+
+}  // namespace lathe::cli

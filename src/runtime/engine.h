@@ -1,0 +1,26 @@
+// An engine runs a model's steps for one sequence: the prompt in chunks, then one token at a time,
+// returning the logits of the last row. The CPU engine is the reference interpreter; the GPU engine
+// runs the compiled program. Generation, `lathe run`, `lathe logits` and `lathe perplexity` are
+// written against this interface, so they work on either.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace lathe {
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Runs tokens at positions start, start+1, ... of the sequence (the cache keeps what came before
+  // start; a start below what was run rewinds). Returns the logits of every row when all_logits,
+  // else of the last row only, row after row ([rows or 1, n_vocab]).
+  virtual std::vector<float> run(std::span<const int32_t> tokens, int64_t start, bool all_logits) = 0;
+  virtual int64_t n_ctx() const = 0;
+  virtual int64_t n_vocab() const = 0;
+  virtual std::string name() const = 0;  // "cpu (reference interpreter)", "gpu (NVIDIA H200)"
+};
+
+}  // namespace lathe

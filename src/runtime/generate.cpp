@@ -1,0 +1,77 @@
+#include "runtime/generate.h"
+
+#include "base/error.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+namespace lathe {
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+}  // namespace
+
+GenerateStats generate(Engine& engine, const Tokenizer& tokenizer, std::span<const int32_t> prompt,
+                       int64_t start, const GenerateOptions& options, Sampler& sampler,
+                       const std::function<void(std::string_view)>& on_text,
+                       std::vector<int32_t>* history) {
+  GenerateStats stats;
+  if (prompt.empty()) fail("the prompt is empty (no tokens to run)");
+  const int64_t end = start + static_cast<int64_t>(prompt.size());
+  if (end > engine.n_ctx())
+    fail("the prompt is {} tokens{}, longer than the context of {} tokens (raise --ctx)", prompt.size(),
+         start > 0 ? fmt::format(" after {} earlier ones", start) : "", engine.n_ctx());
+  std::vector<int32_t> local;
+  std::vector<int32_t>& seen = history ? *history : local;
+  seen.insert(seen.end(), prompt.begin(), prompt.end());
+  stats.prompt_tokens = static_cast<int64_t>(prompt.size());
+
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<float> logits = engine.run(prompt, start, false);
+  stats.prompt_seconds = seconds_since(t0);
+
+  StreamingDecoder decoder(tokenizer, /*skip_control=*/true);
+  auto t1 = std::chrono::steady_clock::now();
+  int64_t pos = end;
+  while (stats.generated < options.max_tokens) {
+    const int32_t next = sampler.sample(logits, seen);
+    if (options.stop_at_end && tokenizer.is_end_of_generation(next)) {
+      stats.hit_end_token = true;
+      seen.push_back(next);  // the turn's end belongs to the history (chat continues after it)
+      break;
+    }
+    seen.push_back(next);
+    ++stats.generated;
+    on_text(decoder.push(next));
+    if (pos >= engine.n_ctx()) {
+      stats.hit_context_end = true;
+      break;
+    }
+    if (stats.generated == options.max_tokens) break;
+    const int32_t one[1] = {next};
+    logits = engine.run(one, pos++, false);
+  }
+  on_text(decoder.flush());
+  stats.generate_seconds = seconds_since(t1);
+  return stats;
+}
+
+std::string default_model_path() {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("LATHE_DEFAULT_MODEL")) return env;
+  const fs::path rel = "models/default/lathe-kjv-qwen3.gguf";
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path())
+      if (fs::exists(dir / rel)) return (dir / rel).string();
+  }
+  const fs::path source = fs::path(LATHE_SOURCE_DIR) / rel;
+  if (fs::exists(source)) return source.string();
+  fail("the default model ({}) is not beside the executable or in {}; name a model or set "
+       "LATHE_DEFAULT_MODEL", rel.string(), LATHE_SOURCE_DIR);
+}
+
+}  // namespace lathe
