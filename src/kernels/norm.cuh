@@ -7,7 +7,7 @@
 // lathe_add_rms_norm is the sum and the norm after it in one kernel: x += y (written back), h = norm(x) * w.
 // x, y, h may not overlap (except that h == x is allowed where y is null: a norm in place).
 
-extern "C" __global__ void lathe_rms_norm(const float* __restrict__ x, const float* __restrict__ w,
+extern "C" __global__ void lathe_rms_norm(const float* x, const float* __restrict__ w,
                                           float* h, int n, float eps) {
   __shared__ float scratch[32];
   const long long row = blockIdx.x;
@@ -38,7 +38,7 @@ extern "C" __global__ void lathe_add_rms_norm(float* __restrict__ x, const float
   for (int i = threadIdx.x; i < n; i += blockDim.x) hr[i] = xr[i] * inv * (w ? w[i] : 1.0f);
 }
 
-extern "C" __global__ void lathe_rms_norm_warp(const float* __restrict__ x, const float* __restrict__ w,
+extern "C" __global__ void lathe_rms_norm_warp(const float* x, const float* __restrict__ w,
                                                float* h, long long rows, int n, float eps) {
   const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row >= rows) return;  // whole warps leave together

@@ -1,0 +1,255 @@
+// KV cache append and decode attention on the GPU against the interpreter (interp/cpu_ops.h).
+// The caches are f16 on the device; the interpreter reads the same f16 values widened to f32, so the
+// comparison measures the kernel's f32 arithmetic alone. Bounds (max |gpu - cpu| / max |cpu|):
+// append bit-exact (round to nearest even), attention 5e-5.
+#include "gguf/block_format.h"
+#include "kernels/attention_launch.h"
+#include "kernels/cache_launch.h"
+#include "test_gpu_ops_helpers.h"
+
+#include <fmt/format.h>
+
+namespace lathe::test {
+namespace {
+
+constexpr double kAttentionBound = 5e-5;
+
+struct RowAt {
+  int32_t sequence, position;
+};
+
+struct AttnCase {
+  int64_t n_head, n_head_kv, d, n_ctx, n_seq;
+  std::vector<RowAt> rows;
+  int64_t window = 0;
+  float cap = 0;
+  bool sinks = false;
+  bool graph_bound = false;  // split for n_ctx slots, as a captured graph must
+  float scale = 0;
+  int64_t prefill = 0;       // > 0: the last `prefill` rows' k and v are appended by the kernel first
+};
+
+std::string label(const AttnCase& c) {
+  std::string s = fmt::format("h{}/{} d{} ctx{} rows{}", c.n_head, c.n_head_kv, c.d, c.n_ctx, c.rows.size());
+  if (c.window) s += fmt::format(" win{}", c.window);
+  if (c.cap) s += fmt::format(" cap{}", c.cap);
+  if (c.sinks) s += " sinks";
+  if (c.graph_bound) s += " graph";
+  if (c.scale) s += fmt::format(" scale{}", c.scale);
+  if (c.prefill) s += fmt::format(" prefill{}", c.prefill);
+  return s;
+}
+
+// Values as f16 bits and as the f32 values those bits mean.
+struct HalfValues {
+  std::vector<uint16_t> bits;
+  std::vector<float> values;
+};
+HalfValues halves_of(const std::vector<float>& v) {
+  HalfValues h;
+  h.bits.reserve(v.size());
+  h.values.reserve(v.size());
+  for (float x : v) {
+    h.bits.push_back(f32_to_f16(x));
+    h.values.push_back(f16_to_f32(h.bits.back()));
+  }
+  return h;
+}
+
+double run_case(const AttnCase& c, uint32_t seed) {
+  const int64_t rows = static_cast<int64_t>(c.rows.size());
+  const int64_t slot = c.n_head_kv * c.d, seq_size = c.n_ctx * slot;
+  HalfValues k = halves_of(random_values(c.n_seq * seq_size, seed, 1.0f));
+  HalfValues v = halves_of(random_values(c.n_seq * seq_size, seed + 1, 1.0f));
+  std::vector<float> q = random_values(rows * c.n_head * c.d, seed + 2, 1.0f);
+  std::vector<float> sinks = c.sinks ? random_values(c.n_head, seed + 3, 2.0f) : std::vector<float>{};
+  std::vector<int32_t> sequences, positions;
+  for (const RowAt& r : c.rows) {
+    sequences.push_back(r.sequence);
+    positions.push_back(r.position);
+  }
+  auto dk = to_device(k.bits), dv = to_device(v.bits);
+  auto dseq = to_device(sequences), dpos = to_device(positions);
+  cuda::Stream s;
+
+  // Prefill: the chunk's own k and v go in through the append kernel, and into the reference.
+  if (c.prefill > 0) {
+    std::vector<float> k_new = random_values(c.prefill * slot, seed + 4), v_new = random_values(c.prefill * slot, seed + 5);
+    const int64_t first = rows - c.prefill;
+    std::vector<int32_t> pseq(sequences.begin() + first, sequences.end()), ppos(positions.begin() + first, positions.end());
+    auto dkn = to_device(k_new), dvn = to_device(v_new), dps = to_device(pseq), dpp = to_device(ppos);
+    kernels::cache_append(dk.ptr(), dv.ptr(), dkn.ptr(), dvn.ptr(), dps.ptr(), dpp.ptr(), c.prefill, c.n_ctx, slot,
+                          slot, s.handle());
+    s.synchronize();
+    HalfValues kh = halves_of(k_new), vh = halves_of(v_new);
+    for (int64_t r = 0; r < c.prefill; ++r) {
+      const int64_t at = pseq[r] * seq_size + ppos[r] * slot;
+      std::copy_n(kh.values.begin() + r * slot, slot, k.values.begin() + at);
+      std::copy_n(vh.values.begin() + r * slot, slot, v.values.begin() + at);
+    }
+  }
+
+  std::vector<float> want(rows * c.n_head * c.d);
+  AttentionOptions options;
+  options.scale = c.scale;
+  options.window = c.window;
+  options.cap = c.cap;
+  options.sinks = sinks;
+  for (int64_t r = 0; r < rows; ++r) {
+    const RowAt& at = c.rows[r];
+    Tensor kc({c.n_ctx, c.n_head_kv, c.d},
+              std::vector<float>(k.values.begin() + at.sequence * seq_size, k.values.begin() + (at.sequence + 1) * seq_size));
+    Tensor vc({c.n_ctx, c.n_head_kv, c.d},
+              std::vector<float>(v.values.begin() + at.sequence * seq_size, v.values.begin() + (at.sequence + 1) * seq_size));
+    Tensor qr({1, c.n_head, c.d}, std::vector<float>(q.begin() + r * c.n_head * c.d, q.begin() + (r + 1) * c.n_head * c.d));
+    std::vector<int32_t> p = {at.position};
+    Tensor o = attention(qr, kc, vc, p, options);
+    std::copy(o.data.begin(), o.data.end(), want.begin() + r * c.n_head * c.d);
+  }
+
+  kernels::AttentionShape shape{rows, c.n_head, c.n_head_kv, c.d, c.n_ctx, c.n_ctx};
+  if (!c.graph_bound) {
+    shape.max_visible = 1;
+    for (int32_t p : positions) shape.max_visible = std::max<int64_t>(shape.max_visible, p + 1);
+  }
+  auto dq = to_device(q), dsinks = to_device(sinks), dout = to_device(std::vector<float>(want.size(), NAN));
+  kernels::AttentionOptionsGpu gopt{c.scale, c.window, c.cap, c.sinks ? dsinks.ptr() : 0};
+  kernels::AttentionSplit split = kernels::plan_attention_split(shape, gopt);
+  cuda::DeviceBuffer work(std::max<size_t>(split.workspace_bytes, 16), "attention workspace");
+  kernels::decode_attention(dout.ptr(), dq.ptr(), dk.ptr(), dv.ptr(), dseq.ptr(), dpos.ptr(), shape, gopt, split,
+                            work.ptr(), s.handle());
+  s.synchronize();
+  std::printf("  [splits %lld x %lld]", static_cast<long long>(split.n_split), static_cast<long long>(split.split_len));
+  return normalized_error(from_device<float>(dout, want.size()), want);
+}
+
+std::vector<RowAt> chunk(int32_t sequence, int32_t first, int32_t count) {
+  std::vector<RowAt> r;
+  for (int32_t i = 0; i < count; ++i) r.push_back({sequence, first + i});
+  return r;
+}
+
+TEST(GpuAttention, DecodeMatchesTheInterpreter) {
+  REQUIRE_GPU();
+  std::vector<AttnCase> cases = {
+      {4, 1, 64, 8, 1, {{0, 0}}},
+      {8, 8, 128, 16, 2, {{0, 6}, {1, 6}, {1, 3}}},
+      {32, 8, 128, 128, 1, {{0, 99}}},
+      {32, 8, 128, 128, 1, {{0, 99}}, 0, 0, false, false, 0.05f},
+      {32, 8, 128, 128, 1, {{0, 99}}, 1},
+      {32, 8, 128, 4096, 1, {{0, 4095}}},
+      {16, 2, 64, 4096, 3, {{0, 4095}, {1, 2000}, {2, 77}, {0, 1}}},
+      {32, 4, 128, 4096, 1, {{0, 4095}, {0, 3000}}, 1000, 50.0f, true},
+      {32, 1, 64, 512, 2, {{0, 300}, {1, 511}}, 0, 0, false, true},
+      {14, 2, 64, 1024, 1, {{0, 999}}, 0, 30.0f},
+      {40, 8, 128, 256, 1, {{0, 255}}, 100, 0, true},
+      {16, 16, 256, 600, 1, {{0, 512}}},
+      {24, 8, 128, 4096, 2, {{0, 4095}, {1, 4094}, {0, 4000}, {1, 17}, {0, 2048}, {1, 4095}, {0, 63}, {1, 64}}, 0, 0,
+       false, true},
+  };
+  uint32_t seed = 1000;
+  for (const AttnCase& c : cases) {
+    const double err = run_case(c, seed += 10);
+    report("attention", label(c), err, kAttentionBound);
+  }
+}
+
+TEST(GpuAttention, PrefillChunksAreCausal) {
+  REQUIRE_GPU();
+  std::vector<AttnCase> cases = {
+      {32, 8, 128, 4096, 1, chunk(0, 4080, 16), 0, 0, false, false, 0, 16},
+      {16, 4, 64, 64, 2, chunk(1, 0, 16), 5, 0, true, false, 0, 16},
+      {32, 8, 128, 512, 1, chunk(0, 200, 7), 0, 0, false, true, 0, 7},
+      {8, 1, 64, 128, 1, chunk(0, 0, 1), 0, 0, false, false, 0, 1},
+  };
+  uint32_t seed = 2000;
+  for (const AttnCase& c : cases) report("attention prefill", label(c), run_case(c, seed += 10), kAttentionBound);
+}
+
+TEST(GpuCache, AppendRoundsToNearestEvenAndTouchesOnlyItsSlots) {
+  REQUIRE_GPU();
+  cuda::Stream s;
+  for (auto [n_head_kv, d, kv_d] : {std::tuple<int64_t, int64_t, int64_t>{8, 128, 128}, {1, 64, 64}, {2, 5, 7}}) {
+    const int64_t n_seq = 3, n_ctx = 20, rows = 5;
+    const int64_t k_slot = n_head_kv * d, v_slot = n_head_kv * kv_d;
+    std::vector<float> k = random_values(rows * k_slot, 7, 100.0f), v = random_values(rows * v_slot, 8, 1e-4f);
+    k[0] = 65520.0f;         // rounds to inf
+    k[1] = 1.0f + 1.0f / 2048;  // a tie: to even (1.0)
+    std::vector<int32_t> seq = {0, 2, 1, 2, 0}, pos = {0, 19, 5, 6, 19};
+    std::vector<uint16_t> kc(n_seq * n_ctx * k_slot, 0x7777), vc(n_seq * n_ctx * v_slot, 0x1234);
+    auto dkc = to_device(kc), dvc = to_device(vc), dk = to_device(k), dv = to_device(v);
+    auto dseq = to_device(seq), dpos = to_device(pos);
+    kernels::cache_append(dkc.ptr(), dvc.ptr(), dk.ptr(), dv.ptr(), dseq.ptr(), dpos.ptr(), rows, n_ctx, k_slot,
+                          v_slot, s.handle());
+    s.synchronize();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < k_slot; ++i) kc[(seq[r] * n_ctx + pos[r]) * k_slot + i] = f32_to_f16(k[r * k_slot + i]);
+      for (int64_t i = 0; i < v_slot; ++i) vc[(seq[r] * n_ctx + pos[r]) * v_slot + i] = f32_to_f16(v[r * v_slot + i]);
+    }
+    EXPECT_EQ(from_device<uint16_t>(dkc, kc.size()), kc) << "k, d " << d;
+    EXPECT_EQ(from_device<uint16_t>(dvc, vc.size()), vc) << "v, d " << kv_d;
+    std::printf("  cache_append           kv heads %lld d %lld / %lld: %s\n", (long long)n_head_kv, (long long)d,
+                (long long)kv_d, testing::Test::HasFailure() ? "MISMATCH" : "bit-exact");
+  }
+}
+
+// Decode attention at 4,096 slots of context: the f16 cache read per launch over the time, against
+// the H200's 4,630 GB/s. Layers rotate through distinct caches larger than L2 together, as a step does.
+TEST(GpuAttentionSpeed, LongContextReadsTheCacheNearBandwidth) {
+  REQUIRE_GPU();
+  struct SpeedCase { int64_t n_head, n_head_kv, d, rows, layers; };
+  const SpeedCase cases[] = {{32, 8, 128, 1, 8}, {32, 8, 64, 1, 16}, {16, 8, 128, 1, 8},
+                             {8, 8, 128, 1, 8},  {32, 8, 128, 8, 2}, {32, 4, 128, 1, 16}};
+  const int64_t n_ctx = 4096;
+  cuda::Stream s;
+  std::printf("  device: %s, %d multiprocessors\n", cuda::Context::get().info().name.c_str(),
+              cuda::Context::get().info().sm_count);
+  for (const SpeedCase& c : cases) {
+    const int64_t cache_elems = c.rows * n_ctx * c.n_head_kv * c.d;  // one sequence per row
+    std::vector<cuda::DeviceBuffer> caches;
+    for (int64_t l = 0; l < 2 * c.layers; ++l) {
+      caches.emplace_back(cache_elems * 2, "speed cache");
+      caches.back().zero();
+    }
+    std::vector<int32_t> seq(c.rows), pos(c.rows, int32_t(n_ctx - 1));
+    for (int64_t r = 0; r < c.rows; ++r) seq[r] = int32_t(r);
+    auto dseq = to_device(seq), dpos = to_device(pos);
+    auto dq = to_device(random_values(c.rows * c.n_head * c.d, 5)), dout = to_device(std::vector<float>(c.rows * c.n_head * c.d));
+    kernels::AttentionShape shape{c.rows, c.n_head, c.n_head_kv, c.d, n_ctx, n_ctx};
+    kernels::AttentionOptionsGpu opt;
+    kernels::AttentionSplit split = kernels::plan_attention_split(shape, opt);
+    cuda::DeviceBuffer work(std::max<size_t>(split.workspace_bytes, 16), "attention workspace");
+    auto step = [&] {
+      for (int64_t l = 0; l < c.layers; ++l)
+        kernels::decode_attention(dout.ptr(), dq.ptr(), caches[2 * l].ptr(), caches[2 * l + 1].ptr(), dseq.ptr(),
+                                  dpos.ptr(), shape, opt, split, work.ptr(), s.handle());
+    };
+    step();
+    s.synchronize();
+    // Captured as one graph, as the runtime replays a step: the host's launch cost is not timed.
+    const int iters = 20;
+    cuda::CapturedGraph graph;
+    graph.begin(s);
+    for (int i = 0; i < iters; ++i) step();
+    graph.end(s);
+    graph.replay(s);
+    std::vector<double> per_launch_us;
+    for (int rep = 0; rep < 7; ++rep) {
+      cuda::EventTimer t;
+      t.start(s);
+      graph.replay(s);
+      per_launch_us.push_back(1000.0 * t.stop(s) / double(iters * c.layers));
+    }
+    const double us = median(per_launch_us);
+    const double bytes = 2.0 * double(cache_elems) * 2.0;
+    const double gbs = bytes / (us * 1e-6) / 1e9;
+    std::printf("  attention speed  h%lld/%lld d%lld rows %lld ctx %lld: %.2f us, %.1f MB -> %.0f GB/s (%.0f%% of 4630)"
+                " [splits %lld x %lld]\n",
+                (long long)c.n_head, (long long)c.n_head_kv, (long long)c.d, (long long)c.rows, (long long)n_ctx, us,
+                bytes / 1e6, gbs, 100.0 * gbs / 4630.0, (long long)split.n_split, (long long)split.split_len);
+    EXPECT_GT(gbs, 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace lathe::test
