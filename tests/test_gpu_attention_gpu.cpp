@@ -193,18 +193,19 @@ TEST(GpuCache, AppendRoundsToNearestEvenAndTouchesOnlyItsSlots) {
   }
 }
 
-// Decode attention at 4,096 slots of context: the f16 cache read per launch over the time, against
+// Decode attention at 4,096 (and 32,768) slots of context: the f16 cache read per launch over the time, against
 // the H200's 4,630 GB/s. Layers rotate through distinct caches larger than L2 together, as a step does.
 TEST(GpuAttentionSpeed, LongContextReadsTheCacheNearBandwidth) {
   REQUIRE_GPU();
-  struct SpeedCase { int64_t n_head, n_head_kv, d, rows, layers; };
-  const SpeedCase cases[] = {{32, 8, 128, 1, 8}, {32, 8, 64, 1, 16}, {16, 8, 128, 1, 8},
-                             {8, 8, 128, 1, 8},  {32, 8, 128, 8, 2}, {32, 4, 128, 1, 16}};
-  const int64_t n_ctx = 4096;
+  struct SpeedCase { int64_t n_head, n_head_kv, d, rows, layers, n_ctx; };
+  const SpeedCase cases[] = {{32, 8, 128, 1, 8, 4096}, {32, 8, 64, 1, 16, 4096}, {16, 8, 128, 1, 8, 4096},
+                             {8, 8, 128, 1, 8, 4096},  {32, 8, 128, 8, 2, 4096}, {32, 4, 128, 1, 16, 4096},
+                             {32, 8, 128, 1, 2, 32768}};
   cuda::Stream s;
   std::printf("  device: %s, %d multiprocessors\n", cuda::Context::get().info().name.c_str(),
               cuda::Context::get().info().sm_count);
   for (const SpeedCase& c : cases) {
+    const int64_t n_ctx = c.n_ctx;
     const int64_t cache_elems = c.rows * n_ctx * c.n_head_kv * c.d;  // one sequence per row
     std::vector<cuda::DeviceBuffer> caches;
     for (int64_t l = 0; l < 2 * c.layers; ++l) {

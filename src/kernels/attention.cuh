@@ -21,6 +21,16 @@
 #define ATTN_MAX_GROUP 32
 #define ATTN_NEG_INF __int_as_float(0xff800000)
 
+// 16 bytes from global to shared memory without passing through registers (sm_80+), and the wait
+// for all of this thread's copies; a __syncthreads after the wait publishes them to the block.
+__device__ __forceinline__ void attn_copy16(void* shared_dst, const void* global_src) {
+  const unsigned dst = (unsigned)__cvta_generic_to_shared(shared_dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(global_src) : "memory");
+}
+__device__ __forceinline__ void attn_copy_wait() {
+  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+}
+
 template <int D>
 struct AttnShape {
   static constexpr int threads = D >= 256 ? 256 : 128;
@@ -66,8 +76,9 @@ __device__ void attn_decode(const float* __restrict__ q, const __half* __restric
   const long long seq_base = (long long)sequences[row] * n_ctx;
   const int head0 = kvh * group;
 
-  for (int i = tid; i < group * D; i += S::threads)
-    qs[i] = q[((long long)row * n_head + head0) * D + i];
+  // Every copy of the block (q, then the first tile) is in flight at once: cp.async, no registers.
+  const float* q_group = q + ((long long)row * n_head + head0) * D;
+  for (int i = tid; i < group * D / 4; i += S::threads) attn_copy16(qs + i * 4, q_group + i * 4);
   for (int g = tid; g < group; g += S::threads) {
     m_run[g] = ATTN_NEG_INF;
     l_run[g] = 0.0f;
@@ -80,15 +91,14 @@ __device__ void attn_decode(const float* __restrict__ q, const __half* __restric
 
   for (int tile = begin; tile < end; tile += ATTN_TILE) {
     const int nt = min(ATTN_TILE, end - tile);
-    __syncthreads();  // the previous tile's readers are done (and qs, m_run are set)
+    __syncthreads();  // the previous tile's readers are done; m_run and l_run are set
     for (int i = tid; i < nt * (D / 8); i += S::threads) {
       const int p = i / (D / 8), c = i % (D / 8);
       const long long at = ((seq_base + tile + p) * n_head_kv + kvh) * D + c * 8;
-      const uint4 kk = *reinterpret_cast<const uint4*>(k_cache + at);
-      const uint4 vv = *reinterpret_cast<const uint4*>(v_cache + at);
-      *reinterpret_cast<uint4*>(ks + p * S::k_stride + c * 8) = kk;
-      *reinterpret_cast<uint4*>(vs + p * D + c * 8) = vv;
+      attn_copy16(ks + p * S::k_stride + c * 8, k_cache + at);
+      attn_copy16(vs + p * D + c * 8, v_cache + at);
     }
+    attn_copy_wait();
     __syncthreads();
 
     {  // scores: thread = one slot, heads set, set + score_sets, ...
