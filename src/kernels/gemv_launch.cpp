@@ -1,0 +1,195 @@
+#include "kernels/gemv_launch.h"
+
+#include "gguf/block_format.h"
+#include "kernels/library.h"
+
+#include <algorithm>
+#include <string>
+
+namespace lathe::kernels {
+namespace {
+
+// How the device code cuts a row of each format (gemv_blocks.cuh's traits): unit_values values in
+// unit_bytes bytes; the float formats in units of 8 values.
+struct Unit {
+  const char* name;  // kernel name suffix
+  int values;
+  int bytes;
+};
+
+const Unit* unit_of(GgmlType type) {
+  static const Unit q8_0{"q8_0", 32, 34}, q4_0{"q4_0", 32, 18}, q4_1{"q4_1", 32, 20}, q5_0{"q5_0", 32, 22},
+      q5_1{"q5_1", 32, 24}, q4_k{"q4_k", 256, 144}, q5_k{"q5_k", 256, 176}, q6_k{"q6_k", 256, 210},
+      f32{"f32", 8, 32}, f16{"f16", 8, 16}, bf16{"bf16", 8, 16};
+  switch (type) {
+    case GgmlType::Q8_0: return &q8_0;
+    case GgmlType::Q4_0: return &q4_0;
+    case GgmlType::Q4_1: return &q4_1;
+    case GgmlType::Q5_0: return &q5_0;
+    case GgmlType::Q5_1: return &q5_1;
+    case GgmlType::Q4_K: return &q4_k;
+    case GgmlType::Q5_K: return &q5_k;
+    case GgmlType::Q6_K: return &q6_k;
+    case GgmlType::F32: return &f32;
+    case GgmlType::F16: return &f16;
+    case GgmlType::BF16: return &bf16;
+    default: return nullptr;
+  }
+}
+
+const Unit& checked_unit(const WeightMatrix& w, const char* what) {
+  const Unit* u = unit_of(w.type);
+  if (!u) fail("{}: no GPU kernel reads {} weights", what, ggml_type_name(w.type));
+  const int64_t block = block_format(w.type).block_size;
+  if (w.k <= 0 || w.k % 32 != 0 || w.k % block != 0)
+    fail("{}: {} rows of {} values are not whole blocks of max(32, {})", what, ggml_type_name(w.type), w.k, block);
+  if (w.n_out <= 0 || w.n_out > (int64_t{1} << 31) / 4) fail("{}: {} output rows is out of range", what, w.n_out);
+  LATHE_CHECK(w.data % 16 == 0);
+  return *u;
+}
+
+// 16-byte loads a lane may hold per chunk (LATHE_GEMV_LOADS) and warps per block (LATHE_GEMV_WARPS).
+constexpr int kLoads = 9, kWarps = 4;
+
+struct GemvShape {
+  int split = 1;        // warps per output row; 0: streaming rows (gemv_product.cuh)
+  int chunk_units = 1;  // units a warp streams at once
+  unsigned blocks = 1;
+};
+
+// Dense products with at least kStreamWarps warps' worth of rows per SM stream (split == 0): a grid of
+// at most that many warps, rows dealt out evenly, each warp loading its next chunk while it computes.
+// Otherwise enough warps to fill every SM (32 a SM) by splitting rows when there are few. Chunks as
+// large as the stage allows (each lane up to 9 loads in flight), of equal size within a row.
+constexpr int64_t kStreamWarps = 16;
+
+GemvShape gemv_shape(const Unit& u, int64_t n_out, int64_t k, int64_t tasks, bool dense) {
+  GemvShape s;
+  const int64_t units = k / u.values;
+  const int64_t max_units = (kLoads * 512 - 30) / u.bytes;  // a chunk may start 15 bytes past a 16-byte line
+  const int64_t sm_count = cuda::Context::get().info().sm_count;
+  const int64_t stream_warps = kStreamWarps * sm_count;
+  if (dense && n_out >= stream_warps) {
+    const int64_t rows_per_warp = (n_out + stream_warps - 1) / stream_warps;
+    const int64_t warps = (n_out + rows_per_warp - 1) / rows_per_warp;
+    const int64_t n_chunks = (units + max_units - 1) / max_units;
+    s.split = 0;
+    s.chunk_units = static_cast<int>((units + n_chunks - 1) / n_chunks);
+    s.blocks = static_cast<unsigned>((warps + kWarps - 1) / kWarps);
+    return s;
+  }
+  const int64_t target_warps = 32 * sm_count;
+  while (s.split < kWarps && n_out * tasks * s.split < target_warps && units >= 2 * s.split) s.split *= 2;
+  int64_t n_chunks = (units + max_units - 1) / max_units;
+  n_chunks = std::min(units, (n_chunks + s.split - 1) / s.split * s.split);
+  s.chunk_units = static_cast<int>((units + n_chunks - 1) / n_chunks);
+  const int64_t rows_per_block = kWarps / s.split;
+  s.blocks = static_cast<unsigned>((n_out + rows_per_block - 1) / rows_per_block);
+  return s;
+}
+
+struct ActPointers {
+  CUdeviceptr f = 0, q1 = 0, q2 = 0, ds = 0;
+};
+
+ActPointers act_pointers(Activations a, CUdeviceptr x, int64_t rows, int64_t k) {
+  ActPointers p;
+  if (a == Activations::f32) {
+    p.f = x;
+    return p;
+  }
+  p.q1 = x;
+  p.q2 = a == Activations::int8x2 ? x + rows * k : 0;
+  p.ds = x + rows * k * (a == Activations::int8x2 ? 2 : 1);
+  return p;
+}
+
+void launch_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUdeviceptr x, int64_t x_rows,
+                 int64_t n_rows, int64_t tasks, const ExpertRouting* routing, CUdeviceptr y, CUstream stream) {
+  LATHE_CHECK(x % 16 == 0 && y % 4 == 0);
+  const GemvShape s = gemv_shape(u, w.n_out, w.k, tasks, routing == nullptr);
+  ActPointers p = act_pointers(a, x, x_rows, w.k);
+  long long row_bytes = lathe::row_bytes(w.type, w.k), expert_bytes = row_bytes * w.n_out;
+  int k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out), rows = static_cast<int>(n_rows);
+  int chunk_units = s.chunk_units, split = s.split;
+  CUdeviceptr ids = routing ? routing->ids : 0, route_w = routing ? routing->route_w : 0;
+  int top_k = routing ? static_cast<int>(routing->top_k) : 1;
+  int combine = routing && routing->combine, x_per_slot = routing && routing->x_per_slot;
+  CUdeviceptr wp = w.data;
+  const std::string name = std::string("lathe_gemv_") + u.name + "_" + std::string(activations_name(a));
+  cuda::launch(kernel(name), {s.blocks, 1, static_cast<unsigned>(tasks)}, {32 * kWarps, 1, 1}, 0, stream,
+               {&wp, &row_bytes, &expert_bytes, &p.f, &p.q1,
+                &p.q2, &p.ds, &y, &k, &n_out, &rows, &chunk_units,
+                &split, &ids, &route_w, &top_k, &combine, &x_per_slot},
+               "launching a GEMV");
+}
+
+}  // namespace
+
+std::string_view activations_name(Activations a) {
+  switch (a) {
+    case Activations::f32: return "f32";
+    case Activations::int8: return "int8";
+    case Activations::int8x2: return "int8x2";
+  }
+  return "?";
+}
+
+bool gemv_supports(GgmlType type) { return unit_of(type) != nullptr; }
+
+int64_t quantized_activation_bytes(int64_t rows, int64_t k, Activations a) {
+  if (a == Activations::f32) return 0;
+  return rows * k * (a == Activations::int8x2 ? 2 : 1) + rows * (k / 32) * 16;
+}
+
+void quantize_activations(CUdeviceptr x, int64_t rows, int64_t k, Activations a, CUdeviceptr q, CUstream stream) {
+  LATHE_CHECK(a != Activations::f32 && k % 32 == 0 && rows > 0 && q % 16 == 0);
+  const ActPointers p = act_pointers(a, q, rows, k);
+  const int64_t n_blocks = rows * (k / 32);
+  int kk = static_cast<int>(k), n_rows = static_cast<int>(rows), two = a == Activations::int8x2;
+  CUdeviceptr q1 = p.q1, q2 = p.q2, ds = p.ds;
+  cuda::launch(kernel("lathe_quantize_act"), {static_cast<unsigned>((n_blocks + 7) / 8), 1, 1}, {256, 1, 1}, 0,
+               stream, {&x, &kk, &n_rows, &two, &q1, &q2, &ds}, "launching the activation quantizer");
+}
+
+void gemv(const WeightMatrix& w, Activations a, CUdeviceptr x, int64_t n_rows, CUdeviceptr y, CUstream stream) {
+  const Unit& u = checked_unit(w, "GEMV");
+  if (n_rows < 1 || n_rows > 8) fail("GEMV: {} rows; the decode product takes 1 to 8 (use matmul)", n_rows);
+  LATHE_CHECK(w.n_expert == 1);
+  launch_gemv(w, u, a, x, n_rows, n_rows, 1, nullptr, y, stream);
+}
+
+void gemv_experts(const WeightMatrix& w, Activations a, CUdeviceptr x, int64_t n_rows, const ExpertRouting& routing,
+                  CUdeviceptr y, CUstream stream) {
+  const Unit& u = checked_unit(w, "expert GEMV");
+  LATHE_CHECK(routing.ids != 0 && routing.top_k >= 1 && n_rows >= 1);
+  const int64_t tasks = routing.combine ? n_rows : n_rows * routing.top_k;
+  if (tasks > 65535) fail("expert GEMV: {} rows x {} experts is more than one launch takes", n_rows, routing.top_k);
+  const int64_t x_rows = routing.x_per_slot ? n_rows * routing.top_k : n_rows;
+  launch_gemv(w, u, a, x, x_rows, 1, tasks, &routing, y, stream);
+}
+
+void gather_rows(const WeightMatrix& table, CUdeviceptr ids, int64_t n_ids, CUdeviceptr out, CUstream stream) {
+  const Unit& u = checked_unit(table, "row gather");
+  LATHE_CHECK(out % 32 == 0 && n_ids >= 0 && n_ids <= 65535);
+  if (n_ids == 0) return;
+  long long row_bytes = lathe::row_bytes(table.type, table.k);
+  int n_cols = static_cast<int>(table.k);
+  CUdeviceptr t = table.data;
+  const unsigned blocks = static_cast<unsigned>((table.k / 8 + 255) / 256);
+  cuda::launch(kernel(std::string("lathe_gather_") + u.name), {blocks, static_cast<unsigned>(n_ids), 1}, {256, 1, 1},
+               0, stream, {&t, &row_bytes, &ids, &n_cols, &out}, "launching the row gather");
+}
+
+void matmul(const WeightMatrix& w, CUdeviceptr x, int64_t n_rows, CUdeviceptr y, CUstream stream) {
+  const Unit& u = checked_unit(w, "batched product");
+  LATHE_CHECK(w.n_expert == 1 && x % 16 == 0 && n_rows >= 1 && (n_rows + 63) / 64 <= 65535);
+  long long row_bytes = lathe::row_bytes(w.type, w.k);
+  int rows = static_cast<int>(n_rows), k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out);
+  CUdeviceptr wp = w.data;
+  const unsigned gx = static_cast<unsigned>((w.n_out + 63) / 64), gy = static_cast<unsigned>((n_rows + 63) / 64);
+  cuda::launch(kernel(std::string("lathe_matmul_") + u.name), {gx, gy, 1}, {256, 1, 1}, 0, stream,
+               {&wp, &row_bytes, &x, &y, &rows, &k, &n_out}, "launching the batched product");
+}
+
+}  // namespace lathe::kernels

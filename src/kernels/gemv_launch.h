@@ -1,0 +1,81 @@
+// Host launchers of the matrix products (src/kernels/gemv_*.cuh, quantize_act.cuh, matmul.cuh):
+// GEMV for decode and small batches in three numerics contracts, its expert-indexed form for
+// mixtures, the activation quantizer of the int8 contracts, the embedding row gather and the batched
+// product for prefill chunks. Every pointer is a device pointer; every call only enqueues on `stream`.
+//
+// Weights are read in place in their GGUF block format: a matrix W has n_out rows of k values (ggml:
+// row o is output o), rows contiguous and row_bytes(type, k) apart; a stack of experts is n_expert
+// such matrices back to back. Formats: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K.
+// Shapes: k % 32 == 0 (k % 256 == 0 for the K formats); weights 16-byte aligned and readable up to
+// the next 16-byte boundary past their end (device allocations are); f32 activations 16-byte aligned.
+#pragma once
+
+#include "gguf/ggml_type.h"
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <string_view>
+
+namespace lathe::kernels {
+
+// The numerics contracts (../shared/design.md): how activations enter a product.
+//   f32:    f32 activations; weights dequantized exactly; f32 products and sums.
+//   int8:   activations quantized per 32 values to int8 with an f32 scale (like llama.cpp's q8_1);
+//           products of levels with __dp4a, scales applied per block.
+//   int8x2: two int8 words per value (the second quantizes the first's residual), ~14 bits.
+// Float weight formats use f32 products under every contract (int contracts: x rebuilt from levels).
+enum class Activations { f32, int8, int8x2 };
+std::string_view activations_name(Activations a);
+
+// Whether the products and the gather read this format.
+bool gemv_supports(GgmlType type);
+
+struct WeightMatrix {
+  GgmlType type = GgmlType::F32;
+  CUdeviceptr data = 0;
+  int64_t n_out = 0;     // rows of W: outputs
+  int64_t k = 0;         // values per row: inputs
+  int64_t n_expert = 1;  // > 1: a stack [n_expert][n_out][k]
+};
+
+// ---- activations for the int8 contracts
+// Bytes of the quantized form of rows x k activations: q1 [rows][k] int8, then (int8x2) q2
+// [rows][k] int8, then ds [rows][k / 32] float4 (d1, d2, block sum, 0). 0 for Activations::f32.
+int64_t quantized_activation_bytes(int64_t rows, int64_t k, Activations a);
+
+// x [rows][k] f32 -> q (quantized_activation_bytes(rows, k, a) bytes, 16-byte aligned).
+// |x - x^| <= d1 / 2 per value for int8 and <= d2 / 2 (about max|block| / 64516) for int8x2.
+void quantize_activations(CUdeviceptr x, int64_t rows, int64_t k, Activations a, CUdeviceptr q, CUstream stream);
+
+// ---- GEMV: y[r][o] = sum_i W[o][i] * x[r][i] for rows r < n_rows, 1 <= n_rows <= 8.
+// x: f32 [n_rows][k] for Activations::f32, otherwise the quantize_activations output for the same
+// rows, k and contract. y: f32 [n_rows][n_out], fully written. W: n_expert must be 1.
+void gemv(const WeightMatrix& w, Activations a, CUdeviceptr x, int64_t n_rows, CUdeviceptr y, CUstream stream);
+
+// ---- GEMV over experts (mixtures). W is a stack [n_expert][n_out][k]; ids [n_rows][top_k] int32 on
+// the device, each in [0, n_expert) (not checked on the device).
+//   combine == false: y [n_rows * top_k][n_out], y[r * top_k + j] = x[xr] . W_ids[r][j]^T  (gate, up)
+//   combine == true:  y [n_rows][n_out], y[r] = sum_j route_w[r][j] * (x[xr] . W_ids[r][j]^T)
+//                     (down-and-combine; route_w [n_rows][top_k] f32, or 0 for weights of 1),
+// with xr = x_per_slot ? r * top_k + j : r: x holds n_rows rows, or n_rows * top_k rows (one per slot,
+// as the down product reads the activation of each expert), in the contract's form.
+struct ExpertRouting {
+  CUdeviceptr ids = 0;
+  int64_t top_k = 1;
+  CUdeviceptr route_w = 0;
+  bool combine = false;
+  bool x_per_slot = false;
+};
+void gemv_experts(const WeightMatrix& w, Activations a, CUdeviceptr x, int64_t n_rows, const ExpertRouting& routing,
+                  CUdeviceptr y, CUstream stream);
+
+// ---- embedding rows: out [n_ids][n_cols] f32, out[r] = row ids[r] of table (ids int32 on the device,
+// each in [0, n_rows)), exactly the values of dequantize_row. out 32-byte aligned.
+void gather_rows(const WeightMatrix& table, CUdeviceptr ids, int64_t n_ids, CUdeviceptr out, CUstream stream);
+
+// ---- the batched product for prefill chunks: y [n_rows][n_out] = x [n_rows][k] . W^T, any n_rows,
+// f32 activations and accumulation (the f32 contract).
+void matmul(const WeightMatrix& w, CUdeviceptr x, int64_t n_rows, CUdeviceptr y, CUstream stream);
+
+}  // namespace lathe::kernels
