@@ -14,5 +14,7 @@ Action add_synth_command(CLI::App& app);
 Action add_inspect_command(CLI::App& app);
 Action add_program_command(CLI::App& app);
 Action add_run_command(CLI::App& app);
+Action add_check_command(CLI::App& app);
+Action add_bench_command(CLI::App& app);
 
 }  // namespace lathe::cli

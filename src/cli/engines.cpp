@@ -4,6 +4,7 @@
 #include "model/model_spec.h"
 #include "runtime/cpu_engine.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/gpu_engine.h"
 
 namespace lathe::cli {
 
@@ -13,6 +14,20 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
   cmd->add_option("--ctx", o.n_ctx, "context length: positions the KV cache holds")->capture_default_str();
   cmd->add_option("--activations", o.activations, "GPU numerics contract: f32, int8, int8x2")
       ->capture_default_str()->check(CLI::IsMember({"f32", "int8", "int8x2"}));
+  cmd->add_option("--hold", o.hold, "hold back a fusion rule by name (repeatable): add_norm, qk_norm_rope");
+  cmd->add_option("--max-chunk", o.max_chunk, "the largest prefill chunk (rows)")->capture_default_str();
+}
+
+std::unique_ptr<Engine> make_gpu_engine(const GgufFile& file, const EngineOptions& o) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) fail("--device gpu: {}", why);
+  GpuEngineOptions g;
+  g.n_ctx = o.n_ctx;
+  g.max_chunk = o.max_chunk;
+  g.activations = o.activations == "f32" ? kernels::Activations::f32
+                  : o.activations == "int8" ? kernels::Activations::int8 : kernels::Activations::int8x2;
+  g.held = std::set<std::string>(o.hold.begin(), o.hold.end());
+  return std::make_unique<GpuEngine>(file, g);
 }
 
 LoadedModel load_model(const std::string& path, const EngineOptions& o) {
@@ -24,12 +39,11 @@ LoadedModel load_model(const std::string& path, const EngineOptions& o) {
   if (m.tokenizer->n_vocab() != spec.n_vocab)
     fail("{}: the tokenizer has {} tokens but the model's vocabulary is {}", path, m.tokenizer->n_vocab(),
          spec.n_vocab);
-  if (o.device == "gpu") {
-    std::string why;
-    if (!cuda::gpu_available(&why)) fail("--device gpu: {}", why);
-    fail("--device gpu: the GPU lane cannot run models yet in this build (use --device cpu)");
+  if (o.device == "gpu" || (o.device == "auto" && cuda::gpu_available())) {
+    m.engine = make_gpu_engine(*m.file, o);
+  } else {
+    m.engine = std::make_unique<CpuEngine>(*m.file, o.n_ctx);
   }
-  m.engine = std::make_unique<CpuEngine>(*m.file, o.n_ctx);
   return m;
 }
 

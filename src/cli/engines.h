@@ -18,6 +18,8 @@ struct EngineOptions {
   std::string device = "auto";  // auto, cpu, gpu
   int64_t n_ctx = 2048;
   std::string activations = "int8x2";  // the GPU lane's numerics contract
+  std::vector<std::string> hold;       // fusion rules held back (GPU lane)
+  int64_t max_chunk = 512;             // the largest prefill chunk
 };
 
 void add_engine_options(CLI::App* cmd, EngineOptions& options);
@@ -29,5 +31,8 @@ struct LoadedModel {
 };
 
 LoadedModel load_model(const std::string& path, const EngineOptions& options);
+
+// The GPU engine alone (check, bench): a CudaError when there is no GPU.
+std::unique_ptr<Engine> make_gpu_engine(const GgufFile& file, const EngineOptions& options);
 
 }  // namespace lathe::cli

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   add(lathe::cli::add_inspect_command);
   add(lathe::cli::add_program_command);
   add(lathe::cli::add_run_command);
+  add(lathe::cli::add_check_command);
+  add(lathe::cli::add_bench_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,7 @@
 #include "runtime/cuda_api.h"
 
+#include "base/error.h"
+
 #include <dlfcn.h>
 
 #include <fmt/format.h>
@@ -65,6 +67,13 @@ const DriverApi* driver_api(std::string* why) {
   Loaded& l = loaded();
   if (!l.driver_ok && why) *why = l.driver_why;
   return l.driver_ok ? &l.driver : nullptr;
+}
+
+const DriverApi& driver() {
+  std::string why;
+  const DriverApi* d = driver_api(&why);
+  if (!d) throw UserError(why);
+  return *d;
 }
 
 const NvrtcApi* nvrtc_api(std::string* why) {

@@ -37,6 +37,9 @@ struct NvrtcApi {
 #undef LATHE_DECLARE
 };
 
+// The loaded driver; a CudaError saying what is missing when there is none.
+const DriverApi& driver();
+
 // The loaded driver, or nullptr with `why` set (no libcuda.so.1, or a symbol missing).
 const DriverApi* driver_api(std::string* why = nullptr);
 // The loaded NVRTC (libnvrtc.so.13 or .12), or nullptr with `why` set.

@@ -1,0 +1,101 @@
+// lathe bench MODEL -p 512 -n 128 [-r R]: prompt processing (pp) and text generation (tg) speed on
+// the GPU, in llama-bench's table: mean and standard deviation over R repeats after a warm-up. The
+// tg line also gives the fraction of the decode limit: the bytes a token must read (every matrix
+// once, an embedding row, the KV cache) over the H200's streaming read rate.
+#include "cli/commands.h"
+#include "cli/engines.h"
+#include "model/model_spec.h"
+#include "runtime/gpu_engine.h"
+
+#include <fmt/core.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+namespace lathe::cli {
+namespace {
+
+constexpr double kReadGBs = 4630.0;  // ../shared/anchors.md: the H200's streaming read rate
+
+struct Stat {
+  double mean = 0, sd = 0;
+};
+
+Stat stat(const std::vector<double>& v) {
+  Stat s;
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
+  s.sd = v.size() > 1 ? std::sqrt(s.sd / static_cast<double>(v.size() - 1)) : 0.0;
+  return s;
+}
+
+double seconds(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+Action add_bench_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "measure prompt and generation speed on the GPU (llama-bench's table)");
+  auto path = std::make_shared<std::string>();
+  auto o = std::make_shared<EngineOptions>();
+  auto pp = std::make_shared<int64_t>(512);
+  auto tg = std::make_shared<int64_t>(128);
+  auto depth = std::make_shared<int64_t>(0);
+  auto reps = std::make_shared<int>(5);
+  cmd->add_option("model", *path, "the GGUF checkpoint")->required();
+  cmd->add_option("-p,--n-prompt", *pp, "prompt tokens (0: skip)")->capture_default_str();
+  cmd->add_option("-n,--n-gen", *tg, "generated tokens (0: skip)")->capture_default_str();
+  cmd->add_option("-d,--depth", *depth, "tokens already in the context before the test")->capture_default_str();
+  cmd->add_option("-r,--repetitions", *reps, "repeats")->capture_default_str();
+  add_engine_options(cmd, *o);
+  return [=] {
+    if (*reps < 1) fail("-r must be at least 1");
+    o->n_ctx = std::max<int64_t>(*depth + std::max(*pp, *tg) + 1, 64);
+    const GgufFile file = GgufFile::open(*path);
+    const ModelSpec spec = read_model_spec(file);
+    std::unique_ptr<Engine> base = make_gpu_engine(file, *o);
+    GpuEngine& gpu = dynamic_cast<GpuEngine&>(*base);
+    std::vector<int32_t> ids(static_cast<size_t>(std::max(*pp, *depth)));
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7919) % 1000);
+    const std::string model = fmt::format("{} {}", spec.arch_name, spec.name);
+    uint64_t params = 0;
+    for (const GgufTensor& t : file.tensors()) params += static_cast<uint64_t>(t.n_elements());
+    fmt::print("| model | size | params | backend | activations | test | t/s | of limit |\n");
+    fmt::print("| --- | ---: | ---: | --- | --- | --- | ---: | ---: |\n");
+    const std::string head = fmt::format("| {} | {:.2f} GiB | {:.2f} B | {} | {}", model, file.file_size() / 1073741824.0,
+                                         params / 1e9, gpu.name(), o->activations);
+    const std::string at = *depth > 0 ? fmt::format(" @ d{}", *depth) : "";
+    if (*pp > 0) {
+      std::vector<double> rates;
+      for (int r = 0; r <= *reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        gpu.run(std::span<const int32_t>(ids.data(), static_cast<size_t>(*pp)), *depth, false);
+        gpu.synchronize();
+        if (r > 0) rates.push_back(static_cast<double>(*pp) / seconds(t0));  // r == 0: warm-up
+      }
+      const Stat s = stat(rates);
+      fmt::print("{} | pp{}{} | {:.2f} ± {:.2f} | |\n", head, *pp, at, s.mean, s.sd);
+    }
+    if (*tg > 0) {
+      if (*depth > 0) gpu.run(std::span<const int32_t>(ids.data(), static_cast<size_t>(*depth)), 0, false);
+      std::vector<double> rates;
+      for (int r = 0; r <= *reps; ++r) {
+        int32_t tok = 1;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int64_t i = 0; i < *tg; ++i) tok = gpu.run_greedy(tok, *depth + i);
+        if (r > 0) rates.push_back(static_cast<double>(*tg) / seconds(t0));
+      }
+      const Stat s = stat(rates);
+      const DecodeBytes bytes = decode_bytes_per_token(file, spec, *depth + *tg / 2);
+      const double limit = kReadGBs * 1e9 / static_cast<double>(bytes.total());
+      fmt::print("{} | tg{}{} | {:.2f} ± {:.2f} | {:.0f}% of {:.0f} |\n", head, *tg, at, s.mean, s.sd,
+                 100.0 * s.mean / limit, limit);
+    }
+    return 0;
+  };
+}
+
+}  // namespace lathe::cli

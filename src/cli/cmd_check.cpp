@@ -1,0 +1,102 @@
+// lathe check MODEL: the GPU lane against the reference interpreter on the same tokens: a prompt run
+// as a prefill chunk, then decode steps fed the interpreter's greedy tokens. Prints the largest
+// difference of the logits per step and overall, normalized by the largest logit, against the bound
+// of the numerics contract in use; exits 1 when the bound is broken.
+#include "cli/commands.h"
+#include "cli/engines.h"
+#include "runtime/cpu_engine.h"
+#include "runtime/sampler.h"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+
+namespace lathe::cli {
+namespace {
+
+// The contracts' bounds on max|gpu - cpu| / max|cpu| over a row of logits (docs/numerics.md).
+double contract_bound(const std::string& activations) {
+  if (activations == "f32") return 1e-4;
+  if (activations == "int8x2") return 2e-3;
+  return 5e-2;  // int8
+}
+
+struct Diff {
+  double max_abs = 0, normalized = 0;
+};
+
+Diff compare(const std::vector<float>& gpu, const std::vector<float>& cpu, int64_t n_vocab) {
+  Diff d;
+  for (size_t r = 0; r * n_vocab < cpu.size(); ++r) {
+    double scale = 0, diff = 0;
+    for (int64_t i = 0; i < n_vocab; ++i) {
+      const size_t k = r * n_vocab + static_cast<size_t>(i);
+      scale = std::max(scale, std::abs(static_cast<double>(cpu[k])));
+      const double e = std::abs(static_cast<double>(gpu[k]) - cpu[k]);
+      diff = std::isnan(e) ? INFINITY : std::max(diff, e);
+    }
+    d.max_abs = std::max(d.max_abs, diff);
+    d.normalized = std::max(d.normalized, diff / std::max(scale, 1e-30));
+  }
+  return d;
+}
+
+}  // namespace
+
+Action add_check_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("check", "compare the GPU lane with the reference interpreter");
+  auto path = std::make_shared<std::string>();
+  auto o = std::make_shared<EngineOptions>();
+  auto prompt = std::make_shared<int64_t>(16);
+  auto steps = std::make_shared<int64_t>(32);
+  cmd->add_option("model", *path, "the GGUF checkpoint")->required();
+  cmd->add_option("--prompt-tokens", *prompt, "tokens in the prompt (random ids, seeded)")->capture_default_str();
+  cmd->add_option("--steps", *steps, "decode steps after the prompt")->capture_default_str();
+  add_engine_options(cmd, *o);
+  o->n_ctx = 256;
+  return [path, o, prompt, steps] {
+    if (*prompt <= 0 || *steps < 0) fail("--prompt-tokens must be positive and --steps at least 0");
+    if (*prompt + *steps > o->n_ctx) o->n_ctx = *prompt + *steps;
+    const GgufFile file = GgufFile::open(*path);
+    CpuEngine cpu(file, o->n_ctx, o->max_chunk);
+    std::unique_ptr<Engine> gpu = make_gpu_engine(file, *o);
+    const int64_t n_vocab = cpu.n_vocab();
+    std::mt19937 rng(1234);
+    std::vector<int32_t> ids(static_cast<size_t>(*prompt));
+    for (int32_t& t : ids) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(std::min<int64_t>(n_vocab, 1000)));
+    const double bound = contract_bound(o->activations);
+    fmt::print("check {} on {} against {}: {} prompt tokens, {} decode steps, bound {:.0e} ({})\n", *path,
+               gpu->name(), cpu.name(), *prompt, *steps, bound, o->activations);
+    std::vector<float> lc = cpu.run(ids, 0, true);
+    std::vector<float> lg = gpu->run(ids, 0, true);
+    Diff worst = compare(lg, lc, n_vocab);
+    fmt::print("  prefill {:>3} rows   logits max |diff| {:.3e}  normalized {:.3e}\n", *prompt, worst.max_abs,
+               worst.normalized);
+    int agree = 0;
+    std::vector<float> last_cpu(lc.end() - n_vocab, lc.end()), last_gpu(lg.end() - n_vocab, lg.end());
+    for (int64_t s = 0; s < *steps; ++s) {
+      const int32_t next = argmax(last_cpu);
+      agree += argmax(last_gpu) == next;
+      const int32_t one[1] = {next};
+      last_cpu = cpu.run(one, *prompt + s, false);
+      last_gpu = gpu->run(one, *prompt + s, false);
+      const Diff d = compare(last_gpu, last_cpu, n_vocab);
+      if (s < 4 || s + 1 == *steps || d.normalized > bound)
+        fmt::print("  decode step {:>3}    logits max |diff| {:.3e}  normalized {:.3e}\n", s, d.max_abs, d.normalized);
+      worst.max_abs = std::max(worst.max_abs, d.max_abs);
+      worst.normalized = std::max(worst.normalized, d.normalized);
+    }
+    fmt::print("largest difference: logits {:.3e} (normalized {:.3e}, bound {:.0e}); greedy tokens agree in {} of {} steps\n",
+               worst.max_abs, worst.normalized, bound, agree, *steps);
+    if (!(worst.normalized <= bound)) {
+      fmt::print("FAIL: the {} contract's bound is broken\n", o->activations);
+      return 1;
+    }
+    fmt::print("OK\n");
+    return 0;
+  };
+}
+
+}  // namespace lathe::cli

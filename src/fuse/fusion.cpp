@@ -1,0 +1,71 @@
+#include "fuse/fusion.h"
+
+#include "base/error.h"
+
+#include <algorithm>
+
+namespace lathe::fuse {
+
+void add_norm_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
+void qk_norm_rope_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
+
+const std::vector<Rule>& fusion_rules() {
+  static const std::vector<Rule> rules = {
+      {"add_norm", "a sum and the RMS norm of it in one kernel (the residual written back)", add_norm_pass},
+      {"qk_norm_rope", "a per-head RMS norm and the rope after it in one kernel", qk_norm_rope_pass},
+  };
+  return rules;
+}
+
+void check_rule_names(const std::set<std::string>& names) {
+  for (const std::string& n : names) {
+    bool known = false;
+    std::string all;
+    for (const Rule& r : fusion_rules()) {
+      known = known || r.name == n;
+      all += (all.empty() ? "" : ", ") + std::string(r.name);
+    }
+    if (!known) fail("unknown fusion rule '{}' (rules: {})", n, all);
+  }
+}
+
+int FusionPlan::count(std::string_view rule) const {
+  return static_cast<int>(std::count_if(groups.begin(), groups.end(),
+                                        [&](const Group& g) { return g.rule == rule; }));
+}
+
+int only_consumer(const graph::Graph& g, int tensor) {
+  const std::vector<int>& c = g.tensor(tensor).consumers;
+  if (c.empty()) return -1;
+  for (int n : c)
+    if (n != c[0]) return -1;
+  return c[0];
+}
+
+FusionPlan fuse(const graph::Graph& g, const std::set<std::string>& held) {
+  check_rule_names(held);
+  std::vector<bool> claimed(g.nodes.size(), false);
+  std::vector<Group> fused;
+  for (const Rule& r : fusion_rules())
+    if (!held.count(std::string(r.name))) r.pass(g, claimed, fused);
+  // Every group runs where its last node stood; the nodes between were independent of it (the rules
+  // only group a node with its consumer, so the order of the rest is kept).
+  std::vector<int> group_at_last(g.nodes.size(), -1);
+  for (size_t i = 0; i < fused.size(); ++i) group_at_last[static_cast<size_t>(fused[i].nodes.back())] = static_cast<int>(i);
+  FusionPlan plan;
+  plan.group_of.assign(g.nodes.size(), -1);
+  for (const graph::Node& n : g.nodes) {
+    const int gi = group_at_last[static_cast<size_t>(n.id)];
+    if (gi >= 0) {
+      plan.groups.push_back(fused[static_cast<size_t>(gi)]);
+    } else if (!claimed[static_cast<size_t>(n.id)]) {
+      plan.groups.push_back({"", {n.id}});
+    } else {
+      continue;
+    }
+    for (int id : plan.groups.back().nodes) plan.group_of[static_cast<size_t>(id)] = static_cast<int>(plan.groups.size()) - 1;
+  }
+  return plan;
+}
+
+}  // namespace lathe::fuse

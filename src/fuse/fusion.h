@@ -1,0 +1,47 @@
+// Fusion: named rules that group a graph's nodes so a back end runs each group as one kernel. Each
+// rule is one pass (one file, one function) over the graph; every rule can be held back by name
+// (`--hold add_norm`), and every rule has a test that runs the fused and the held-back plans and
+// compares them within the numerics contract.
+//
+//   FusionPlan f = fuse(graph, {"qk_norm_rope"});   // every rule but qk_norm_rope
+//   for (const Group& g : f.groups) ...             // in execution order; singles included
+#pragma once
+
+#include "graph/graph.h"
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace lathe::fuse {
+
+struct Group {
+  std::string rule;        // "" for a node that runs alone
+  std::vector<int> nodes;  // graph node ids, in execution order
+};
+
+struct FusionPlan {
+  std::vector<Group> groups;     // in execution order, every node in exactly one group
+  std::vector<int> group_of;     // node id -> group index
+  int count(std::string_view rule) const;
+};
+
+struct Rule {
+  std::string_view name;
+  std::string_view what;  // one line for `lathe program --graph` and the docs
+  // Claims groups of unclaimed nodes; `claimed[node]` marks nodes already in a group.
+  void (*pass)(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
+};
+
+// The rules, in the order they run.
+const std::vector<Rule>& fusion_rules();
+// A UserError naming the known rules for an unknown name.
+void check_rule_names(const std::set<std::string>& names);
+
+FusionPlan fuse(const graph::Graph& g, const std::set<std::string>& held = {});
+
+// Helpers for the rules: the single consumer of a tensor, or -1 when it has none or several.
+int only_consumer(const graph::Graph& g, int tensor);
+
+}  // namespace lathe::fuse

@@ -1,0 +1,56 @@
+// The model on the device: the checkpoint's tensors a program reads, uploaded once in their own
+// format (vectors as f32), and the KV caches sized by the context. Residence: when the device is
+// short of memory, matrices move to pinned host memory (read over PCIe, slowly) in a stated order:
+// the token embedding first (a decode step reads one row of it), then expert stacks, then the
+// largest other matrices; when even that does not fit, a CudaError gives the numbers.
+#pragma once
+
+#include "gguf/gguf_file.h"
+#include "runtime/cuda_driver.h"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace lathe::plan {
+
+struct DeviceWeight {
+  GgmlType type = GgmlType::F32;
+  std::vector<int64_t> dims;  // ggml order
+  CUdeviceptr ptr = 0;
+  bool pinned_host = false;   // lives in pinned host memory, mapped for the device
+};
+
+struct CacheShape {
+  int64_t n_layer = 0, n_seq = 1, n_ctx = 0, n_head_kv = 0, head_dim = 0;
+  size_t bytes_per_cache() const { return static_cast<size_t>(n_seq * n_ctx * n_head_kv * head_dim) * 2; }
+};
+
+class DeviceModel {
+ public:
+  // Uploads the named tensors. `reserve` is the device memory the steps need beside (arenas,
+  // workspaces), kept free when deciding residence.
+  DeviceModel(const GgufFile& file, const std::set<std::string>& tensors, const CacheShape& caches,
+              size_t reserve);
+
+  const DeviceWeight& weight(const std::string& name) const;  // InternalError if not uploaded
+  CUdeviceptr keys(int64_t layer) const { return caches_.at(static_cast<size_t>(2 * layer)).ptr(); }
+  CUdeviceptr values(int64_t layer) const { return caches_.at(static_cast<size_t>(2 * layer + 1)).ptr(); }
+  const CacheShape& cache_shape() const { return cache_shape_; }
+  size_t device_bytes() const { return device_bytes_; }
+  size_t host_bytes() const { return host_bytes_; }
+  const std::string& residence() const { return residence_; }  // a line: what lives where
+
+ private:
+  std::map<std::string, DeviceWeight> weights_;
+  std::vector<cuda::DeviceBuffer> device_;
+  std::vector<cuda::PinnedBuffer> pinned_;
+  std::vector<cuda::DeviceBuffer> caches_;
+  CacheShape cache_shape_;
+  size_t device_bytes_ = 0, host_bytes_ = 0;
+  std::string residence_;
+};
+
+}  // namespace lathe::plan

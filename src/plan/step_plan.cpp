@@ -1,0 +1,240 @@
+// Planning a cut for the device, in two passes over the fusion plan's groups: first every tensor gets
+// storage (a view of another's where an op may work in place or only reshapes) and every group its
+// scratch, with lifetimes; the arena places them; then each group becomes its launches, closures
+// over the final device pointers.
+#include "plan/step_plan.h"
+
+#include "plan/arena.h"
+#include "plan/step_plan_ops.h"
+#include "runtime/cuda_api.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace lathe::plan {
+
+int64_t numel(const graph::Tensor& t) {
+  return std::accumulate(t.shape.begin(), t.shape.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::string base_name(const std::string& ssa) { return ssa.substr(0, ssa.find('#')); }
+
+StepPlan::Builder::Builder(const graph::Graph& graph, const DeviceModel& model, const PlanOptions& options,
+                           StepPlan& plan)
+    : g(graph), m(model), o(options), p(plan) {
+  root.assign(g.tensors.size(), -1);
+  last_consumer.assign(g.tensors.size(), -1);
+  for (const graph::Tensor& t : g.tensors)
+    for (int c : t.consumers) last_consumer[static_cast<size_t>(t.id)] = std::max(last_consumer[static_cast<size_t>(t.id)], c);
+}
+
+void StepPlan::Builder::own(int tensor, int group) {
+  Store s;
+  s.bytes = numel(g.tensor(tensor)) * 4;
+  s.first = s.last = group;
+  s.persistent = g.tensor(tensor).role == graph::Role::output;
+  stores[tensor] = s;
+  root[static_cast<size_t>(tensor)] = tensor;
+}
+
+bool StepPlan::Builder::may_overwrite(int tensor, int node) const {
+  const int r = root[static_cast<size_t>(tensor)];
+  if (r < 0 || stores.at(r).persistent) return false;
+  for (size_t t = 0; t < g.tensors.size(); ++t)
+    if (root[t] == r && last_consumer[t] > node) return false;
+  return true;
+}
+
+void StepPlan::Builder::view(int tensor, int of) {
+  root[static_cast<size_t>(tensor)] = root[static_cast<size_t>(of)];
+}
+
+int StepPlan::Builder::scratch(int group, int64_t bytes) {
+  scratch_requests.push_back({bytes, group, group});
+  return static_cast<int>(scratch_requests.size()) - 1;
+}
+
+// Pass 1: storage, views, scratch and lifetimes.
+void StepPlan::Builder::assign_storage() {
+  for (int gi = 0; gi < static_cast<int>(p.fusion_.groups.size()); ++gi) {
+    const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
+    const graph::Node& first = g.nodes[static_cast<size_t>(grp.nodes.front())];
+    for (int n : grp.nodes)
+      for (int t : g.nodes[static_cast<size_t>(n)].tensor_inputs())
+        if (root[static_cast<size_t>(t)] >= 0) stores.at(root[static_cast<size_t>(t)]).last = gi;
+    if (grp.rule == "add_norm") {
+      const graph::Node& norm = g.nodes[static_cast<size_t>(grp.nodes[1])];
+      if (may_overwrite(first.args[0].tensor, first.id)) {
+        view(first.output, first.args[0].tensor);
+        copy_first.push_back(false);
+      } else {
+        own(first.output, gi);
+        copy_first.push_back(true);
+      }
+      own(norm.output, gi);
+    } else if (grp.rule == "qk_norm_rope") {
+      const graph::Node& rope = g.nodes[static_cast<size_t>(grp.nodes[1])];
+      if (may_overwrite(first.args[0].tensor, first.id)) {
+        view(first.output, first.args[0].tensor);
+        copy_first.push_back(false);
+      } else {
+        own(first.output, gi);
+        copy_first.push_back(true);
+      }
+      view(rope.output, first.output);
+    } else {
+      const graph::Node& n = first;
+      copy_first.push_back(false);
+      if (n.kind == lang::OpKind::split_heads || n.kind == lang::OpKind::join_heads) {
+        view(n.output, n.args[0].tensor);
+      } else if (n.kind == lang::OpKind::rope && may_overwrite(n.args[0].tensor, n.id)) {
+        view(n.output, n.args[0].tensor);
+      } else if (n.output >= 0) {
+        own(n.output, gi);
+        if (n.kind == lang::OpKind::rope) copy_first.back() = true;
+      }
+    }
+    group_scratch.push_back(scratch_for(gi));
+    for (int n : grp.nodes) {
+      const int out = g.nodes[static_cast<size_t>(n)].output;
+      if (out >= 0) stores.at(root[static_cast<size_t>(out)]).last = std::max(stores.at(root[static_cast<size_t>(out)]).last, gi);
+    }
+  }
+}
+
+void StepPlan::Builder::place() {
+  std::vector<ArenaRequest> requests;
+  std::vector<int> request_root;
+  int64_t persistent_bytes = 0;
+  for (auto& [r, s] : stores) {
+    if (s.persistent) {
+      s.offset = persistent_bytes;
+      persistent_bytes += (s.bytes + 255) / 256 * 256;
+      continue;
+    }
+    s.request = static_cast<int>(requests.size());
+    requests.push_back({s.bytes, s.first, s.last});
+  }
+  const size_t first_scratch = requests.size();
+  requests.insert(requests.end(), scratch_requests.begin(), scratch_requests.end());
+  const ArenaLayout layout = place_in_arena(requests);
+  p.arena_ = cuda::DeviceBuffer(static_cast<size_t>(std::max<int64_t>(layout.size, 256)), "step arena");
+  // Inputs (tokens, positions, sequences) and the returned values live outside the arena.
+  const int64_t io_inputs = 3 * ((p.rows_ * 4 + 255) / 256 * 256);
+  p.io_ = cuda::DeviceBuffer(static_cast<size_t>(io_inputs + persistent_bytes), "step inputs and outputs");
+  p.io_.zero();
+  const int64_t slot = (p.rows_ * 4 + 255) / 256 * 256;
+  p.tokens_ = p.io_.ptr();
+  p.positions_ = p.io_.ptr() + static_cast<CUdeviceptr>(slot);
+  p.sequences_ = p.io_.ptr() + static_cast<CUdeviceptr>(2 * slot);
+  for (auto& [r, s] : stores)
+    s.ptr = s.persistent ? p.io_.ptr() + static_cast<CUdeviceptr>(io_inputs + s.offset)
+                         : p.arena_.ptr() + static_cast<CUdeviceptr>(layout.offsets[static_cast<size_t>(s.request)]);
+  for (size_t i = 0; i < scratch_requests.size(); ++i)
+    scratch_ptrs.push_back(p.arena_.ptr() + static_cast<CUdeviceptr>(layout.offsets[first_scratch + i]));
+}
+
+CUdeviceptr StepPlan::Builder::ptr(int tensor) const {
+  const graph::Tensor& t = g.tensor(tensor);
+  switch (t.role) {
+    case graph::Role::input:
+      if (t.kind == lang::ValueKind::token_ids) return p.tokens_;
+      if (t.kind == lang::ValueKind::positions) return p.positions_;
+      return p.sequences_;
+    case graph::Role::constant: return m.weight(t.checkpoint_name).ptr;
+    case graph::Role::state: {
+      const bool values = t.name.find("values") != std::string::npos;
+      return values ? m.values(t.layer) : m.keys(t.layer);
+    }
+    default: break;
+  }
+  const int r = root[static_cast<size_t>(tensor)];
+  if (r < 0) internal_fail("tensor {} has no storage", t.name);
+  return stores.at(r).ptr;
+}
+
+CUdeviceptr StepPlan::Builder::input_ptr(lang::ValueKind kind) const {
+  for (int id : g.inputs)
+    if (g.tensor(id).kind == kind) return ptr(id);
+  internal_fail("the program declares no {} input", lang::value_kind_name(kind));
+}
+
+StepPlan::StepPlan(const graph::Graph& g, const DeviceModel& model, const PlanOptions& options)
+    : rows_(g.rows) {
+  if (g.sequences > model.cache_shape().n_seq)
+    fail("the step runs {} sequences; the caches hold {}", g.sequences, model.cache_shape().n_seq);
+  fusion_ = fuse::fuse(g, options.held);
+  Builder b(g, model, options, *this);
+  b.assign_storage();
+  b.place();
+  for (int gi = 0; gi < static_cast<int>(fusion_.groups.size()); ++gi) b.emit(gi);
+  for (int id : g.outputs) {
+    const graph::Tensor& t = g.tensor(id);
+    outputs_.push_back({base_name(t.name), {b.ptr(id), numel(t)}});
+  }
+  for (const graph::Node& n : g.nodes)
+    if (n.kind == lang::OpKind::argmax && workspace_.bytes() > 0) workspace_.zero();
+  staging_.resize(static_cast<size_t>(3 * rows_));
+}
+
+void StepPlan::set_inputs(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+                          const std::vector<int32_t>& sequences, CUstream stream) {
+  if (static_cast<int64_t>(tokens.size()) != rows_ || positions.size() != tokens.size() ||
+      sequences.size() != tokens.size())
+    internal_fail("a step of {} rows got {} tokens", rows_, tokens.size());
+  // Synchronous copies: the staging vector is reused, and the copies are tiny.
+  cuda::check(cuda::driver().cuMemcpyHtoD(tokens_, tokens.data(), tokens.size() * 4), "copying the step's tokens");
+  cuda::check(cuda::driver().cuMemcpyHtoD(positions_, positions.data(), positions.size() * 4), "copying the step's positions");
+  cuda::check(cuda::driver().cuMemcpyHtoD(sequences_, sequences.data(), sequences.size() * 4), "copying the step's sequences");
+  (void)stream;
+}
+
+void StepPlan::run(CUstream stream) const {
+  for (const Launch& l : launches_) l.run(stream);
+}
+
+CUdeviceptr StepPlan::output_ptr(const std::string& name) const {
+  for (const auto& [n, pv] : outputs_)
+    if (n == name) return pv.first;
+  fail("the program returns no value named '{}'", name);
+}
+
+std::vector<float> StepPlan::read_f32(const std::string& name, CUstream stream) const {
+  for (const auto& [n, pv] : outputs_) {
+    if (n != name) continue;
+    std::vector<float> out(static_cast<size_t>(pv.second));
+    cuda::check(cuda::driver().cuStreamSynchronize(stream), "running the step");
+    cuda::check(cuda::driver().cuMemcpyDtoH(out.data(), pv.first, out.size() * 4), "reading the step's output");
+    return out;
+  }
+  fail("the program returns no value named '{}'", name);
+}
+
+std::vector<int32_t> StepPlan::read_ids(const std::string& name, CUstream stream) const {
+  for (const auto& [n, pv] : outputs_) {
+    if (n != name) continue;
+    std::vector<int32_t> out(static_cast<size_t>(pv.second));
+    cuda::check(cuda::driver().cuStreamSynchronize(stream), "running the step");
+    cuda::check(cuda::driver().cuMemcpyDtoH(out.data(), pv.first, out.size() * 4), "reading the step's output");
+    return out;
+  }
+  fail("the program returns no value named '{}'", name);
+}
+
+std::string StepPlan::describe() const {
+  std::string out = fmt::format("{} launches, arena {:.2f} MB\n", launches_.size(), arena_.bytes() / 1e6);
+  for (const Launch& l : launches_) out += "  " + l.what + "\n";
+  return out;
+}
+
+size_t StepPlan::estimate_bytes(const graph::Graph& g) {
+  size_t total = 0;
+  for (const graph::Tensor& t : g.tensors)
+    if (t.role == graph::Role::temporary || t.role == graph::Role::output)
+      total += static_cast<size_t>(numel(t)) * 4 * 3;  // the tensor, its quantized forms, scratch
+  return total + (64ull << 20);
+}
+
+}  // namespace lathe::plan

@@ -1,0 +1,73 @@
+// The plan of one cut on the device: a kernel (or a few) for every group of the fusion plan, with
+// its launch shape and the device pointers it reads and writes; every step-local array placed in
+// the arena by its lifetime. Running the plan is replaying its launches: in order on a stream, or
+// captured once as a CUDA graph.
+//
+// An op the lane has no kernel for is refused naming the op, its statement and line; a kernel's
+// launcher refuses a shape it does not cover (a head size, a block format) naming the field.
+#pragma once
+
+#include "fuse/fusion.h"
+#include "graph/graph.h"
+#include "kernels/gemv_launch.h"
+#include "kernels/rope_launch.h"
+#include "plan/device_model.h"
+#include "runtime/cuda_driver.h"
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace lathe::plan {
+
+struct PlanOptions {
+  kernels::Activations activations = kernels::Activations::int8x2;
+  std::set<std::string> held;  // fusion rules held back
+};
+
+struct Launch {
+  std::string what;                         // "gemv q8_0 [1 x 4096] . [12288 x 4096]^T  (line 29)"
+  std::function<void(CUstream)> run;
+};
+
+class StepPlan {
+ public:
+  StepPlan(const graph::Graph& g, const DeviceModel& model, const PlanOptions& options);
+  StepPlan(const StepPlan&) = delete;
+  StepPlan& operator=(const StepPlan&) = delete;
+
+  int64_t rows() const { return rows_; }
+  // Copies the rows' tokens, positions and sequences to the device (async on the stream).
+  void set_inputs(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
+                  const std::vector<int32_t>& sequences, CUstream stream);
+  void run(CUstream stream) const;
+  // The returned values: f32 activations or int32 ids, row after row (synchronous copy).
+  std::vector<float> read_f32(const std::string& output, CUstream stream) const;
+  std::vector<int32_t> read_ids(const std::string& output, CUstream stream) const;
+  CUdeviceptr output_ptr(const std::string& output) const;
+
+  const std::vector<Launch>& launches() const { return launches_; }
+  const fuse::FusionPlan& fusion() const { return fusion_; }
+  size_t arena_bytes() const { return arena_.bytes(); }
+  std::string describe() const;  // one line a launch
+
+  // Device bytes a graph's steps need besides weights and caches (an upper bound), for residence.
+  static size_t estimate_bytes(const graph::Graph& g);
+
+  struct Builder;
+
+ private:
+  int64_t rows_ = 1;
+  fuse::FusionPlan fusion_;
+  std::vector<Launch> launches_;
+  cuda::DeviceBuffer arena_, io_, workspace_;
+  CUdeviceptr tokens_ = 0, positions_ = 0, sequences_ = 0;
+  std::vector<std::pair<std::string, std::pair<CUdeviceptr, int64_t>>> outputs_;  // name -> (ptr, values)
+  std::vector<std::unique_ptr<kernels::RopeTable>> rope_tables_;
+  std::vector<int32_t> staging_;
+  friend struct Builder;
+};
+
+}  // namespace lathe::plan

@@ -1,0 +1,347 @@
+// Each group of the fusion plan becomes its launches. The kernels' launchers (src/kernels/*_launch.h)
+// check what they cover; here each op's operands become pointers and shapes.
+#include "kernels/argmax_launch.h"
+#include "kernels/attention_launch.h"
+#include "kernels/cache_launch.h"
+#include "kernels/elementwise_launch.h"
+#include "kernels/gemv_launch.h"
+#include "kernels/norm_launch.h"
+#include "kernels/rope_launch.h"
+#include "kernels/route_launch.h"
+#include "lang/op_table.h"
+#include "plan/step_plan_ops.h"
+#include "runtime/cuda_api.h"
+
+#include <fmt/format.h>
+
+namespace lathe::plan {
+namespace {
+
+using lang::ModKind;
+using lang::OpKind;
+namespace k = kernels;
+
+constexpr int64_t kGemvRows = 8;  // the most rows the decode products take; more run as matmul
+
+double number(const graph::Node& n, ModKind kind, double fallback) {
+  const graph::Attr* a = n.find(kind);
+  return a ? a->args.at(0).number : fallback;
+}
+
+// The quantized form of an activation, or none (f32 contract, or rows too many for the GEMV).
+int64_t quantized_bytes(int64_t rows, int64_t kk, k::Activations a) {
+  return rows > kGemvRows ? 0 : k::quantized_activation_bytes(rows, kk, a);
+}
+
+}  // namespace
+
+void StepPlan::Builder::add(std::string what, const graph::Node& n, std::function<void(CUstream)> run) {
+  p.launches_.push_back({fmt::format("{}  (line {}{})", what, n.line, n.layer >= 0 ? fmt::format(", layer {}", n.layer) : ""),
+                         std::move(run)});
+}
+
+void StepPlan::Builder::no_kernel(const graph::Node& n, const std::string& why) const {
+  fail("the GPU lane cannot compute line {}{}: {}\n    {}", n.line,
+       n.layer >= 0 ? fmt::format(" (layer {})", n.layer) : "", why, n.text);
+}
+
+k::WeightMatrix weight_of(const DeviceModel& m, const graph::Tensor& t) {
+  const DeviceWeight& w = m.weight(t.checkpoint_name);
+  k::WeightMatrix out;
+  out.type = w.type;
+  out.data = w.ptr;
+  out.k = w.dims.at(0);
+  out.n_out = w.dims.size() > 1 ? w.dims[1] : 1;
+  out.n_expert = w.dims.size() > 2 ? w.dims[2] : 1;
+  return out;
+}
+
+std::vector<int> StepPlan::Builder::scratch_for(int gi) {
+  const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
+  const graph::Node& n = g.nodes[static_cast<size_t>(grp.nodes.front())];
+  std::vector<int> out;
+  if (!grp.rule.empty()) return out;
+  if (n.kind == OpKind::product) {
+    const graph::Tensor& x = g.tensor(n.args[0].tensor);
+    const int64_t kk = x.shape.back(), rows = numel(x) / kk;
+    out.push_back(scratch(gi, quantized_bytes(rows, kk, o.activations)));
+  } else if (n.kind == OpKind::attention) {
+    const graph::Tensor& q = g.tensor(n.args[0].tensor);
+    k::AttentionShape shape{q.shape[0], q.shape[1], m.cache_shape().n_head_kv, q.shape[2],
+                            m.cache_shape().n_ctx, m.cache_shape().n_ctx};
+    k::AttentionOptionsGpu opt;
+    opt.window = static_cast<int64_t>(number(n, ModKind::window, 0));
+    const k::AttentionSplit split = k::plan_attention_split(shape, opt);
+    out.push_back(scratch(gi, static_cast<int64_t>(split.workspace_bytes)));
+  } else if (n.kind == OpKind::mixture) {
+    const graph::Tensor& x = g.tensor(n.args[2].tensor);
+    const graph::Attr* ex = n.find(ModKind::experts);
+    const graph::Tensor& gate = g.tensor(ex->args[0].tensor);
+    const int64_t rows = x.shape[0], kk = static_cast<int64_t>(n.args[0].number);
+    const int64_t n_expert = gate.shape[0], ff = gate.shape[1], embd = x.shape[1];
+    out.push_back(scratch(gi, rows * n_expert * 4));            // router logits
+    out.push_back(scratch(gi, rows * kk * 4));                  // expert ids
+    out.push_back(scratch(gi, rows * kk * 4));                  // expert weights
+    out.push_back(scratch(gi, rows * kk * ff * 4));             // gate
+    out.push_back(scratch(gi, rows * kk * ff * 4));             // up
+    out.push_back(scratch(gi, std::max(quantized_bytes(std::min(rows, kGemvRows), embd, o.activations),
+                                       quantized_bytes(std::min(rows, kGemvRows) * kk, ff, o.activations))));
+  } else if (n.kind == OpKind::argmax) {
+    const graph::Tensor& x = g.tensor(n.args[0].tensor);
+    const size_t bytes = k::argmax_workspace_bytes(x.shape[0], x.shape.back());
+    if (bytes > p.workspace_.bytes()) p.workspace_ = cuda::DeviceBuffer(bytes, "argmax workspace");
+  }
+  return out;
+}
+
+void StepPlan::Builder::emit(int gi) {
+  const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
+  const graph::Node& n = g.nodes[static_cast<size_t>(grp.nodes.front())];
+  const CUdeviceptr positions = input_ptr(lang::ValueKind::positions);
+  auto copy = [](CUdeviceptr dst, CUdeviceptr src, int64_t bytes, CUstream s) {
+    cuda::check(cuda::driver().cuMemcpyDtoDAsync(dst, src, static_cast<size_t>(bytes), s), "copying on the GPU");
+  };
+  auto rope_table = [&](const graph::Node& r, int64_t d) -> const k::RopeTable& {
+    const int64_t n_rot = static_cast<int64_t>(number(r, ModKind::first_dims, static_cast<double>(d)));
+    RopeFreqScaling scaling;
+    if (const graph::Attr* a = r.find(ModKind::llama3_scaling)) {
+      scaling.kind = "llama3";
+      scaling.factor = a->args[0].number;
+      scaling.low_freq_factor = a->args[1].number;
+      scaling.high_freq_factor = a->args[2].number;
+      scaling.original_context = static_cast<int64_t>(a->args[3].number);
+    }
+    if (const graph::Attr* a = r.find(ModKind::linear_scaling)) {
+      scaling.kind = "linear";
+      scaling.factor = a->args[0].number;
+    }
+    p.rope_tables_.push_back(std::make_unique<k::RopeTable>(
+        k::make_rope_table(n_rot, number(r, ModKind::base, 10000.0), scaling)));
+    return *p.rope_tables_.back();
+  };
+  auto order_of = [](const graph::Node& r) { return r.find(ModKind::neox_order) ? RopeOrder::neox : RopeOrder::normal; };
+  auto weight_ptr = [&](const graph::Node& node, ModKind kind) -> CUdeviceptr {
+    const graph::Attr* a = node.find(kind);
+    return a ? ptr(a->args[0].tensor) : 0;
+  };
+
+  if (grp.rule == "add_norm") {
+    const graph::Node& norm = g.nodes[static_cast<size_t>(grp.nodes[1])];
+    const graph::Tensor& a = g.tensor(n.args[0].tensor);
+    const int64_t cols = a.shape.back(), rows = numel(a) / cols;
+    const CUdeviceptr res = ptr(n.args[0].tensor), sum = ptr(n.output), y = ptr(n.args[1].tensor);
+    const CUdeviceptr h = ptr(norm.output), w = weight_ptr(norm, ModKind::weighted_by);
+    const float eps = static_cast<float>(number(norm, ModKind::epsilon, 1e-6));
+    const bool copy_in = copy_first[static_cast<size_t>(gi)];
+    add(fmt::format("add_rms_norm [{} x {}]", rows, cols), n, [=](CUstream s) {
+      if (copy_in) copy(sum, res, rows * cols * 4, s);
+      k::add_rms_norm(sum, h, y, w, rows, cols, eps, s);
+    });
+    return;
+  }
+  if (grp.rule == "qk_norm_rope") {
+    const graph::Node& rope = g.nodes[static_cast<size_t>(grp.nodes[1])];
+    const graph::Tensor& x = g.tensor(n.args[0].tensor);
+    const int64_t rows = x.shape[0], heads = x.shape[1], d = x.shape[2];
+    const CUdeviceptr in = ptr(n.args[0].tensor), out = ptr(rope.output), w = weight_ptr(n, ModKind::weighted_by);
+    const CUdeviceptr pos = ptr(rope.args[1].tensor);
+    const float eps = static_cast<float>(number(n, ModKind::epsilon, 1e-6));
+    const k::RopeTable& table = rope_table(rope, d);
+    const RopeOrder order = order_of(rope);
+    const bool copy_in = copy_first[static_cast<size_t>(gi)];
+    add(fmt::format("head_rms_norm_rope [{} x {} x {}]", rows, heads, d), n, [=, &table](CUstream s) {
+      if (copy_in) copy(out, in, rows * heads * d * 4, s);
+      k::head_rms_norm_rope(out, pos, w, eps, rows, heads, d, table, order, s);
+    });
+    return;
+  }
+
+  switch (n.kind) {
+    case OpKind::split_heads:
+    case OpKind::join_heads:
+      return;  // views: no kernel
+    case OpKind::gather: {
+      const k::WeightMatrix table = weight_of(m, g.tensor(n.args[0].tensor));
+      const graph::Tensor& ids = g.tensor(n.args[1].tensor);
+      const CUdeviceptr idp = ptr(ids.id), out = ptr(n.output);
+      const int64_t count = numel(ids);
+      add(fmt::format("gather {} [{} rows of {}]", ggml_type_name(table.type), count, table.k), n,
+          [=](CUstream s) { k::gather_rows(table, idp, count, out, s); });
+      return;
+    }
+    case OpKind::product: {
+      const graph::Tensor& x = g.tensor(n.args[0].tensor);
+      const graph::Tensor& wt = g.tensor(n.args[1].tensor);
+      if (wt.role != graph::Role::constant) no_kernel(n, "a product with a matrix that is not a checkpoint constant");
+      const k::WeightMatrix w = weight_of(m, wt);
+      const int64_t kk = x.shape.back(), rows = numel(x) / kk;
+      const CUdeviceptr xp = ptr(x.id), y = ptr(n.output);
+      const k::Activations a = o.activations;
+      if (rows > kGemvRows) {
+        add(fmt::format("matmul {} [{} x {}] . [{} x {}]^T", ggml_type_name(w.type), rows, kk, w.n_out, kk), n,
+            [=](CUstream s) { k::matmul(w, xp, rows, y, s); });
+      } else if (a == k::Activations::f32) {
+        add(fmt::format("gemv f32 {} [{} x {}] . [{} x {}]^T", ggml_type_name(w.type), rows, kk, w.n_out, kk), n,
+            [=](CUstream s) { k::gemv(w, a, xp, rows, y, s); });
+      } else {
+        const CUdeviceptr q = scratch_ptr(gi, 0);
+        add(fmt::format("gemv {} {} [{} x {}] . [{} x {}]^T", k::activations_name(a), ggml_type_name(w.type), rows,
+                        kk, w.n_out, kk), n, [=](CUstream s) {
+          k::quantize_activations(xp, rows, kk, a, q, s);
+          k::gemv(w, a, q, rows, y, s);
+        });
+      }
+      return;
+    }
+    case OpKind::add:
+    case OpKind::subtract:
+    case OpKind::multiply:
+    case OpKind::divide:
+    case OpKind::swiglu: {
+      const k::ElemBinary op = n.kind == OpKind::add ? k::ElemBinary::add
+                               : n.kind == OpKind::subtract ? k::ElemBinary::subtract
+                               : n.kind == OpKind::multiply ? k::ElemBinary::multiply
+                               : n.kind == OpKind::divide ? k::ElemBinary::divide : k::ElemBinary::swiglu;
+      const graph::Tensor& a = g.tensor(n.args[0].tensor);
+      const graph::Tensor& b = g.tensor(n.args[1].tensor);
+      const int64_t count = numel(a), period = numel(b) == count ? count : b.shape.back();
+      const CUdeviceptr ap = ptr(a.id), bp = ptr(b.id), out = ptr(n.output);
+      add(fmt::format("{} [{}]", lang::op_info(n.kind).name, count), n,
+          [=](CUstream s) { k::elementwise_binary(op, out, ap, bp, count, period, s); });
+      return;
+    }
+    case OpKind::scale:
+    case OpKind::silu:
+    case OpKind::gelu:
+    case OpKind::sigmoid:
+    case OpKind::relu:
+    case OpKind::soft_cap: {
+      const k::ElemUnary op = n.kind == OpKind::scale ? k::ElemUnary::scale
+                              : n.kind == OpKind::silu ? k::ElemUnary::silu
+                              : n.kind == OpKind::gelu ? k::ElemUnary::gelu
+                              : n.kind == OpKind::sigmoid ? k::ElemUnary::sigmoid
+                              : n.kind == OpKind::relu ? k::ElemUnary::relu : k::ElemUnary::soft_cap;
+      const float param = n.args.size() > 1 ? static_cast<float>(n.args[1].number) : 0.0f;
+      const graph::Tensor& x = g.tensor(n.args[0].tensor);
+      const int64_t count = numel(x);
+      const CUdeviceptr xp = ptr(x.id), out = ptr(n.output);
+      add(fmt::format("{} [{}]", lang::op_info(n.kind).name, count), n,
+          [=](CUstream s) { k::elementwise_unary(op, out, xp, count, param, s); });
+      return;
+    }
+    case OpKind::rms_norm: {
+      const graph::Tensor& x = g.tensor(n.args[0].tensor);
+      const CUdeviceptr xp = ptr(x.id), h = ptr(n.output), w = weight_ptr(n, ModKind::weighted_by);
+      const float eps = static_cast<float>(number(n, ModKind::epsilon, 1e-6));
+      if (n.each_head) {
+        const int64_t rows = x.shape[0], heads = x.shape[1], d = x.shape[2];
+        add(fmt::format("head_rms_norm [{} x {} x {}]", rows, heads, d), n,
+            [=](CUstream s) { k::head_rms_norm(h, xp, w, rows, heads, d, eps, s); });
+      } else {
+        const int64_t cols = x.shape.back(), rows = numel(x) / cols;
+        add(fmt::format("rms_norm [{} x {}]", rows, cols), n,
+            [=](CUstream s) { k::rms_norm(h, xp, w, rows, cols, eps, s); });
+      }
+      return;
+    }
+    case OpKind::rope: {
+      const graph::Tensor& x = g.tensor(n.args[0].tensor);
+      const int64_t rows = x.shape[0], heads = x.shape[1], d = x.shape[2];
+      const CUdeviceptr in = ptr(x.id), out = ptr(n.output), pos = ptr(n.args[1].tensor);
+      const k::RopeTable& table = rope_table(n, d);
+      const RopeOrder order = order_of(n);
+      const bool copy_in = copy_first[static_cast<size_t>(gi)];
+      add(fmt::format("rope [{} x {} x {}]", rows, heads, d), n, [=, &table](CUstream s) {
+        if (copy_in) copy(out, in, rows * heads * d * 4, s);
+        k::rope(out, pos, rows, heads, d, table, order, s);
+      });
+      return;
+    }
+    case OpKind::append_keys:
+    case OpKind::append_values: {
+      const graph::Tensor& x = g.tensor(n.args[0].tensor);
+      const CUdeviceptr cache = ptr(n.state[0]), xp = ptr(x.id);
+      const CUdeviceptr seqs = input_ptr(lang::ValueKind::sequences);
+      const int64_t rows = x.shape[0], slot = numel(x) / rows, n_ctx = m.cache_shape().n_ctx;
+      add(fmt::format("cache_append {} [{} x {}]", n.kind == OpKind::append_keys ? "keys" : "values", rows, slot), n,
+          [=](CUstream s) { k::cache_append(cache, 0, xp, 0, seqs, positions, rows, n_ctx, slot, 0, s); });
+      return;
+    }
+    case OpKind::attention: {
+      const graph::Tensor& q = g.tensor(n.args[0].tensor);
+      k::AttentionShape shape{q.shape[0], q.shape[1], m.cache_shape().n_head_kv, q.shape[2],
+                              m.cache_shape().n_ctx, m.cache_shape().n_ctx};
+      k::AttentionOptionsGpu opt;
+      opt.scale = static_cast<float>(number(n, ModKind::scaled_by, 0));
+      opt.window = static_cast<int64_t>(number(n, ModKind::window, 0));
+      opt.cap = static_cast<float>(number(n, ModKind::capped_at, 0));
+      opt.sinks = weight_ptr(n, ModKind::sinks);
+      const k::AttentionSplit split = k::plan_attention_split(shape, opt);
+      const CUdeviceptr out = ptr(n.output), qp = ptr(q.id), kc = ptr(n.state[0]), vc = ptr(n.state[1]);
+      const CUdeviceptr seqs = input_ptr(lang::ValueKind::sequences);
+      const CUdeviceptr pos = n.find(ModKind::up_to) ? ptr(n.find(ModKind::up_to)->args[0].tensor) : positions;
+      const CUdeviceptr ws = scratch_ptr(gi, 0);
+      add(fmt::format("attention [{} x {} x {}] over {} slots in {} splits", shape.rows, shape.n_head, shape.d,
+                      shape.n_ctx, split.n_split), n,
+          [=](CUstream s) { k::decode_attention(out, qp, kc, vc, seqs, pos, shape, opt, split, ws, s); });
+      return;
+    }
+    case OpKind::argmax: {
+      const graph::Tensor& x = g.tensor(n.args[0].tensor);
+      const int64_t cols = x.shape.back(), rows = numel(x) / cols;
+      const CUdeviceptr xp = ptr(x.id), out = ptr(n.output), ws = p.workspace_.ptr();
+      add(fmt::format("argmax [{} x {}]", rows, cols), n, [=](CUstream s) { k::argmax(out, xp, rows, cols, ws, s); });
+      return;
+    }
+    case OpKind::mixture: {
+      const graph::Tensor& x = g.tensor(n.args[2].tensor);
+      const graph::Attr* ex = n.find(ModKind::experts);
+      const k::WeightMatrix router = weight_of(m, g.tensor(n.find(ModKind::routed_by)->args[0].tensor));
+      const k::WeightMatrix gate = weight_of(m, g.tensor(ex->args[0].tensor));
+      const k::WeightMatrix up = weight_of(m, g.tensor(ex->args[1].tensor));
+      const k::WeightMatrix down = weight_of(m, g.tensor(ex->args[2].tensor));
+      const int64_t rows = x.shape[0], embd = x.shape[1], top_k = static_cast<int64_t>(n.args[0].number);
+      const int64_t n_expert = gate.n_expert, ff = gate.n_out;
+      const bool renorm = n.find(ModKind::renormalized) != nullptr;
+      const CUdeviceptr xp = ptr(x.id), out = ptr(n.output);
+      const CUdeviceptr logits = scratch_ptr(gi, 0), ids = scratch_ptr(gi, 1), wts = scratch_ptr(gi, 2);
+      const CUdeviceptr gbuf = scratch_ptr(gi, 3), ubuf = scratch_ptr(gi, 4), q = scratch_ptr(gi, 5);
+      const k::Activations a = rows > kGemvRows ? k::Activations::f32 : o.activations;
+      add(fmt::format("mixture {} of {} experts {} [{} x {}] ff {}", top_k, n_expert, ggml_type_name(gate.type), rows,
+                      embd, ff), n, [=](CUstream s) {
+        for (int64_t r0 = 0; r0 < rows; r0 += kGemvRows) {
+          const int64_t nr = std::min(kGemvRows, rows - r0);
+          const CUdeviceptr xr = xp + static_cast<CUdeviceptr>(r0 * embd * 4);
+          const CUdeviceptr lr = logits + static_cast<CUdeviceptr>(r0 * n_expert * 4);
+          const CUdeviceptr ir = ids + static_cast<CUdeviceptr>(r0 * top_k * 4);
+          const CUdeviceptr wr = wts + static_cast<CUdeviceptr>(r0 * top_k * 4);
+          const CUdeviceptr gr = gbuf + static_cast<CUdeviceptr>(r0 * top_k * ff * 4);
+          const CUdeviceptr ur = ubuf + static_cast<CUdeviceptr>(r0 * top_k * ff * 4);
+          k::gemv(router, k::Activations::f32, xr, nr, lr, s);
+          k::route_top_k(ir, wr, lr, nr, n_expert, top_k, renorm, s);
+          CUdeviceptr xin = xr;
+          if (a != k::Activations::f32) {
+            k::quantize_activations(xr, nr, embd, a, q, s);
+            xin = q;
+          }
+          k::ExpertRouting route{ir, top_k, 0, false, false};
+          k::gemv_experts(gate, a, xin, nr, route, gr, s);
+          k::gemv_experts(up, a, xin, nr, route, ur, s);
+          k::elementwise_binary(k::ElemBinary::swiglu, gr, gr, ur, nr * top_k * ff, nr * top_k * ff, s);
+          CUdeviceptr hin = gr;
+          if (a != k::Activations::f32) {
+            k::quantize_activations(gr, nr * top_k, ff, a, q, s);
+            hin = q;
+          }
+          k::ExpertRouting combine{ir, top_k, wr, true, true};
+          k::gemv_experts(down, a, hin, nr, combine, out + static_cast<CUdeviceptr>(r0 * embd * 4), s);
+        }
+      });
+      return;
+    }
+    default:
+      no_kernel(n, fmt::format("the op '{}' has no kernel in the CUDA lane", lang::op_info(n.kind).name));
+  }
+}
+
+}  // namespace lathe::plan

@@ -1,0 +1,56 @@
+// Internal to plan/: the builder of a StepPlan (storage in step_plan.cpp, launches in
+// step_plan_ops.cpp).
+#pragma once
+
+#include "plan/arena.h"
+#include "plan/step_plan.h"
+
+#include <map>
+
+namespace lathe::plan {
+
+int64_t numel(const graph::Tensor& t);
+std::string base_name(const std::string& ssa);
+
+struct StepPlan::Builder {
+  Builder(const graph::Graph& g, const DeviceModel& m, const PlanOptions& o, StepPlan& p);
+
+  const graph::Graph& g;
+  const DeviceModel& m;
+  const PlanOptions& o;
+  StepPlan& p;
+
+  struct Store {
+    int64_t bytes = 0;
+    int first = 0, last = 0;
+    bool persistent = false;  // a returned value: outside the arena
+    int request = -1;
+    int64_t offset = 0;
+    CUdeviceptr ptr = 0;
+  };
+  std::vector<int> root;            // tensor -> the tensor whose storage it uses (-1: none)
+  std::vector<int> last_consumer;   // tensor -> the last node reading it
+  std::map<int, Store> stores;      // root tensor -> storage
+  std::vector<ArenaRequest> scratch_requests;
+  std::vector<CUdeviceptr> scratch_ptrs;
+  std::vector<std::vector<int>> group_scratch;  // group -> its scratch requests
+  std::vector<bool> copy_first;     // group -> copy the input into the output before working in place
+
+  void own(int tensor, int group);
+  void view(int tensor, int of);
+  bool may_overwrite(int tensor, int node) const;
+  int scratch(int group, int64_t bytes);
+  std::vector<int> scratch_for(int group);  // step_plan_ops.cpp: what a group's kernels need
+  void assign_storage();
+  void place();
+  CUdeviceptr ptr(int tensor) const;
+  CUdeviceptr input_ptr(lang::ValueKind kind) const;
+  CUdeviceptr scratch_ptr(int group, int k) const {
+    return scratch_ptrs.at(static_cast<size_t>(group_scratch.at(static_cast<size_t>(group)).at(static_cast<size_t>(k))));
+  }
+  void emit(int group);  // step_plan_ops.cpp
+  void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);
+  [[noreturn]] void no_kernel(const graph::Node& n, const std::string& why) const;
+};
+
+}  // namespace lathe::plan

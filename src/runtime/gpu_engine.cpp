@@ -1,0 +1,107 @@
+#include "runtime/gpu_engine.h"
+
+#include "lang/program.h"
+#include "model/model_spec.h"
+#include "runtime/cpu_engine.h"
+
+#include <fmt/format.h>
+
+namespace lathe {
+
+graph::Graph lift_cut(const GgufFile& file, const ModelProgram& program, int64_t rows) {
+  const lang::Cut cut = rows == 1 ? lang::Cut{lang::Cut::Kind::decode, 1} : lang::Cut{lang::Cut::Kind::prefill, rows};
+  return graph::lift(lang::make_cut(program.program, cut), program.bindings,
+                     [&file](const std::string& name) -> std::optional<graph::CheckpointTensor> {
+                       const GgufTensor* t = file.find_tensor(name);
+                       if (!t) return std::nullopt;
+                       return graph::CheckpointTensor{t->type, t->dims};
+                     });
+}
+
+GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : file_(file), options_(options) {
+  if (options_.n_ctx <= 0) fail("--ctx must be positive");
+  const ModelSpec spec = read_model_spec(file);
+  n_vocab_ = spec.n_vocab;
+  program_ = model_program(file, spec, options_.n_ctx);
+  fuse::check_rule_names(options_.held);
+  const graph::Graph decode = lift_cut(file, program_, 1);
+  const graph::Graph chunk = lift_cut(file, program_, options_.max_chunk);
+  std::set<std::string> constants;
+  for (const graph::Tensor& t : decode.tensors)
+    if (t.role == graph::Role::constant) constants.insert(t.checkpoint_name);
+  plan::CacheShape caches{spec.n_layer, 1, options_.n_ctx, spec.n_head_kv, spec.head_dim};
+  const size_t reserve = plan::StepPlan::estimate_bytes(decode) + plan::StepPlan::estimate_bytes(chunk);
+  model_ = std::make_unique<plan::DeviceModel>(file, constants, caches, reserve);
+  stream_ = std::make_unique<cuda::Stream>();
+}
+
+GpuEngine::~GpuEngine() = default;
+
+std::string GpuEngine::name() const {
+  return fmt::format("gpu ({}, {})", cuda::Context::get().info().name, kernels::activations_name(options_.activations));
+}
+
+const plan::StepPlan& GpuEngine::plan(int64_t rows) {
+  auto it = plans_.find(rows);
+  if (it != plans_.end()) return *it->second;
+  const graph::Graph g = lift_cut(file_, program_, rows);
+  plan::PlanOptions po;
+  po.activations = options_.activations;
+  po.held = options_.held;
+  return *plans_.emplace(rows, std::make_unique<plan::StepPlan>(g, *model_, po)).first->second;
+}
+
+void GpuEngine::synchronize() { stream_->synchronize(); }
+
+void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start) {
+  const int64_t rows = static_cast<int64_t>(tokens.size());
+  plan::StepPlan& p = const_cast<plan::StepPlan&>(plan(rows));
+  std::vector<int32_t> t(tokens.begin(), tokens.end()), pos(static_cast<size_t>(rows)), seq(static_cast<size_t>(rows), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (t[static_cast<size_t>(r)] < 0 || t[static_cast<size_t>(r)] >= n_vocab_)
+      fail("token id {} is outside the vocabulary of {} tokens", t[static_cast<size_t>(r)], n_vocab_);
+    pos[static_cast<size_t>(r)] = static_cast<int32_t>(start + r);
+  }
+  stream_->synchronize();  // the inputs are copied synchronously; the last step must be done with them
+  p.set_inputs(t, pos, seq, stream_->handle());
+  if (rows == 1 && options_.use_graph) {
+    if (!decode_graph_) {
+      decode_graph_ = std::make_unique<cuda::CapturedGraph>();
+      decode_graph_->begin(*stream_);
+      p.run(stream_->handle());
+      decode_graph_->end(*stream_);
+    }
+    decode_graph_->replay(*stream_);
+  } else {
+    p.run(stream_->handle());
+  }
+}
+
+std::vector<float> GpuEngine::run(std::span<const int32_t> tokens, int64_t start, bool all_logits) {
+  if (tokens.empty()) fail("no tokens to run");
+  if (start < 0 || start + static_cast<int64_t>(tokens.size()) > options_.n_ctx)
+    fail("{} tokens at position {} do not fit in the context of {} tokens (--ctx)", tokens.size(), start,
+         options_.n_ctx);
+  std::vector<float> logits;
+  int64_t done = 0;
+  for (int64_t rows : prompt_chunks(static_cast<int64_t>(tokens.size()), options_.max_chunk)) {
+    run_rows(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(rows)), start + done);
+    done += rows;
+    const bool last = done == static_cast<int64_t>(tokens.size());
+    if (all_logits || last) {
+      std::vector<float> l = plan(rows).read_f32("logits", stream_->handle());
+      if (all_logits) logits.insert(logits.end(), l.begin(), l.end());
+      else logits.assign(l.end() - n_vocab_, l.end());
+    }
+  }
+  return logits;
+}
+
+int32_t GpuEngine::run_greedy(int32_t token, int64_t position) {
+  const int32_t one[1] = {token};
+  if (position < 0 || position >= options_.n_ctx) fail("position {} is outside the context", position);
+  run_rows(one, position);
+  return plan(1).read_ids("next", stream_->handle()).at(0);
+}
+
+}  // namespace lathe

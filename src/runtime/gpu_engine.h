@@ -1,0 +1,60 @@
+// The GPU lane as an engine: the model's program lifted for each cut it runs (the decode step and
+// prefill chunks of powers of two), fused, planned on the device and run; the decode step is
+// captured once as a CUDA graph and replayed for every token.
+#pragma once
+
+#include "gguf/gguf_file.h"
+#include "kernels/gemv_launch.h"
+#include "model/model_program.h"
+#include "plan/device_model.h"
+#include "plan/step_plan.h"
+#include "runtime/engine.h"
+
+#include <map>
+#include <memory>
+#include <set>
+
+namespace lathe {
+
+struct GpuEngineOptions {
+  int64_t n_ctx = 2048;
+  int64_t max_chunk = 512;  // the largest prefill chunk
+  kernels::Activations activations = kernels::Activations::int8x2;
+  std::set<std::string> held;  // fusion rules held back
+  bool use_graph = true;       // capture the decode step as a CUDA graph
+};
+
+class GpuEngine : public Engine {
+ public:
+  GpuEngine(const GgufFile& file, const GpuEngineOptions& options);
+  ~GpuEngine() override;
+  std::vector<float> run(std::span<const int32_t> tokens, int64_t start, bool all_logits) override;
+  // One decode step whose next token is the device's argmax (no logits copied back): for greedy
+  // generation and for timing.
+  int32_t run_greedy(int32_t token, int64_t position);
+  int64_t n_ctx() const override { return options_.n_ctx; }
+  int64_t n_vocab() const override { return n_vocab_; }
+  std::string name() const override;
+
+  const plan::StepPlan& plan(int64_t rows);  // made on first use
+  const plan::DeviceModel& device_model() const { return *model_; }
+  const ModelProgram& program() const { return program_; }
+  void synchronize();
+
+ private:
+  void run_rows(std::span<const int32_t> tokens, int64_t start);
+
+  const GgufFile& file_;
+  GpuEngineOptions options_;
+  int64_t n_vocab_ = 0;
+  ModelProgram program_;
+  std::unique_ptr<plan::DeviceModel> model_;
+  std::map<int64_t, std::unique_ptr<plan::StepPlan>> plans_;
+  std::unique_ptr<cuda::Stream> stream_;
+  std::unique_ptr<cuda::CapturedGraph> decode_graph_;
+};
+
+// The graph of a cut of the engine's program (for `lathe program --graph` and tests).
+graph::Graph lift_cut(const GgufFile& file, const ModelProgram& program, int64_t rows);
+
+}  // namespace lathe
