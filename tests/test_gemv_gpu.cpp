@@ -118,10 +118,19 @@ double error_of(const std::vector<float>& gpu, const Reference& ref, size_t n) {
   return ref.scale > 0 ? e / ref.scale : e;
 }
 
+// DeviceBuffer's upload and zero run on the legacy stream, which our non-blocking streams do not wait
+// for (an upload from pageable memory may return before its data lands): a synchronous read-back of
+// one byte on the legacy stream waits until they are done.
+void settle(const DeviceBuffer& b) {
+  uint8_t probe;
+  b.download(&probe, 1);
+}
+
 DeviceBuffer upload(const void* data, size_t bytes) {
   DeviceBuffer b(bytes + 16);  // weights are read up to the next 16-byte line
   b.zero();
   b.upload(data, bytes);
+  settle(b);
   return b;
 }
 
@@ -167,6 +176,7 @@ void check_gemv(GgmlType t, int64_t k, int64_t n_out, std::mt19937& rng, const c
     for (int64_t rows : {1, 2, 5, 8}) {
       DeviceBuffer q = activations(xd, rows, k, kContracts[c], s);
       yd.zero();
+      settle(yd);
       gemv(w, kContracts[c], kContracts[c] == Activations::f32 ? xd.ptr() : q.ptr(), rows, yd.ptr(), s.handle());
       s.synchronize();
       const double e = error_of(download(yd, rows * n_out), ref, rows * n_out);
@@ -247,6 +257,7 @@ TEST(GemvGpu, ExpertsMatchCpu) {
         DeviceBuffer q = activations(xd, x_rows, k, a, s);
         const ExpertRouting routing{ids_d.ptr(), top_k, combine ? rw_d.ptr() : 0, combine, combine};
         yd.zero();
+        settle(yd);
         gemv_experts(w, a, a == Activations::f32 ? xd.ptr() : q.ptr(), rows, routing, yd.ptr(), s.handle());
         s.synchronize();
         const size_t n = static_cast<size_t>((combine ? rows : rows * top_k) * n_out);
@@ -345,6 +356,7 @@ TEST(GemvGpu, BatchedProductMatchesCpu) {
       DeviceBuffer wd = upload(m), xd = upload(x), yd(200 * n_out * sizeof(float));
       for (int64_t rows : {1, 17, 64, 200}) {
         yd.zero();
+        settle(yd);
         matmul(WeightMatrix{t, wd.ptr(), n_out, k}, xd.ptr(), rows, yd.ptr(), s.handle());
         s.synchronize();
         const double e = error_of(download(yd, rows * n_out), ref, rows * n_out);

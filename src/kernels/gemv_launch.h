@@ -8,6 +8,12 @@
 // such matrices back to back. Formats: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K.
 // Shapes: k % 32 == 0 (k % 256 == 0 for the K formats); weights 16-byte aligned and readable up to
 // the next 16-byte boundary past their end (device allocations are); f32 activations 16-byte aligned.
+//
+// Speed (H200, one row, weights cycled past L2, launches in a graph): Q8_0 4096x4096 int8 1208 GB/s,
+// 4096x12288 1467 GB/s, 12288x4096 1716 GB/s (26-37% of 4,630); f16 1841 GB/s. Time grows by only
+// ~0.3-0.45 us per MB above a ~6-9 us floor. Next: unroll each lane's pieces (several LDS/LDG chains
+// in flight), stage x's quantized blocks in shared memory once per block, 32-bit stage reads where
+// units are 4-byte aligned, programmatic dependent launch for the floor.
 #pragma once
 
 #include "gguf/ggml_type.h"
