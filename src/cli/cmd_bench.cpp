@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <map>
 #include <numeric>
 
 namespace lathe::cli {
@@ -45,11 +46,13 @@ Action add_bench_command(CLI::App& app) {
   auto tg = std::make_shared<int64_t>(128);
   auto depth = std::make_shared<int64_t>(0);
   auto reps = std::make_shared<int>(5);
+  auto profile = std::make_shared<bool>(false);
   cmd->add_option("model", *path, "the GGUF checkpoint")->required();
   cmd->add_option("-p,--n-prompt", *pp, "prompt tokens (0: skip)")->capture_default_str();
   cmd->add_option("-n,--n-gen", *tg, "generated tokens (0: skip)")->capture_default_str();
   cmd->add_option("-d,--depth", *depth, "tokens already in the context before the test")->capture_default_str();
   cmd->add_option("-r,--repetitions", *reps, "repeats")->capture_default_str();
+  cmd->add_flag("--profile", *profile, "time every launch of the decode step alone and print them by kind");
   add_engine_options(cmd, *o);
   return [=] {
     if (*reps < 1) fail("-r must be at least 1");
@@ -93,6 +96,20 @@ Action add_bench_command(CLI::App& app) {
       const double limit = kReadGBs * 1e9 / static_cast<double>(bytes.total());
       fmt::print("{} | tg{}{} | {:.2f} ± {:.2f} | {:.0f}% of {:.0f} |\n", head, *tg, at, s.mean, s.sd,
                  100.0 * s.mean / limit, limit);
+    }
+    if (*profile) {
+      // Launch times by kind (the text before the first '['), summed over the step.
+      std::map<std::string, std::pair<double, int>> by_kind;
+      double total = 0;
+      for (const auto& [what, ms] : gpu.profile(1, 5)) {
+        auto& [t, n] = by_kind[what.substr(0, what.find('['))];
+        t += ms;
+        ++n;
+        total += ms;
+      }
+      fmt::print("decode step, each launch timed alone: {:.3f} ms in all\n", total);
+      for (const auto& [kind, tn] : by_kind)
+        fmt::print("  {:<40} {:>4} launches {:>8.3f} ms  {:5.1f}%\n", kind, tn.second, tn.first, 100 * tn.first / total);
     }
     return 0;
   };

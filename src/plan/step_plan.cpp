@@ -184,11 +184,16 @@ void StepPlan::set_inputs(const std::vector<int32_t>& tokens, const std::vector<
   if (static_cast<int64_t>(tokens.size()) != rows_ || positions.size() != tokens.size() ||
       sequences.size() != tokens.size())
     internal_fail("a step of {} rows got {} tokens", rows_, tokens.size());
-  // Synchronous copies: the staging vector is reused, and the copies are tiny.
-  cuda::check(cuda::driver().cuMemcpyHtoD(tokens_, tokens.data(), tokens.size() * 4), "copying the step's tokens");
-  cuda::check(cuda::driver().cuMemcpyHtoD(positions_, positions.data(), positions.size() * 4), "copying the step's positions");
-  cuda::check(cuda::driver().cuMemcpyHtoD(sequences_, sequences.data(), sequences.size() * 4), "copying the step's sequences");
-  (void)stream;
+  // Stream-ordered copies: the step's kernels see them; the staging vector is not touched again
+  // before the stream has read it (the engine synchronizes before the next set_inputs).
+  staging_.assign(tokens.begin(), tokens.end());
+  staging_.insert(staging_.end(), positions.begin(), positions.end());
+  staging_.insert(staging_.end(), sequences.begin(), sequences.end());
+  const size_t n = tokens.size() * 4;
+  const cuda::DriverApi& d = cuda::driver();
+  cuda::check(d.cuMemcpyHtoDAsync(tokens_, staging_.data(), n, stream), "copying the step's tokens");
+  cuda::check(d.cuMemcpyHtoDAsync(positions_, staging_.data() + tokens.size(), n, stream), "copying the step's positions");
+  cuda::check(d.cuMemcpyHtoDAsync(sequences_, staging_.data() + 2 * tokens.size(), n, stream), "copying the step's sequences");
 }
 
 void StepPlan::run(CUstream stream) const {

@@ -119,6 +119,9 @@ DeviceBuffer::~DeviceBuffer() {
 void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
   LATHE_CHECK(offset + bytes <= bytes_);
   if (bytes) check(D().cuMemcpyHtoD(ptr_ + offset, src, bytes), "copying to the GPU");
+  // A copy from pageable memory may still be in flight when cuMemcpyHtoD returns, and work on
+  // non-blocking streams does not wait for it: finish it here (uploads happen at load time).
+  check(D().cuCtxSynchronize(), "copying to the GPU");
 }
 
 void DeviceBuffer::download(void* dst, size_t bytes, size_t offset) const {
@@ -128,6 +131,7 @@ void DeviceBuffer::download(void* dst, size_t bytes, size_t offset) const {
 
 void DeviceBuffer::zero() {
   if (bytes_) check(D().cuMemsetD8(ptr_, 0, bytes_), "cuMemsetD8");
+  check(D().cuCtxSynchronize(), "cuMemsetD8");
 }
 
 PinnedBuffer::PinnedBuffer(size_t bytes) : bytes_(bytes) {

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace lathe {
 
 graph::Graph lift_cut(const GgufFile& file, const ModelProgram& program, int64_t rows) {
@@ -52,6 +54,28 @@ const plan::StepPlan& GpuEngine::plan(int64_t rows) {
 }
 
 void GpuEngine::synchronize() { stream_->synchronize(); }
+
+std::vector<std::pair<std::string, double>> GpuEngine::profile(int64_t rows, int reps) {
+  const plan::StepPlan& p = plan(rows);
+  std::vector<int32_t> t(static_cast<size_t>(rows), 1), pos(static_cast<size_t>(rows)), seq(static_cast<size_t>(rows), 0);
+  for (int64_t r = 0; r < rows; ++r) pos[static_cast<size_t>(r)] = static_cast<int32_t>(r);
+  const_cast<plan::StepPlan&>(p).set_inputs(t, pos, seq, stream_->handle());
+  std::vector<std::vector<double>> times(p.launches().size());
+  cuda::EventTimer timer;
+  for (int rep = 0; rep < reps; ++rep) {
+    for (size_t i = 0; i < p.launches().size(); ++i) {
+      timer.start(*stream_);
+      p.launches()[i].run(stream_->handle());
+      times[i].push_back(timer.stop(*stream_));
+    }
+  }
+  std::vector<std::pair<std::string, double>> out;
+  for (size_t i = 0; i < times.size(); ++i) {
+    std::sort(times[i].begin(), times[i].end());
+    out.push_back({p.launches()[i].what, times[i][times[i].size() / 2]});
+  }
+  return out;
+}
 
 void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start) {
   const int64_t rows = static_cast<int64_t>(tokens.size());

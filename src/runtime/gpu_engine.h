@@ -37,6 +37,9 @@ class GpuEngine : public Engine {
   std::string name() const override;
 
   const plan::StepPlan& plan(int64_t rows);  // made on first use
+  // Times every launch of the `rows` step alone (synchronizing around each), `reps` times; returns
+  // the median milliseconds of each launch, in plan order.
+  std::vector<std::pair<std::string, double>> profile(int64_t rows, int reps);
   const plan::DeviceModel& device_model() const { return *model_; }
   const ModelProgram& program() const { return program_; }
   void synchronize();
