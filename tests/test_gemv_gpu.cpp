@@ -218,6 +218,44 @@ TEST(GemvGpu, StreamingRowsMatchCpu) {
   }
 }
 
+// The decode kernel (one row, int8 contracts, q8_0 / q4_K / q6_K) at the shapes of an 8B model's
+// decode, a ragged k and a few rows, against the CPU and beside the general kernel's error.
+TEST(GemvGpu, DecodeKernelMatchesCpu) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(12);
+  std::printf("decode GEMV (1 row) normalized error: decode kernel / general kernel\n");
+  const std::pair<int64_t, int64_t> shapes[] = {{1024, 4096}, {4096, 12288}, {3, 11008}, {2500, 2816}};  // (n_out, k)
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (auto [n_out, k] : shapes) {
+      const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
+      const std::vector<float> wf = dequantize(t, m, n_out, k);
+      const std::vector<float> x = random_values(k, rng);
+      const Reference ref = reference(wf, x, 1, n_out, k);
+      DeviceBuffer wd = upload(m), xd = upload(x), yd(n_out * sizeof(float));
+      std::printf("  %-5s n_out=%-5lld k=%-6lld", std::string(ggml_type_name(t)).c_str(), static_cast<long long>(n_out),
+                  static_cast<long long>(k));
+      for (Activations a : {Activations::int8, Activations::int8x2}) {
+        DeviceBuffer q = activations(xd, 1, k, a, s);
+        double e[2];
+        for (int general = 0; general < 2; ++general) {
+          set_decode_gemv_enabled(general == 0);
+          yd.zero();
+          settle(yd);
+          gemv(WeightMatrix{t, wd.ptr(), n_out, k}, a, q.ptr(), 1, yd.ptr(), s.handle());
+          s.synchronize();
+          e[general] = error_of(download(yd, n_out), ref, n_out);
+        }
+        set_decode_gemv_enabled(true);
+        EXPECT_LE(e[0], bound_of(a)) << ggml_type_name(t) << " n_out=" << n_out << " k=" << k << " "
+                                     << activations_name(a);
+        std::printf("  %s %.2e / %.2e", std::string(activations_name(a)).c_str(), e[0], e[1]);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
 // Mixtures: expert e = ids[r][j] of a stack, without and with the weighted combine.
 TEST(GemvGpu, ExpertsMatchCpu) {
   LATHE_NEED_GPU();
@@ -369,7 +407,8 @@ TEST(GemvGpu, BatchedProductMatchesCpu) {
 }
 
 // Decode speed: weight bytes read per second, the matrix rotated through enough copies that none is
-// in the 50 MB L2 when read; the launches replayed as one graph; median of 7 replays.
+// in the 50 MB L2 when read; the launches replayed as one graph; median of 5 replays. One row: the
+// decode kernel ("decode") beside the general one ("general"); the shapes of Qwen3-8B's decode.
 TEST(GemvGpu, TimingPrintsBandwidth) {
   LATHE_NEED_GPU();
   cuda::Stream s;
@@ -379,13 +418,32 @@ TEST(GemvGpu, TimingPrintsBandwidth) {
     GgmlType t;
     int64_t n_out, k;
   };
-  const Case cases[] = {{GgmlType::Q8_0, 4096, 4096},  {GgmlType::Q8_0, 4096, 12288}, {GgmlType::Q8_0, 12288, 4096},
-                        {GgmlType::Q4_K, 4096, 4096},  {GgmlType::Q6_K, 4096, 4096},  {GgmlType::Q4_0, 4096, 4096},
-                        {GgmlType::F16, 4096, 4096}};
+  const Case cases[] = {{GgmlType::Q8_0, 4096, 4096},  {GgmlType::Q8_0, 1024, 4096},  {GgmlType::Q8_0, 12288, 4096},
+                        {GgmlType::Q8_0, 4096, 12288}, {GgmlType::Q8_0, 151936, 4096}, {GgmlType::Q4_K, 4096, 4096},
+                        {GgmlType::Q4_K, 12288, 4096}, {GgmlType::Q4_K, 4096, 12288}, {GgmlType::Q6_K, 4096, 4096},
+                        {GgmlType::Q6_K, 12288, 4096}, {GgmlType::Q6_K, 4096, 12288}, {GgmlType::F16, 4096, 4096}};
   std::printf("GEMV timing: us per product, GB/s of weights read, fraction of %.0f GB/s\n", limit_gbs);
+  auto time_graph = [&](const std::vector<DeviceBuffer>& w, const Case& c, Activations a, CUdeviceptr xin, int64_t rows,
+                        CUdeviceptr y) {
+    gemv(WeightMatrix{c.t, w[0].ptr(), c.n_out, c.k}, a, xin, rows, y, s.handle());  // warm up
+    cuda::CapturedGraph g;
+    g.begin(s);
+    for (const DeviceBuffer& wi : w) gemv(WeightMatrix{c.t, wi.ptr(), c.n_out, c.k}, a, xin, rows, y, s.handle());
+    g.end(s);
+    g.replay(s);
+    std::vector<float> ms;
+    for (int rep = 0; rep < 5; ++rep) {
+      cuda::EventTimer timer;
+      timer.start(s);
+      g.replay(s);
+      ms.push_back(timer.stop(s));
+    }
+    std::sort(ms.begin(), ms.end());
+    return 1e3 * ms[2] / static_cast<double>(w.size());
+  };
   for (const Case& c : cases) {
     const int64_t bytes = c.n_out * row_bytes(c.t, c.k);
-    const int copies = static_cast<int>(std::max<int64_t>(4, (256ll << 20) / bytes));
+    const int copies = static_cast<int>(std::max<int64_t>(2, (256ll << 20) / bytes));
     const std::vector<uint8_t> m = random_matrix(c.t, c.n_out, c.k, rng);
     std::vector<DeviceBuffer> w;
     for (int i = 0; i < copies; ++i) w.push_back(upload(m));
@@ -393,28 +451,20 @@ TEST(GemvGpu, TimingPrintsBandwidth) {
     DeviceBuffer xd = upload(x), yd(8 * c.n_out * sizeof(float));
     for (Activations a : kContracts) {
       for (int64_t rows : {1, 8}) {
-        if (c.t != GgmlType::Q8_0 && rows == 8) continue;
+        if ((c.t != GgmlType::Q8_0 || c.n_out != 4096 || c.k != 4096) && rows == 8) continue;
         DeviceBuffer q = activations(xd, rows, c.k, a, s);
         const CUdeviceptr xin = a == Activations::f32 ? xd.ptr() : q.ptr();
-        gemv(WeightMatrix{c.t, w[0].ptr(), c.n_out, c.k}, a, xin, rows, yd.ptr(), s.handle());  // warm up
-        cuda::CapturedGraph g;
-        g.begin(s);
-        for (int i = 0; i < copies; ++i) gemv(WeightMatrix{c.t, w[i].ptr(), c.n_out, c.k}, a, xin, rows, yd.ptr(), s.handle());
-        g.end(s);
-        g.replay(s);
-        std::vector<float> ms;
-        for (int rep = 0; rep < 7; ++rep) {
-          cuda::EventTimer timer;
-          timer.start(s);
-          g.replay(s);
-          ms.push_back(timer.stop(s));
+        for (int general = 0; general < 2; ++general) {
+          const bool decode = rows == 1 && a != Activations::f32 && c.t != GgmlType::F16;
+          if (general == 0 && !decode) continue;
+          set_decode_gemv_enabled(general == 0);
+          const double us = time_graph(w, c, a, xin, rows, yd.ptr()), gbs = static_cast<double>(bytes) / (us * 1e3);
+          set_decode_gemv_enabled(true);
+          std::printf("  %-5s n_out=%-6lld k=%-6lld rows=%lld %-6s %-7s %8.2f us %7.0f GB/s %5.1f%%\n",
+                      std::string(ggml_type_name(c.t)).c_str(), static_cast<long long>(c.n_out),
+                      static_cast<long long>(c.k), static_cast<long long>(rows), std::string(activations_name(a)).c_str(),
+                      general ? "general" : "decode", us, gbs, 100 * gbs / limit_gbs);
         }
-        std::sort(ms.begin(), ms.end());
-        const double us = 1e3 * ms[3] / copies, gbs = static_cast<double>(bytes) / (us * 1e3);
-        std::printf("  %-5s n_out=%-6lld k=%-6lld rows=%lld %-6s %8.2f us %7.0f GB/s %5.1f%%\n",
-                    std::string(ggml_type_name(c.t)).c_str(), static_cast<long long>(c.n_out),
-                    static_cast<long long>(c.k), static_cast<long long>(rows), std::string(activations_name(a)).c_str(), us,
-                    gbs, 100 * gbs / limit_gbs);
       }
     }
   }

@@ -2,6 +2,7 @@
 
 #include "gguf/block_format.h"
 #include "kernels/library.h"
+#include "runtime/cuda_api.h"
 
 #include <algorithm>
 #include <string>
@@ -104,6 +105,58 @@ ActPointers act_pointers(Activations a, CUdeviceptr x, int64_t rows, int64_t k) 
   return p;
 }
 
+// ---- the decode GEMV (gemv_decode.cuh): one row of x, int8 contracts, q8_0 / q4_K / q6_K.
+// Mirrors LATHE_GEMV1_WARPS / STAGES / SLOT and each format's chunk_units there.
+constexpr int kDecodeWarps = 16, kDecodeStageBytes = 16 * 4 * 2560;
+
+int decode_chunk_units(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q8_0: return 64;
+    case GgmlType::Q4_K: return 16;
+    case GgmlType::Q6_K: return 12;
+    default: return 0;
+  }
+}
+
+// The device's opt-in shared memory per block (0 when unknown): the decode kernel needs ~160 KB.
+int64_t shared_optin_bytes() {
+  static const int64_t bytes = [] {
+    const cuda::DriverApi* d = cuda::driver_api();
+    CUdevice dev = 0;
+    int v = 0;
+    if (!d || d->cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+        d->cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) != CUDA_SUCCESS)
+      return int64_t{0};
+    return static_cast<int64_t>(v);
+  }();
+  return bytes;
+}
+
+bool g_decode_enabled = true;
+
+// Launches the decode kernel when it applies; false otherwise (the caller takes the general one).
+bool launch_decode_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUdeviceptr x, CUdeviceptr y,
+                        CUstream stream) {
+  const int chunk_units = decode_chunk_units(w.type);
+  if (!g_decode_enabled || chunk_units == 0 || a == Activations::f32) return false;
+  const int64_t shared = kDecodeStageBytes + w.k * (a == Activations::int8x2 ? 2 : 1) + w.k / 2;
+  const int64_t sm_count = cuda::Context::get().info().sm_count;  // the driver is initialized from here on
+  if (shared + 1024 > shared_optin_bytes()) return false;
+  const int64_t units = w.k / u.values, n_chunks = (units + chunk_units - 1) / chunk_units;
+  // Warps per row: split rows (each warp at least one chunk) until the rows fill every warp.
+  int group = 1;
+  while (group < kDecodeWarps && 2 * group <= n_chunks && w.n_out * group < kDecodeWarps * sm_count) group *= 2;
+  const int64_t rows_per_block = kDecodeWarps / group;
+  const unsigned blocks = static_cast<unsigned>(std::min(sm_count, (w.n_out + rows_per_block - 1) / rows_per_block));
+  long long row_bytes = lathe::row_bytes(w.type, w.k);
+  int k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out);
+  CUdeviceptr wp = w.data;
+  const std::string name = std::string("lathe_gemv1_") + u.name + "_" + std::string(activations_name(a));
+  cuda::launch(kernel(name), {blocks, 1, 1}, {32 * kDecodeWarps, 1, 1}, static_cast<unsigned>(shared), stream,
+               {&wp, &row_bytes, &x, &y, &k, &n_out, &group}, "launching the decode GEMV");
+  return true;
+}
+
 void launch_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUdeviceptr x, int64_t x_rows,
                  int64_t n_rows, int64_t tasks, const ExpertRouting* routing, CUdeviceptr y, CUstream stream) {
   LATHE_CHECK(x % 16 == 0 && y % 4 == 0);
@@ -137,6 +190,8 @@ std::string_view activations_name(Activations a) {
 
 bool gemv_supports(GgmlType type) { return unit_of(type) != nullptr; }
 
+void set_decode_gemv_enabled(bool enabled) { g_decode_enabled = enabled; }
+
 int64_t quantized_activation_bytes(int64_t rows, int64_t k, Activations a) {
   if (a == Activations::f32) return 0;
   return rows * k * (a == Activations::int8x2 ? 2 : 1) + rows * (k / 32) * 16;
@@ -156,6 +211,8 @@ void gemv(const WeightMatrix& w, Activations a, CUdeviceptr x, int64_t n_rows, C
   const Unit& u = checked_unit(w, "GEMV");
   if (n_rows < 1 || n_rows > 8) fail("GEMV: {} rows; the decode product takes 1 to 8 (use matmul)", n_rows);
   LATHE_CHECK(w.n_expert == 1);
+  LATHE_CHECK(x % 16 == 0 && y % 4 == 0);
+  if (n_rows == 1 && launch_decode_gemv(w, u, a, x, y, stream)) return;
   launch_gemv(w, u, a, x, n_rows, n_rows, 1, nullptr, y, stream);
 }
 

@@ -57,7 +57,14 @@ void quantize_activations(CUdeviceptr x, int64_t rows, int64_t k, Activations a,
 // ---- GEMV: y[r][o] = sum_i W[o][i] * x[r][i] for rows r < n_rows, 1 <= n_rows <= 8.
 // x: f32 [n_rows][k] for Activations::f32, otherwise the quantize_activations output for the same
 // rows, k and contract. y: f32 [n_rows][n_out], fully written. W: n_expert must be 1.
+// One row under int8 / int8x2 with q8_0, q4_K or q6_K weights takes the decode kernel
+// (gemv_decode.cuh: cp.async-streamed chunks, x staged in shared memory once a block) where the
+// device's opt-in shared memory holds its ~160 KB + 2.5 k bytes; everything else the general one.
 void gemv(const WeightMatrix& w, Activations a, CUdeviceptr x, int64_t n_rows, CUdeviceptr y, CUstream stream);
+
+// Whether gemv may take the decode kernel (default true); false forces the general kernel, for
+// measurements and tests that compare the two. Not thread-safe against concurrent gemv calls.
+void set_decode_gemv_enabled(bool enabled);
 
 // ---- GEMV over experts (mixtures). W is a stack [n_expert][n_out][k]; ids [n_rows][top_k] int32 on
 // the device, each in [0, n_expert) (not checked on the device).

@@ -1,0 +1,259 @@
+// The decode GEMV: y[o] = W[o] . x for ONE row of x under the int8 contracts (C = 1 int8, C = 2
+// int8x2; quantize_act.cuh's layout), for the formats that carry decode (q8_0, q4_K, q6_K). The same
+// products as gemv_product.cuh (same level words, scales and offsets), cut for streaming speed:
+//
+// - Blocks of 16 warps, one block an SM (the grid never exceeds the SM count: persistent). A group of
+//   `group` warps (1, 2, 4, 8 or 16) owns one output row at a time, rows g, g + n_groups, ...; a row
+//   is cut into chunks of F::chunk_units units (~2.3 KB) and the group's warps take them round-robin.
+// - Each warp streams its chunks into its own ring of LATHE_GEMV1_STAGES shared-memory slots with
+//   cp.async (16-byte lines, L1 bypassed, no registers held): up to STAGES - 1 chunks (~7 KB) a warp,
+//   ~110 KB an SM, in flight while it computes the current one.
+// - x (levels, and per 32 values d1, d2 and the block sum) is copied once a block into shared memory
+//   with the first chunk: its layout there is its layout in global memory.
+// - A lane decodes whole 32-value pieces (a q8_0 block, a K-format sub-block of 32) into 8 words of
+//   int8 levels: 8 __dp4a per word of x, no per-value work; the pieces of a chunk are unrolled.
+// - Partial sums of a group meet in shared memory in a fixed order behind a named barrier: results
+//   are deterministic.
+// Launch (gemv_launch.cpp): grid (blocks, 1, 1), 512 threads, dynamic shared memory
+// lathe_gemv1 stage bytes + x bytes (k * (1 or 2) + k / 2).
+
+#define LATHE_GEMV1_WARPS 16
+#define LATHE_GEMV1_STAGES 4
+#define LATHE_GEMV1_SLOT 2560  // a chunk of <= 2520 bytes from its 16-byte line, plus 4 bytes over-read
+
+__device__ __forceinline__ void lathe_gemv1_cp16(void* smem, const void* g) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(g) : "memory");
+}
+
+__device__ __forceinline__ void lathe_gemv1_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void lathe_gemv1_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+// 8 words at a 2-byte aligned shared address: 9 aligned loads and funnel shifts (shift 0 or 16).
+__device__ __forceinline__ void lathe_gemv1_words8(const uint8_t* p, uint32_t* q) {
+  const uint64_t a = reinterpret_cast<uint64_t>(p);
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~3ull);
+  const int sh = static_cast<int>(a & 3) * 8;
+  uint32_t v[9];
+#pragma unroll
+  for (int i = 0; i < 9; ++i) v[i] = w[i];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) q[i] = __funnelshift_r(v[i], v[i + 1], sh);
+}
+
+// Piece traits: piece(u, j, q, sa, sb, offset) gives piece j of the unit at u (shared memory) as 8
+// words of signed levels, words 0-3 scaled by sa and 4-7 by sb, plus offset * (sum of the 32 x).
+struct lathe_gemv1_q8_0 {  // d:f16, qs:int8[32]; a piece is a block
+  static constexpr int unit_values = 32, unit_bytes = 34, pieces = 1, chunk_units = 64;
+  static constexpr bool has_offset = false, two_scales = false;
+  static __device__ __forceinline__ void piece(const uint8_t* u, int, uint32_t* q, float& sa, float& sb, float& offset) {
+    const uint64_t a = reinterpret_cast<uint64_t>(u);
+    const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~3ull);
+    const int sh = static_cast<int>(a & 3) * 8;  // 0 or 16
+    uint32_t v[9];
+#pragma unroll
+    for (int i = 0; i < 9; ++i) v[i] = w[i];
+    // qs begins 2 bytes after u: shift 16 within a word pair, or (clamped at 32) the next word.
+#pragma unroll
+    for (int i = 0; i < 8; ++i) q[i] = __funnelshift_rc(v[i], v[i + 1], sh + 16);
+    const uint32_t dbits = __funnelshift_r(v[0], v[1], sh) & 0xFFFFu;
+    sa = sb = __half2float(__ushort_as_half(static_cast<unsigned short>(dbits)));
+    offset = 0.0f;
+  }
+};
+
+// Q4_K: piece j is sub-block j; its nibbles are the low (j even) or high halves of qs[32 (j / 2) ..].
+// Units are 144 bytes from a 16-byte aligned base: 16-byte aligned.
+struct lathe_gemv1_q4_k {
+  static constexpr int unit_values = 256, unit_bytes = 144, pieces = 8, chunk_units = 16;
+  static constexpr bool has_offset = true, two_scales = false;
+  static __device__ __forceinline__ void piece(const uint8_t* u, int j, uint32_t* q, float& sa, float& sb, float& offset) {
+    const uint4* qs = reinterpret_cast<const uint4*>(u + 16 + 32 * (j >> 1));
+    const uint4 a = qs[0], b = qs[1];
+    const int shift = 4 * (j & 1);
+    const uint32_t words[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) q[i] = (words[i] >> shift) & 0x0F0F0F0Fu;
+    lathe_gemv_k4_scales(u, j, sa, offset);
+    sb = sa;
+  }
+};
+
+// Q6_K: piece j = 4 h + kk covers values 128 h + 32 kk .. + 31 (see gemv_blocks.cuh); its first and
+// second 16 values have scales 8 h + 2 kk and + 1.
+struct lathe_gemv1_q6_k {
+  static constexpr int unit_values = 256, unit_bytes = 210, pieces = 8, chunk_units = 12;
+  static constexpr bool has_offset = false, two_scales = true;
+  static __device__ __forceinline__ void piece(const uint8_t* u, int j, uint32_t* q, float& sa, float& sb, float& offset) {
+    const int h = j >> 2, kk = j & 3;
+    uint32_t lo[8], hi[8];
+    lathe_gemv1_words8(u + 64 * h + 32 * (kk & 1), lo);
+    lathe_gemv1_words8(u + 128 + 32 * h, hi);
+    const int lo_shift = 4 * (kk >> 1), hi_shift = 2 * kk;
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      q[i] = static_cast<uint32_t>(
+          lathe_gemv_bias(((lo[i] >> lo_shift) & 0x0F0F0F0Fu) | (((hi[i] >> hi_shift) & 0x03030303u) << 4), 32));
+    const float d = lathe_f16(u + 208);
+    const int8_t* sc = reinterpret_cast<const int8_t*>(u + 192 + 8 * h + 2 * kk);
+    sa = __fmul_rn(d, static_cast<float>(sc[0]));
+    sb = __fmul_rn(d, static_cast<float>(sc[1]));
+    offset = 0.0f;
+  }
+};
+
+__device__ __forceinline__ int lathe_gemv1_dot4(const uint32_t* q, int4 x, int acc) {
+  acc = __dp4a(static_cast<int>(q[0]), x.x, acc);
+  acc = __dp4a(static_cast<int>(q[1]), x.y, acc);
+  acc = __dp4a(static_cast<int>(q[2]), x.z, acc);
+  return __dp4a(static_cast<int>(q[3]), x.w, acc);
+}
+
+// Piece j of the unit at u times x block xg (staged: q1 at sx, q2 at sx + k, ds after the levels).
+template <class F, int C>
+__device__ __forceinline__ float lathe_gemv1_piece_dot(const uint8_t* u, int j, const int4* sq1, const int4* sq2,
+                                                       const float4* sds, int xg) {
+  uint32_t q[8];
+  float sa, sb, offset;
+  F::piece(u, j, q, sa, sb, offset);
+  const float4 ds = sds[xg];
+  const int4 a0 = sq1[2 * xg], a1 = sq1[2 * xg + 1];
+  float t;
+  if constexpr (F::two_scales) {
+    t = ds.x * fmaf(sa, lathe_gemv_i2f(lathe_gemv1_dot4(q, a0, 0)), sb * lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, a1, 0)));
+    if constexpr (C == 2) {
+      const int4 b0 = sq2[2 * xg], b1 = sq2[2 * xg + 1];
+      t = fmaf(ds.y, fmaf(sa, lathe_gemv_i2f(lathe_gemv1_dot4(q, b0, 0)), sb * lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, b1, 0))), t);
+    }
+  } else {
+    t = ds.x * lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, a1, lathe_gemv1_dot4(q, a0, 0)));
+    if constexpr (C == 2) {
+      const int4 b0 = sq2[2 * xg], b1 = sq2[2 * xg + 1];
+      t = fmaf(ds.y, lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, b1, lathe_gemv1_dot4(q, b0, 0))), t);
+    }
+    t *= sa;
+  }
+  if constexpr (F::has_offset) t = fmaf(offset, ds.z, t);
+  return t;
+}
+
+// Copies chunk c of `row` (units [c * chunk_units, ...) into slot: whole 16-byte lines, the chunk
+// starting `head` bytes into the first. Returns head.
+template <class F>
+__device__ __forceinline__ int lathe_gemv1_chunk(const uint8_t* w, long long row_bytes, int units, int row, int c,
+                                                 uint8_t* slot, bool issue) {
+  const int u0 = c * F::chunk_units, nu = min(F::chunk_units, units - u0);
+  const uint8_t* g = w + row * row_bytes + static_cast<long long>(u0) * F::unit_bytes;
+  const uint8_t* g16 = reinterpret_cast<const uint8_t*>(reinterpret_cast<uint64_t>(g) & ~15ull);
+  const int head = static_cast<int>(g - g16);
+  if (issue) {
+    const int n16 = (head + nu * F::unit_bytes + 15) >> 4;
+    for (int i = threadIdx.x & 31; i < n16; i += 32) lathe_gemv1_cp16(slot + 16 * i, g16 + 16 * i);
+  }
+  return head;
+}
+
+template <class F, int C>
+__device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row_bytes, const int8_t* xq, float* y,
+                                                 int k, int n_out, int group) {
+  extern __shared__ uint4 lathe_gemv1_smem[];
+  __shared__ float partial[2][LATHE_GEMV1_WARPS];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int units = k / F::unit_values, n_chunks = (units + F::chunk_units - 1) / F::chunk_units;
+  uint8_t* stage = reinterpret_cast<uint8_t*>(lathe_gemv1_smem) + warp * (LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT);
+  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_gemv1_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
+  const int x_level_bytes = k * (C == 2 ? 2 : 1);
+  const int4* sq1 = reinterpret_cast<const int4*>(sx);
+  const int4* sq2 = reinterpret_cast<const int4*>(sx + k);
+  const float4* sds = reinterpret_cast<const float4*>(sx + x_level_bytes);
+
+  const int groups_per_block = LATHE_GEMV1_WARPS / group, sub = warp % group;
+  const int n_groups = gridDim.x * groups_per_block;
+  const int g0 = blockIdx.x * groups_per_block + warp / group;
+
+  // The loader runs STAGES - 1 chunks ahead along this warp's sequence: rows g0, g0 + n_groups, ...,
+  // chunks sub, sub + group, ... of each. One commit group per chunk (empty past the end).
+  int ld_row = g0, ld_c = sub;
+  for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
+    if (ld_row < n_out) lathe_gemv1_chunk<F>(w, row_bytes, units, ld_row, ld_c, stage + s * LATHE_GEMV1_SLOT, true);
+    if (s == 0) {  // x rides with the first chunk
+      const int n16 = (x_level_bytes + k / 2) >> 4;
+      for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
+    }
+    lathe_gemv1_commit();
+    ld_c += group;
+    if (ld_c >= n_chunks) {
+      ld_c = sub;
+      ld_row += n_groups;
+    }
+  }
+  lathe_gemv1_wait<LATHE_GEMV1_STAGES - 2>();
+  __syncthreads();  // x is in place for every warp
+
+  int row = g0, c = sub, slot = 0, parity = 0;
+  float acc = 0.0f;
+  while (row < n_out) {
+    lathe_gemv1_wait<LATHE_GEMV1_STAGES - 2>();
+    __syncwarp();  // chunk `slot` landed for every lane; the slot refilled below was read last round
+    const int refill = slot == 0 ? LATHE_GEMV1_STAGES - 1 : slot - 1;
+    if (ld_row < n_out) lathe_gemv1_chunk<F>(w, row_bytes, units, ld_row, ld_c, stage + refill * LATHE_GEMV1_SLOT, true);
+    lathe_gemv1_commit();
+    ld_c += group;
+    if (ld_c >= n_chunks) {
+      ld_c = sub;
+      ld_row += n_groups;
+    }
+
+    const int head = lathe_gemv1_chunk<F>(w, row_bytes, units, row, c, nullptr, false);
+    const uint8_t* s = stage + slot * LATHE_GEMV1_SLOT + head;
+    const int u0 = c * F::chunk_units, n_pieces = min(F::chunk_units, units - u0) * F::pieces;
+    constexpr int rounds = (F::chunk_units * F::pieces + 31) / 32;
+#pragma unroll
+    for (int i = 0; i < rounds; ++i) {
+      const int p = lane + 32 * i;
+      if (p < n_pieces) {
+        const int uu = p / F::pieces, j = p % F::pieces;
+        acc += lathe_gemv1_piece_dot<F, C>(s + uu * F::unit_bytes, j, sq1, sq2, sds, u0 * F::pieces + p);
+      }
+    }
+    slot = slot + 1 == LATHE_GEMV1_STAGES ? 0 : slot + 1;
+
+    c += group;
+    if (c >= n_chunks) {  // the group's row is done
+      const float v = lathe_warp_sum(acc);
+      acc = 0.0f;
+      if (group == 1) {
+        if (lane == 0) y[row] = v;
+      } else {
+        // Double-buffered partials: a warp writes buffer `parity` again only after the next barrier,
+        // which the group's first warp reaches only after reading it.
+        if (lane == 0) partial[parity][warp] = v;
+        asm volatile("bar.sync %0, %1;\n" ::"r"(1 + warp / group), "r"(32 * group) : "memory");
+        if (sub == 0 && lane == 0) {
+          float sum = 0.0f;
+          for (int i = 0; i < group; ++i) sum += partial[parity][warp + i];
+          y[row] = sum;
+        }
+        parity ^= 1;
+      }
+      c = sub;
+      row += n_groups;
+    }
+  }
+  lathe_gemv1_wait<0>();
+}
+
+#define LATHE_GEMV1_KERNEL(FMT, C, CNAME)                                                                   \
+  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemv1_##FMT##_##CNAME(      \
+      const uint8_t* w, long long row_bytes, const int8_t* xq, float* y, int k, int n_out, int group) {     \
+    lathe_gemv1_body<lathe_gemv1_##FMT, C>(w, row_bytes, xq, y, k, n_out, group);                          \
+  }
+
+LATHE_GEMV1_KERNEL(q8_0, 1, int8)
+LATHE_GEMV1_KERNEL(q8_0, 2, int8x2)
+LATHE_GEMV1_KERNEL(q4_k, 1, int8)
+LATHE_GEMV1_KERNEL(q4_k, 2, int8x2)
+LATHE_GEMV1_KERNEL(q6_k, 1, int8)
+LATHE_GEMV1_KERNEL(q6_k, 2, int8x2)
