@@ -76,8 +76,19 @@ struct lathe_gemv1_q4_k {
     const uint32_t words[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
     for (int i = 0; i < 8; ++i) q[i] = (words[i] >> shift) & 0x0F0F0F0Fu;
-    lathe_gemv_k4_scales(u, j, sa, offset);
-    sb = sa;
+    // Scales without branches or byte loads: the unit's first 16 bytes are d, dmin, scales[12]; for
+    // jj = j % 4, j < 4: sc = s[jj] & 63, m = s[jj + 4] & 63; j >= 4: sc = (s[jj + 8] & 15) |
+    // (s[jj] >> 6) << 4, m = (s[jj + 8] >> 4) | (s[jj + 4] >> 6) << 4 (block_codecs.h's k4_scale_min).
+    const uint4 hd = *reinterpret_cast<const uint4*>(u);
+    const int bs = 8 * (j & 3);
+    const uint32_t s0 = (hd.y >> bs) & 0xFFu, s4 = (hd.z >> bs) & 0xFFu, s8 = (hd.w >> bs) & 0xFFu;
+    const bool low = j < 4;
+    const uint32_t sc = low ? s0 & 63u : (s8 & 15u) | ((s0 >> 6) << 4);
+    const uint32_t m = low ? s4 & 63u : (s8 >> 4) | ((s4 >> 6) << 4);
+    const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(hd.x & 0xFFFFu)));
+    const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(hd.x >> 16)));
+    sa = sb = __fmul_rn(d, static_cast<float>(sc));
+    offset = -__fmul_rn(dmin, static_cast<float>(m));
   }
 };
 
@@ -119,18 +130,36 @@ __device__ __forceinline__ float lathe_gemv1_piece_dot(const uint8_t* u, int j, 
   float sa, sb, offset;
   F::piece(u, j, q, sa, sb, offset);
   const float4 ds = sds[xg];
-  const int4 a0 = sq1[2 * xg], a1 = sq1[2 * xg + 1];
+  // A lane's 32 x levels are two 16-byte words; lanes 4-7 of each 8 read them in the other order,
+  // so that the 8 lanes of an LDS.128 phase hit 8 distinct 16-byte bank groups (no 2-way conflict).
+  const int sw = (threadIdx.x >> 2) & 1;
+  int4 a0 = sq1[2 * xg + sw], a1 = sq1[2 * xg + 1 - sw];
+  if (sw) {
+    const int4 t = a0;
+    a0 = a1;
+    a1 = t;
+  }
   float t;
   if constexpr (F::two_scales) {
     t = ds.x * fmaf(sa, lathe_gemv_i2f(lathe_gemv1_dot4(q, a0, 0)), sb * lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, a1, 0)));
     if constexpr (C == 2) {
-      const int4 b0 = sq2[2 * xg], b1 = sq2[2 * xg + 1];
+      int4 b0 = sq2[2 * xg + sw], b1 = sq2[2 * xg + 1 - sw];
+      if (sw) {
+        const int4 t = b0;
+        b0 = b1;
+        b1 = t;
+      }
       t = fmaf(ds.y, fmaf(sa, lathe_gemv_i2f(lathe_gemv1_dot4(q, b0, 0)), sb * lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, b1, 0))), t);
     }
   } else {
     t = ds.x * lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, a1, lathe_gemv1_dot4(q, a0, 0)));
     if constexpr (C == 2) {
-      const int4 b0 = sq2[2 * xg], b1 = sq2[2 * xg + 1];
+      int4 b0 = sq2[2 * xg + sw], b1 = sq2[2 * xg + 1 - sw];
+      if (sw) {
+        const int4 t = b0;
+        b0 = b1;
+        b1 = t;
+      }
       t = fmaf(ds.y, lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, b1, lathe_gemv1_dot4(q, b0, 0))), t);
     }
     t *= sa;
