@@ -14,6 +14,8 @@
 //   int8 levels: 8 __dp4a per word of x, no per-value work; the pieces of a chunk are unrolled.
 // - Partial sums of a group meet in shared memory in a fixed order behind a named barrier: results
 //   are deterministic.
+// Measured (H200): q8_0 at 71-92% of 4,630 GB/s for 12288 rows and up, q4_K / q6_K ~45-53%
+// (decode-bound); gemv_launch.h has the table.
 // Launch (gemv_launch.cpp): grid (blocks, 1, 1), 512 threads, dynamic shared memory
 // lathe_gemv1 stage bytes + x bytes (k * (1 or 2) + k / 2).
 

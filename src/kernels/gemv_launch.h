@@ -9,11 +9,16 @@
 // Shapes: k % 32 == 0 (k % 256 == 0 for the K formats); weights 16-byte aligned and readable up to
 // the next 16-byte boundary past their end (device allocations are); f32 activations 16-byte aligned.
 //
-// Speed (H200, one row, weights cycled past L2, launches in a graph): Q8_0 4096x4096 int8 1208 GB/s,
-// 4096x12288 1467 GB/s, 12288x4096 1716 GB/s (26-37% of 4,630); f16 1841 GB/s. Time grows by only
-// ~0.3-0.45 us per MB above a ~6-9 us floor. Next: unroll each lane's pieces (several LDS/LDG chains
-// in flight), stage x's quantized blocks in shared memory once per block, 32-bit stage reads where
-// units are 4-byte aligned, programmatic dependent launch for the floor.
+// Speed (H200, one row, weights cycled past L2, launches in a graph; tests/test_gemv_gpu.cpp
+// TimingPrintsBandwidth), decode kernel (gemv_decode.cuh), int8 / int8x2, % of 4,630 GB/s:
+//   q8_0 151936x4096 92 / 90%; 12288x4096 71 / 71%; 4096x12288 72 / 72%; 4096x4096 56 / 51%;
+//   1024x4096 23 / 22%; q4_K 12288x4096 52 / 44%, 4096x4096 33 / 29%; q6_K 12288x4096 48 / 44%,
+//   4096x4096 35 / 33%. (General kernel before it: q8_0 4096x4096 26%, 12288x4096 37%, q4_K 13%,
+// q6_K 20%.) Small matrices pay a ~3 us floor (launch, first DRAM round trip, tail); q4_K / q6_K are
+// bound by decode work per byte (int8x2 costs them 10-20%). Next: programmatic dependent launch (the
+// weights' first chunks loaded before the previous kernel ends: needs cuLaunchKernelEx in
+// runtime/cuda_api.h), fewer instructions per q6_K piece (18 LDS + 16 funnel shifts for 2-byte
+// aligned units), q4_0 / q5_K / f32-contract decode variants. f32 contract: ~900-1100 GB/s.
 #pragma once
 
 #include "gguf/ggml_type.h"
