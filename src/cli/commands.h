@@ -16,5 +16,6 @@ Action add_program_command(CLI::App& app);
 Action add_run_command(CLI::App& app);
 Action add_check_command(CLI::App& app);
 Action add_bench_command(CLI::App& app);
+Action add_emit_command(CLI::App& app);
 
 }  // namespace lathe::cli

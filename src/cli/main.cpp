@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   add(lathe::cli::add_run_command);
   add(lathe::cli::add_check_command);
   add(lathe::cli::add_bench_command);
+  add(lathe::cli::add_emit_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

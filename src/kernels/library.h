@@ -25,7 +25,8 @@ std::string library_source();
 // The compiled library (compiled on first use; a CudaError when there is no GPU or it fails).
 const cuda::Module& library();
 
-// A kernel of the library by name; CudaError naming it when absent.
+// A kernel of the library by name; CudaError naming it when absent. While a cuda::Recorder is
+// active (lathe emit): a handle standing for the name, with no library compiled.
 CUfunction kernel(const std::string& name);
 
 }  // namespace lathe::kernels

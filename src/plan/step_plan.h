@@ -47,6 +47,10 @@ class StepPlan {
   std::vector<float> read_f32(const std::string& output, CUstream stream) const;
   std::vector<int32_t> read_ids(const std::string& output, CUstream stream) const;
   CUdeviceptr output_ptr(const std::string& output) const;
+  // Where set_inputs puts the rows' tokens, positions and sequences (int32 each; for `lathe emit`).
+  CUdeviceptr tokens_ptr() const { return tokens_; }
+  CUdeviceptr positions_ptr() const { return positions_; }
+  CUdeviceptr sequences_ptr() const { return sequences_; }
 
   const std::vector<Launch>& launches() const { return launches_; }
   const fuse::FusionPlan& fusion() const { return fusion_; }

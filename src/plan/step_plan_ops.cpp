@@ -99,7 +99,7 @@ void StepPlan::Builder::emit(int gi) {
   const graph::Node& n = g.nodes[static_cast<size_t>(grp.nodes.front())];
   const CUdeviceptr positions = input_ptr(lang::ValueKind::positions);
   auto copy = [](CUdeviceptr dst, CUdeviceptr src, int64_t bytes, CUstream s) {
-    cuda::check(cuda::driver().cuMemcpyDtoDAsync(dst, src, static_cast<size_t>(bytes), s), "copying on the GPU");
+    cuda::copy_async(dst, src, static_cast<size_t>(bytes), s, "copying on the GPU");
   };
   auto rope_table = [&](const graph::Node& r, int64_t d) -> const k::RopeTable& {
     const int64_t n_rot = static_cast<int64_t>(number(r, ModKind::first_dims, static_cast<double>(d)));

@@ -72,7 +72,14 @@ Context::Context() {
   refresh_memory();
 }
 
+Context::Context(const DeviceInfo& virtual_device) : info_(virtual_device) {}
+
 Context& Context::get() {
+  if (Recorder* r = recorder()) {
+    static Context virtual_context{DeviceInfo{}};
+    virtual_context.info_ = r->device();
+    return virtual_context;
+  }
   static std::once_flag once;
   static std::unique_ptr<Context> ctx;
   std::call_once(once, [] { ctx.reset(new Context()); });
@@ -81,14 +88,21 @@ Context& Context::get() {
   return *ctx;
 }
 
-void Context::make_current() const { check(D().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
+void Context::make_current() const {
+  if (!ctx_) return;  // the virtual context of a recording
+  check(D().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
 
 DeviceInfo Context::refresh_memory() {
+  if (!ctx_) return info_;
   check(D().cuMemGetInfo(&info_.free_memory, &info_.total_memory), "cuMemGetInfo");
   return info_;
 }
 
 DeviceBuffer::DeviceBuffer(size_t bytes, const char* what) : bytes_(bytes) {
+  if (Recorder* r = recorder()) {
+    ptr_ = r->allocate(bytes, what);
+    return;
+  }
   Context::get();
   if (bytes == 0) return;
   const CUresult r = D().cuMemAlloc(&ptr_, bytes);
@@ -103,7 +117,7 @@ DeviceBuffer::DeviceBuffer(size_t bytes, const char* what) : bytes_(bytes) {
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_) D().cuMemFree(ptr_);
+    if (ptr_ && !Recorder::is_virtual(ptr_)) D().cuMemFree(ptr_);
     ptr_ = o.ptr_;
     bytes_ = o.bytes_;
     o.ptr_ = 0;
@@ -113,11 +127,16 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (ptr_) D().cuMemFree(ptr_);
+  if (ptr_ && !Recorder::is_virtual(ptr_)) D().cuMemFree(ptr_);
 }
 
 void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
   LATHE_CHECK(offset + bytes <= bytes_);
+  if (Recorder::is_virtual(ptr_)) {
+    LATHE_CHECK(recorder() != nullptr);
+    recorder()->write(ptr_ + offset, src, bytes, false);
+    return;
+  }
   if (bytes) check(D().cuMemcpyHtoD(ptr_ + offset, src, bytes), "copying to the GPU");
   // A copy from pageable memory may still be in flight when cuMemcpyHtoD returns, and work on
   // non-blocking streams does not wait for it: finish it here (uploads happen at load time).
@@ -126,15 +145,22 @@ void DeviceBuffer::upload(const void* src, size_t bytes, size_t offset) {
 
 void DeviceBuffer::download(void* dst, size_t bytes, size_t offset) const {
   LATHE_CHECK(offset + bytes <= bytes_);
+  if (Recorder::is_virtual(ptr_)) internal_fail("reading back a buffer of a recording");
   if (bytes) check(D().cuMemcpyDtoH(dst, ptr_ + offset, bytes), "copying from the GPU");
 }
 
 void DeviceBuffer::zero() {
+  if (Recorder::is_virtual(ptr_)) {
+    LATHE_CHECK(recorder() != nullptr);
+    recorder()->write(ptr_, nullptr, bytes_, true);
+    return;
+  }
   if (bytes_) check(D().cuMemsetD8(ptr_, 0, bytes_), "cuMemsetD8");
   check(D().cuCtxSynchronize(), "cuMemsetD8");
 }
 
 PinnedBuffer::PinnedBuffer(size_t bytes) : bytes_(bytes) {
+  if (recorder()) throw CudaError("pinned host memory has no place in a recording (the virtual device is large)");
   Context::get();
   if (bytes) check(D().cuMemHostAlloc(&ptr_, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
                    "allocating pinned host memory");
@@ -265,12 +291,99 @@ CUfunction Module::function(const std::string& name) const {
 
 void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
             std::vector<void*> args, const char* what) {
+  if (Recorder* r = recorder()) {
+    r->launch(f, grid, block, shared_bytes, args);
+    return;
+  }
   if (shared_bytes > 48 * 1024)
     check(D().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes)),
           what);
   check(D().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream,
                        args.data(), nullptr),
         what);
+}
+
+void copy_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, const char* what) {
+  if (Recorder* r = recorder()) {
+    r->copy(dst, src, bytes);
+    return;
+  }
+  check(D().cuMemcpyDtoDAsync(dst, src, bytes, stream), what);
+}
+
+namespace {
+Recorder* active_recorder = nullptr;
+}  // namespace
+
+Recorder* recorder() { return active_recorder; }
+
+Recorder::Recorder(const DeviceInfo& device, ParamSizes param_sizes)
+    : device_(device), param_sizes_(std::move(param_sizes)) {
+  if (active_recorder) internal_fail("a recording is already active");
+  active_recorder = this;
+}
+
+Recorder::~Recorder() { active_recorder = nullptr; }
+
+bool Recorder::locate(CUdeviceptr p, size_t* buffer, size_t* offset) const {
+  if (!is_virtual(p)) return false;
+  const size_t b = static_cast<size_t>((p - kVirtualBase) >> kSpanBits);
+  const size_t o = static_cast<size_t>((p - kVirtualBase) & ((CUdeviceptr{1} << kSpanBits) - 1));
+  if (b >= buffers_.size() || o > buffers_[b].bytes) return false;  // one past the end may be passed
+  *buffer = b;
+  *offset = o;
+  return true;
+}
+
+CUdeviceptr Recorder::allocate(size_t bytes, const char* what) {
+  if (bytes == 0) return 0;
+  LATHE_CHECK(bytes < (size_t{1} << kSpanBits));
+  buffers_.push_back({bytes, what ? what : ""});
+  return kVirtualBase + (static_cast<CUdeviceptr>(buffers_.size() - 1) << kSpanBits);
+}
+
+void Recorder::write(CUdeviceptr dst, const void* src, size_t bytes, bool zero) {
+  RecordedWrite w;
+  if (!locate(dst, &w.buffer, &w.offset)) internal_fail("a write to an address the recording did not give");
+  w.bytes = bytes;
+  w.zero = zero;
+  w.kept = !zero && bytes <= kKeptUpload;
+  if (w.kept) w.data.assign(static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + bytes);
+  writes_.push_back(std::move(w));
+}
+
+CUfunction Recorder::function(const std::string& name) {
+  for (size_t i = 0; i < functions_.size(); ++i)
+    if (functions_[i] == name) return reinterpret_cast<CUfunction>(static_cast<uintptr_t>(i + 1));
+  functions_.push_back(name);
+  return reinterpret_cast<CUfunction>(static_cast<uintptr_t>(functions_.size()));
+}
+
+void Recorder::launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, const std::vector<void*>& args) {
+  const uintptr_t handle = reinterpret_cast<uintptr_t>(f);
+  if (handle == 0 || handle > functions_.size()) internal_fail("a launch of a kernel the recording did not name");
+  RecordedOp op;
+  op.kernel = functions_[handle - 1];
+  const std::vector<size_t> sizes = param_sizes_(op.kernel);
+  if (sizes.size() != args.size())
+    internal_fail("{} takes {} parameters; the launch passed {}", op.kernel, sizes.size(), args.size());
+  op.grid = grid;
+  op.block = block;
+  op.shared_bytes = shared_bytes;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto* p = static_cast<const unsigned char*>(args[i]);
+    op.args.emplace_back(p, p + sizes[i]);
+  }
+  ops_.push_back(std::move(op));
+}
+
+void Recorder::copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+  RecordedOp op;
+  op.kind = RecordedOp::Kind::copy;
+  op.dst = dst;
+  op.src = src;
+  op.bytes = bytes;
+  ops_.push_back(std::move(op));
 }
 
 CapturedGraph::~CapturedGraph() {

@@ -9,6 +9,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,7 +40,7 @@ struct DeviceInfo {
 // is no GPU or no driver.
 class Context {
  public:
-  static Context& get();
+  static Context& get();  // while a Recorder is active: a virtual context with the recorder's device
   const DeviceInfo& info() const { return info_; }
   DeviceInfo refresh_memory();  // free memory now
   CUcontext handle() const { return ctx_; }
@@ -47,6 +48,7 @@ class Context {
 
  private:
   Context();
+  explicit Context(const DeviceInfo& virtual_device);  // recording: no driver, no handle
   CUdevice device_ = 0;
   CUcontext ctx_ = nullptr;
   DeviceInfo info_;
@@ -132,6 +134,75 @@ struct Dim3 {
 // Launches f; args are pointers to each parameter's value, as cuLaunchKernel takes them.
 void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
             std::vector<void*> args, const char* what);
+
+// A device-to-device copy ordered on the stream (recorded while a Recorder is active).
+void copy_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, const char* what);
+
+// Recording (`lathe emit`): the lane plans a step with no GPU and no driver. While a Recorder is
+// active, Context::get() is a virtual device (the recorder's DeviceInfo); DeviceBuffers get virtual
+// addresses (buffer i at kVirtualBase + i * kVirtualSpan, so an address names its buffer and offset)
+// and their uploads and zeroing are recorded, not done; kernels::kernel returns a handle standing for
+// the kernel's name; launch() and copy_async() append to the recorded ops instead of running.
+// One Recorder at a time, on the thread that plans; real buffers must not be made while it is active.
+struct RecordedBuffer {
+  size_t bytes = 0;
+  std::string what;  // the allocation's label ("step arena", a tensor's name)
+};
+struct RecordedWrite {
+  size_t buffer = 0, offset = 0, bytes = 0;
+  bool zero = false;               // zeroed; else data holds the uploaded bytes
+  bool kept = false;               // data kept (uploads larger than kKeptUpload are not)
+  std::vector<unsigned char> data;
+};
+struct RecordedOp {
+  enum class Kind { launch, copy } kind = Kind::launch;
+  std::string kernel;
+  Dim3 grid, block;
+  unsigned shared_bytes = 0;
+  std::vector<std::vector<unsigned char>> args;  // each parameter's bytes, as passed
+  CUdeviceptr dst = 0, src = 0;                  // copy
+  size_t bytes = 0;
+};
+
+class Recorder {
+ public:
+  static constexpr CUdeviceptr kVirtualBase = 1ull << 62;
+  static constexpr int kSpanBits = 40;
+  static constexpr size_t kKeptUpload = 1u << 20;
+  // The byte size of each parameter of a kernel, by name (the emitter parses the library's text).
+  using ParamSizes = std::function<std::vector<size_t>(const std::string& kernel)>;
+
+  Recorder(const DeviceInfo& device, ParamSizes param_sizes);
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  const DeviceInfo& device() const { return device_; }
+  const std::vector<RecordedBuffer>& buffers() const { return buffers_; }
+  const std::vector<RecordedWrite>& writes() const { return writes_; }
+  const std::vector<RecordedOp>& ops() const { return ops_; }
+  void clear_ops() { ops_.clear(); }
+  static bool is_virtual(CUdeviceptr p) { return p >= kVirtualBase; }
+  // The buffer and offset a virtual address points into; false if it is not one of this recorder's.
+  bool locate(CUdeviceptr p, size_t* buffer, size_t* offset) const;
+
+  // Hooks of cuda_driver.cpp and kernels/library.cpp.
+  CUdeviceptr allocate(size_t bytes, const char* what);
+  void write(CUdeviceptr dst, const void* src, size_t bytes, bool zero);
+  CUfunction function(const std::string& name);
+  void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, const std::vector<void*>& args);
+  void copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
+
+ private:
+  DeviceInfo device_;
+  ParamSizes param_sizes_;
+  std::vector<RecordedBuffer> buffers_;
+  std::vector<RecordedWrite> writes_;
+  std::vector<RecordedOp> ops_;
+  std::vector<std::string> functions_;  // handle i + 1 stands for functions_[i]
+};
+
+Recorder* recorder();  // the active one, or null
 
 // A stream's launches captured once and replayed as one graph.
 class CapturedGraph {
