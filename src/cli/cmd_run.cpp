@@ -2,6 +2,7 @@
 // Streams the completion (or a conversation with --chat) and prints load time and speeds at the end.
 #include "cli/commands.h"
 #include "cli/engines.h"
+#include "cli/prompt_ids.h"
 #include "runtime/chat.h"
 #include "runtime/generate.h"
 
@@ -35,11 +36,7 @@ void print_stats(const GenerateStats& s, double load_seconds, const std::string&
 
 int run_completion(const RunOptions& o, Engine& engine, const Tokenizer& tok, double load) {
   if (o.prompt.empty()) fail("no prompt: give one with -p TEXT (or use --chat)");
-  bool add_bos = tok.add_bos();
-  if (o.bos) add_bos = true;
-  if (o.no_bos) add_bos = false;
-  std::vector<int32_t> ids = tok.encode(o.prompt, false, false);
-  if (add_bos && tok.bos() >= 0) ids.insert(ids.begin(), tok.bos());
+  const std::vector<int32_t> ids = prompt_ids(tok, o.prompt, bos_rule(o.bos, o.no_bos));
   if (static_cast<int64_t>(ids.size()) > engine.n_ctx())
     fail("the prompt is {} tokens, longer than the context of {} tokens (raise --ctx)", ids.size(),
          engine.n_ctx());

@@ -17,5 +17,8 @@ Action add_run_command(CLI::App& app);
 Action add_check_command(CLI::App& app);
 Action add_bench_command(CLI::App& app);
 Action add_emit_command(CLI::App& app);
+Action add_tokenize_command(CLI::App& app);
+Action add_logits_command(CLI::App& app);
+Action add_perplexity_command(CLI::App& app);
 
 }  // namespace lathe::cli

@@ -39,12 +39,14 @@ LoadedModel load_model(const std::string& path, const EngineOptions& o) {
   if (m.tokenizer->n_vocab() != spec.n_vocab)
     fail("{}: the tokenizer has {} tokens but the model's vocabulary is {}", path, m.tokenizer->n_vocab(),
          spec.n_vocab);
-  if (o.device == "gpu" || (o.device == "auto" && cuda::gpu_available())) {
-    m.engine = make_gpu_engine(*m.file, o);
-  } else {
-    m.engine = std::make_unique<CpuEngine>(*m.file, o.n_ctx);
-  }
+  m.engine = make_engine(*m.file, o);
   return m;
+}
+
+std::unique_ptr<Engine> make_engine(const GgufFile& file, const EngineOptions& o) {
+  if (o.n_ctx <= 0) fail("--ctx must be positive, not {}", o.n_ctx);
+  if (o.device == "gpu" || (o.device == "auto" && cuda::gpu_available())) return make_gpu_engine(file, o);
+  return std::make_unique<CpuEngine>(file, o.n_ctx);
 }
 
 }  // namespace lathe::cli

@@ -32,6 +32,10 @@ struct LoadedModel {
 
 LoadedModel load_model(const std::string& path, const EngineOptions& options);
 
+// The engine --device asks for, for a checkpoint read without its tokenizer (logits: test models
+// carry none). load_model uses the same rule.
+std::unique_ptr<Engine> make_engine(const GgufFile& file, const EngineOptions& options);
+
 // The GPU engine alone (check, bench): a CudaError when there is no GPU.
 std::unique_ptr<Engine> make_gpu_engine(const GgufFile& file, const EngineOptions& options);
 

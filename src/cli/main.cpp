@@ -22,6 +22,9 @@ int main(int argc, char** argv) {
   add(lathe::cli::add_check_command);
   add(lathe::cli::add_bench_command);
   add(lathe::cli::add_emit_command);
+  add(lathe::cli::add_tokenize_command);
+  add(lathe::cli::add_logits_command);
+  add(lathe::cli::add_perplexity_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
