@@ -3,6 +3,9 @@
 # concatenated in name order after common.cuh (which every kernel file may use).
 file(GLOB LATHE_KERNEL_FILES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/kernels/*.cuh)
 list(SORT LATHE_KERNEL_FILES)
+# Editing a kernel file re-runs CMake, which re-embeds it (file(GLOB CONFIGURE_DEPENDS) alone only
+# notices added or removed files).
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${LATHE_KERNEL_FILES})
 set(LATHE_KERNEL_ENTRIES "")
 foreach(kernel_file ${LATHE_KERNEL_FILES})
   get_filename_component(kernel_name ${kernel_file} NAME)

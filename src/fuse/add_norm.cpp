@@ -1,6 +1,7 @@
 // Rule add_norm: `Let x be x plus a.` then `Let h be the RMS norm of x weighted by w.` run as one
 // kernel that adds in place and norms the sum. Applies when the sum feeds the norm and the first
-// operand of the add (the residual) is read by nothing after the add, so it may be overwritten.
+// operand of the add (the residual) is read by nothing after the add (earlier readers, like the norm
+// that opened the block, are done with it), so its storage may take the sum.
 #include "fuse/fusion.h"
 
 namespace lathe::fuse {
@@ -13,7 +14,7 @@ void add_norm_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vecto
     const graph::Tensor& b = g.tensor(add.args[1].tensor);
     const graph::Tensor& sum = g.tensor(add.output);
     if (a.shape != b.shape || a.shape.size() != 2 || a.role != graph::Role::temporary) continue;
-    if (only_consumer(g, a.id) != add.id) continue;  // the residual dies in the add
+    if (a.consumers.empty() || a.consumers.back() != add.id) continue;  // the residual dies in the add
     // The norm: the first consumer of the sum after the add.
     for (int c : sum.consumers) {
       const graph::Node& norm = g.nodes[static_cast<size_t>(c)];
