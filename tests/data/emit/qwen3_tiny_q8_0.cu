@@ -553,6 +553,7 @@ struct Checkpoint {
   unsigned long long size = 0, at = 0, data = 0, alignment = 32;
   std::vector<Tensor> tensors;
   std::vector<std::string> vocab;
+  std::vector<int> token_types;  // llama.cpp's: 3 control
   std::string tokenizer_model;
 
   void need(unsigned long long n) {
@@ -615,6 +616,13 @@ struct Checkpoint {
           if (inner == 8) vocab.push_back(str());
           else skip(inner);
         }
+      } else if (key == "tokenizer.ggml.token_type" && type == 9) {
+        const unsigned inner = read<unsigned>();
+        const unsigned long long n = read<unsigned long long>();
+        for (unsigned long long j = 0; j < n; ++j) {
+          if (inner == 5) token_types.push_back(read<int>());
+          else skip(inner);
+        }
       } else {
         skip(type);
       }
@@ -668,9 +676,11 @@ float bf16_to_f32(uint16_t h) {
   return f;
 }
 
-// ---- text: the vocabulary's byte-level alphabet (GPT-2's), or SentencePiece's ▁ and <0xHH>
+// ---- text: the vocabulary's byte-level alphabet (GPT-2's), or SentencePiece's ▁ and <0xHH>;
+// control tokens are left out, as `lathe run` leaves them out
 std::string token_text(const Checkpoint& c, int id) {
   if (id < 0 || id >= static_cast<int>(c.vocab.size())) return "";
+  if (id < static_cast<int>(c.token_types.size()) && c.token_types[static_cast<size_t>(id)] == 3) return "";
   const std::string& t = c.vocab[static_cast<size_t>(id)];
   std::string out;
   if (c.tokenizer_model == "llama") {
