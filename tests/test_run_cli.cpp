@@ -1,0 +1,93 @@
+// `lathe run` and the default model: the interpreter's greedy continuation of the reference prompt
+// equals transformers' (tests/data/default_model/reference.json, computed from the same weights),
+// the prompt's ids equal the reference tokenizer's, and the command line's refusals are clear.
+#include "gguf/gguf_file.h"
+#include "runtime/cpu_engine.h"
+#include "runtime/generate.h"
+#include "runtime/sampler.h"
+#include "runtime/tokenizer.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+namespace lathe {
+namespace {
+
+nlohmann::json reference() {
+  std::ifstream in(std::string(LATHE_TEST_DATA) + "/default_model/reference.json");
+  return nlohmann::json::parse(in);
+}
+
+TEST(DefaultModel, GreedyContinuationMatchesTransformers) {
+  const nlohmann::json ref = reference();
+  const GgufFile f = GgufFile::open(default_model_path());
+  const Tokenizer tok = Tokenizer::from_gguf(f);
+  const std::vector<int32_t> prompt = tok.encode(ref["prompt"].get<std::string>(), true, false);
+  EXPECT_EQ(prompt, ref["prompt_ids"].get<std::vector<int32_t>>());
+  CpuEngine engine(f, 128);
+  std::vector<float> logits = engine.run(prompt, 0, false);
+  const std::vector<int32_t> want = ref["greedy_ids"].get<std::vector<int32_t>>();
+  std::vector<int32_t> got;
+  for (size_t i = 0; i < 16 && i < want.size(); ++i) {
+    got.push_back(argmax(logits));
+    const int32_t one[1] = {got.back()};
+    logits = engine.run(one, static_cast<int64_t>(prompt.size() + i), false);
+  }
+  EXPECT_EQ(got, std::vector<int32_t>(want.begin(), want.begin() + static_cast<long>(got.size())));
+}
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result lathe(const std::string& args) {
+  const std::string cmd = std::string(LATHE_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r{-1, ""};
+  std::array<char, 4096> buf{};
+  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(RunCli, GeneratesFromTheDefaultModelOnTheCpu) {
+  const Result r = lathe("run --device cpu -p 'In the beginning God created' -n 8 --temp 0");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("In the beginning God created the heavens", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("generated 8 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cpu (reference interpreter)"), std::string::npos) << r.out;
+}
+
+TEST(RunCli, RefusesBadInputClearly) {
+  Result r = lathe("run --device cpu --ctx 16 -p 'And God said, Let there be light: and there was light. And God saw the light'");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("longer than the context of 16 tokens"), std::string::npos) << r.out;
+  r = lathe("run --device cpu --chat --chat-template vicuna -p hi");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("unknown chat template 'vicuna'"), std::string::npos) << r.out;
+  r = lathe("run /no/such/model.gguf -p hi");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("cannot open"), std::string::npos) << r.out;
+  r = lathe("run --device cpu --top-p 0 -p hi");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("top-p must be in (0, 1]"), std::string::npos) << r.out;
+  r = lathe("run --device cpu");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("no prompt"), std::string::npos) << r.out;
+}
+
+TEST(RunCli, NoTokenizerIsAClearMessage) {
+  // The transformers fixtures carry no tokenizer.
+  const Result r = lathe(std::string("run --device cpu -p hi ") + LATHE_TEST_DATA + "/transformers/qwen3.gguf");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("tokenizer"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace lathe
