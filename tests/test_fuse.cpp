@@ -50,12 +50,13 @@ TEST(Fuse, Qwen3DecodeGroups) {
   // norm (1) and into the output norm (1).
   EXPECT_EQ(all.count("add_norm"), 4);
   EXPECT_EQ(all.count("qk_norm_rope"), 4);  // q and k of each layer
+  EXPECT_EQ(all.count("kv_append"), 2);     // one a layer
   const fuse::FusionPlan no_add = fuse::fuse(g, {"add_norm"});
   expect_partition(g, no_add);
   EXPECT_EQ(no_add.count("add_norm"), 0);
   EXPECT_EQ(no_add.count("qk_norm_rope"), 4);
   EXPECT_EQ(no_add.groups.size(), all.groups.size() + 4);
-  const fuse::FusionPlan none = fuse::fuse(g, {"add_norm", "qk_norm_rope"});
+  const fuse::FusionPlan none = fuse::fuse(g, {"add_norm", "qk_norm_rope", "kv_append"});
   EXPECT_EQ(none.groups.size(), g.nodes.size());
 }
 
@@ -73,7 +74,7 @@ TEST(Fuse, UnknownRuleIsRefusedByName) {
     fuse::fuse(g, {"add_nrom"});
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: add_norm, qk_norm_rope)"),
+    EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: add_norm, qk_norm_rope, kv_append)"),
               std::string::npos) << e.what();
   }
 }

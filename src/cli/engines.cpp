@@ -14,7 +14,7 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
   cmd->add_option("--ctx", o.n_ctx, "context length: positions the KV cache holds")->capture_default_str();
   cmd->add_option("--activations", o.activations, "GPU numerics contract: f32, int8, int8x2")
       ->capture_default_str()->check(CLI::IsMember({"f32", "int8", "int8x2"}));
-  cmd->add_option("--hold", o.hold, "hold back a fusion rule by name (repeatable): add_norm, qk_norm_rope");
+  cmd->add_option("--hold", o.hold, "hold back a fusion rule by name (repeatable): add_norm, qk_norm_rope, kv_append");
   cmd->add_option("--max-chunk", o.max_chunk, "the largest prefill chunk (rows)")->capture_default_str();
 }
 

@@ -8,11 +8,13 @@ namespace lathe::fuse {
 
 void add_norm_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void qk_norm_rope_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
+void kv_append_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 
 const std::vector<Rule>& fusion_rules() {
   static const std::vector<Rule> rules = {
       {"add_norm", "a sum and the RMS norm of it in one kernel (the residual written back)", add_norm_pass},
       {"qk_norm_rope", "a per-head RMS norm and the rope after it in one kernel", qk_norm_rope_pass},
+      {"kv_append", "a layer's key and value appends in one kernel", kv_append_pass},
   };
   return rules;
 }

@@ -62,9 +62,19 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
   std::vector<int> out;
   if (!grp.rule.empty()) return out;
   if (n.kind == OpKind::product) {
+    // The int8 form of an activation is made once, by the first product that reads it, and kept
+    // for the others (q, k and v read one normed row; gate and up another).
     const graph::Tensor& x = g.tensor(n.args[0].tensor);
     const int64_t kk = x.shape.back(), rows = numel(x) / kk;
-    out.push_back(scratch(gi, quantized_bytes(rows, kk, o.activations)));
+    auto it = quantized.find(x.id);
+    if (it == quantized.end()) {
+      it = quantized.emplace(x.id, scratch(gi, quantized_bytes(rows, kk, o.activations))).first;
+      quantize_in[gi] = true;
+    } else {
+      scratch_requests[static_cast<size_t>(it->second)].last = gi;
+      quantize_in[gi] = false;
+    }
+    out.push_back(it->second);
   } else if (n.kind == OpKind::attention) {
     const graph::Tensor& q = g.tensor(n.args[0].tensor);
     k::AttentionShape shape{q.shape[0], q.shape[1], m.cache_shape().n_head_kv, q.shape[2],
@@ -156,6 +166,19 @@ void StepPlan::Builder::emit(int gi) {
     return;
   }
 
+  if (grp.rule == "kv_append") {
+    const graph::Node& v = g.nodes[static_cast<size_t>(grp.nodes[1])];
+    const graph::Tensor& kx = g.tensor(n.args[0].tensor);
+    const graph::Tensor& vx = g.tensor(v.args[0].tensor);
+    const CUdeviceptr kc = ptr(n.state[0]), vc = ptr(v.state[0]), kp = ptr(kx.id), vp = ptr(vx.id);
+    const CUdeviceptr seqs = input_ptr(lang::ValueKind::sequences);
+    const int64_t rows = kx.shape[0], k_slot = numel(kx) / rows, v_slot = numel(vx) / rows;
+    const int64_t n_ctx = m.cache_shape().n_ctx;
+    add(fmt::format("cache_append keys and values [{} x {}]", rows, k_slot), n,
+        [=](CUstream s) { k::cache_append(kc, vc, kp, vp, seqs, positions, rows, n_ctx, k_slot, v_slot, s); });
+    return;
+  }
+
   switch (n.kind) {
     case OpKind::split_heads:
     case OpKind::join_heads:
@@ -185,9 +208,10 @@ void StepPlan::Builder::emit(int gi) {
             [=](CUstream s) { k::gemv(w, a, xp, rows, y, s); });
       } else {
         const CUdeviceptr q = scratch_ptr(gi, 0);
+        const bool quantize = quantize_in.at(gi);
         add(fmt::format("gemv {} {} [{} x {}] . [{} x {}]^T", k::activations_name(a), ggml_type_name(w.type), rows,
                         kk, w.n_out, kk), n, [=](CUstream s) {
-          k::quantize_activations(xp, rows, kk, a, q, s);
+          if (quantize) k::quantize_activations(xp, rows, kk, a, q, s);
           k::gemv(w, a, q, rows, y, s);
         });
       }

@@ -35,6 +35,8 @@ struct StepPlan::Builder {
   std::vector<CUdeviceptr> scratch_ptrs;
   std::vector<std::vector<int>> group_scratch;  // group -> its scratch requests
   std::vector<bool> copy_first;     // group -> copy the input into the output before working in place
+  std::map<int, int> quantized;     // activation tensor -> the scratch request holding its int8 form
+  std::map<int, bool> quantize_in;  // product group -> it quantizes its input (the first to read it)
 
   void own(int tensor, int group);
   void view(int tensor, int of);

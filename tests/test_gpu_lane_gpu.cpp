@@ -1,0 +1,76 @@
+// The GPU lane end to end: every fusion rule held back gives the same logits as the fused plan, and
+// the lane agrees with the reference interpreter within the numerics contract, on every
+// architecture, for a prefill chunk and decode steps. Skips where there is no GPU.
+#include "fuse/fusion.h"
+#include "gguf/gguf_file.h"
+#include "model/synth.h"
+#include "runtime/cpu_engine.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/gpu_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace lathe {
+namespace {
+
+double normalized(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
+}
+
+// Logits of a 12-token prompt (one chunk of 8, one of 4) and 4 decode steps, concatenated.
+std::vector<float> trace(Engine& e) {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 12; ++i) ids.push_back((i * 37 + 5) % 300);
+  std::vector<float> out = e.run(ids, 0, true);
+  for (int s = 0; s < 4; ++s) {
+    const int32_t one[1] = {(s * 11 + 3) % 300};
+    std::vector<float> l = e.run(one, 12 + s, false);
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  return out;
+}
+
+class GpuLane : public testing::TestWithParam<std::string> {};
+
+TEST_P(GpuLane, HeldBackRulesAndTheInterpreterAgree) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  const std::string path = testing::TempDir() + "/lane-" + GetParam() + ".gguf";
+  SynthOptions o;
+  o.shape = GetParam();
+  write_synthetic_checkpoint(o, path);
+  const GgufFile f = GgufFile::open(path);
+  GpuEngineOptions go;
+  go.n_ctx = 64;
+  go.max_chunk = 8;
+  GpuEngine fused(f, go);
+  const std::vector<float> base = trace(fused);
+  for (const fuse::Rule& r : fuse::fusion_rules()) {
+    GpuEngineOptions held = go;
+    held.held = {std::string(r.name)};
+    GpuEngine e(f, held);
+    const double err = normalized(trace(e), base);
+    // A fused kernel sums in another order than the kernels it replaces; f32 rounding differences
+    // then flip a few f16 roundings of the KV cache. Measured on the H200: add_norm 2.6e-5 to 4.1e-5,
+    // qk_norm_rope and kv_append 0 (the same arithmetic).
+    EXPECT_LT(err, 1e-4) << r.name << " held back";
+    std::printf("[ lane ] %-14s %-13s held: %.2e\n", GetParam().c_str(), std::string(r.name).c_str(), err);
+  }
+  CpuEngine cpu(f, 64, 8);
+  const double err = normalized(base, trace(cpu));
+  EXPECT_LT(err, 2e-3);  // int8x2 (docs/numerics.md)
+  std::printf("[ lane ] %-14s gpu vs interpreter: %.2e\n", GetParam().c_str(), err);
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, GpuLane,
+                         testing::Values("qwen3-tiny", "qwen3moe-tiny", "qwen2-tiny", "llama-tiny"));
+
+}  // namespace
+}  // namespace lathe
