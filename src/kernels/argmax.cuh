@@ -33,7 +33,7 @@ __device__ __forceinline__ unsigned long long argmax_block_max(unsigned long lon
 
 extern "C" __global__ void lathe_argmax(const float* __restrict__ x, long long n, int chunk,
                                         unsigned long long* partial, unsigned* counters,
-                                        int* __restrict__ out) {
+                                        int* __restrict__ out) { lathe_pdl_entry();
   __shared__ unsigned long long scratch[32];
   __shared__ bool last;
   const int row = blockIdx.y, n_chunks = gridDim.x;

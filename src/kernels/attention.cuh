@@ -216,7 +216,7 @@ __device__ void attn_decode(const float* __restrict__ q, const __half* __restric
       const float* q, const __half* k_cache, const __half* v_cache, const int* sequences,          \
       const int* positions, float* out, float* part_o, float2* part_ml, int n_head, int n_head_kv, \
       int n_ctx, int window, int split_len, int n_split, float scale, float cap,                  \
-      const float* sinks) {                                                                        \
+      const float* sinks) { lathe_pdl_entry();                                                                        \
     attn_decode<D>(q, k_cache, v_cache, sequences, positions, out, part_o, part_ml, n_head,       \
                    n_head_kv, n_ctx, window, split_len, n_split, scale, cap, sinks);              \
   }
@@ -230,7 +230,7 @@ extern "C" __global__ void lathe_attn_merge(const float* __restrict__ part_o,
                                             const float2* __restrict__ part_ml,
                                             const int* __restrict__ positions, float* __restrict__ out,
                                             int n_head, int d, int window, int split_len, int n_split,
-                                            const float* __restrict__ sinks) {
+                                            const float* __restrict__ sinks) { lathe_pdl_entry();
   const int h = blockIdx.x, row = blockIdx.y, i = threadIdx.x;
   const int pos = positions[row];
   const int first = window > 0 ? max(0, pos - window + 1) : 0;

@@ -26,7 +26,7 @@ extern "C" __global__ void lathe_cache_append(const float* __restrict__ k, __hal
                                               const float* __restrict__ v, __half* v_cache,
                                               const int* __restrict__ sequences,
                                               const int* __restrict__ positions, int n_ctx,
-                                              int k_slot_size, int v_slot_size) {
+                                              int k_slot_size, int v_slot_size) { lathe_pdl_entry();
   const long long row = blockIdx.x;
   const long long slot = (long long)sequences[row] * n_ctx + positions[row];
   if (blockIdx.y == 0)

@@ -12,6 +12,17 @@ typedef int int32_t;
 typedef unsigned long long uint64_t;
 typedef long long int64_t;
 
+// The first statement of every kernel (programmatic dependent launch, runtime/cuda_driver.cpp): wait
+// until the kernel before this one has finished and its writes are visible, then let the next kernel
+// launch, so its launch and block scheduling overlap this kernel's work. Without a programmatic
+// dependency (a plain launch) the wait returns at once.
+__device__ __forceinline__ void lathe_pdl_entry() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
 __device__ __forceinline__ float lathe_f16(const uint8_t* p) {
   return __half2float(*reinterpret_cast<const __half*>(p));
 }

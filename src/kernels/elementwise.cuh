@@ -30,7 +30,7 @@ __device__ __forceinline__ float elem_unary_op(int op, float v, float param) {
 }
 
 extern "C" __global__ void lathe_elem_binary(int op, const float* a, const float* b, float* out,
-                                             long long n, long long period, int vec4) {
+                                             long long n, long long period, int vec4) { lathe_pdl_entry();
   const long long stride = (long long)gridDim.x * blockDim.x;
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (vec4) {
@@ -47,7 +47,7 @@ extern "C" __global__ void lathe_elem_binary(int op, const float* a, const float
 }
 
 extern "C" __global__ void lathe_elem_unary(int op, const float* x, float* out, long long n,
-                                            float param, int vec4) {
+                                            float param, int vec4) { lathe_pdl_entry();
   const long long stride = (long long)gridDim.x * blockDim.x;
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (vec4) {

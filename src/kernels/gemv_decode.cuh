@@ -278,7 +278,7 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
 
 #define LATHE_GEMV1_KERNEL(FMT, C, CNAME)                                                                   \
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemv1_##FMT##_##CNAME(      \
-      const uint8_t* w, long long row_bytes, const int8_t* xq, float* y, int k, int n_out, int group) {     \
+      const uint8_t* w, long long row_bytes, const int8_t* xq, float* y, int k, int n_out, int group) { lathe_pdl_entry();     \
     lathe_gemv1_body<lathe_gemv1_##FMT, C>(w, row_bytes, xq, y, k, n_out, group);                          \
   }
 

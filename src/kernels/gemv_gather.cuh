@@ -21,7 +21,7 @@ __device__ __forceinline__ void lathe_gather_body(const uint8_t* table, long lon
 
 #define LATHE_GATHER_KERNEL(FMT)                                                                       \
   extern "C" __global__ void __launch_bounds__(256) lathe_gather_##FMT(                                \
-      const uint8_t* table, long long row_bytes, const int* ids, int n_cols, float* out) {             \
+      const uint8_t* table, long long row_bytes, const int* ids, int n_cols, float* out) { lathe_pdl_entry();             \
     lathe_gather_body<lathe_gemv_##FMT>(table, row_bytes, ids, n_cols, out);                           \
   }
 

@@ -252,7 +252,7 @@ __device__ __forceinline__ void lathe_gemv_body(const uint8_t* w, long long row_
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV_WARPS) NAME(                             \
       const uint8_t* w, long long row_bytes, long long expert_bytes, const float* xf, const int8_t* xq1, \
       const int8_t* xq2, const float4* xds, float* y, int k, int n_out, int n_rows, int chunk_units,      \
-      int split, const int* ids, const float* route_w, int top_k, int combine, int x_per_slot) {          \
+      int split, const int* ids, const float* route_w, int top_k, int combine, int x_per_slot) { lathe_pdl_entry();          \
     lathe_gemv_body<F, C>(w, row_bytes, expert_bytes, lathe_gemv_x{xf, xq1, xq2, xds, k}, y, n_out, n_rows, \
                           chunk_units, split, ids, route_w, top_k, combine, x_per_slot);                  \
   }

@@ -69,7 +69,7 @@ __device__ __forceinline__ void lathe_matmul_body(const uint8_t* w, long long ro
 
 #define LATHE_MATMUL_KERNEL(FMT)                                                                        \
   extern "C" __global__ void __launch_bounds__(256) lathe_matmul_##FMT(                                 \
-      const uint8_t* w, long long row_bytes, const float* x, float* y, int n_rows, int k, int n_out) {   \
+      const uint8_t* w, long long row_bytes, const float* x, float* y, int n_rows, int k, int n_out) { lathe_pdl_entry();   \
     lathe_matmul_body<lathe_gemv_##FMT>(w, row_bytes, x, y, n_rows, k, n_out);                          \
   }
 

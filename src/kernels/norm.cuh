@@ -8,7 +8,7 @@
 // x, y, h may not overlap (except that h == x is allowed where y is null: a norm in place).
 
 extern "C" __global__ void lathe_rms_norm(const float* x, const float* __restrict__ w,
-                                          float* h, int n, float eps) {
+                                          float* h, int n, float eps) { lathe_pdl_entry();
   __shared__ float scratch[32];
   const long long row = blockIdx.x;
   const float* xr = x + row * n;
@@ -21,7 +21,7 @@ extern "C" __global__ void lathe_rms_norm(const float* x, const float* __restric
 
 extern "C" __global__ void lathe_add_rms_norm(float* __restrict__ x, const float* __restrict__ y,
                                               const float* __restrict__ w, float* __restrict__ h,
-                                              int n, float eps) {
+                                              int n, float eps) { lathe_pdl_entry();
   __shared__ float scratch[32];
   const long long row = blockIdx.x;
   float* xr = x + row * n;
@@ -39,7 +39,7 @@ extern "C" __global__ void lathe_add_rms_norm(float* __restrict__ x, const float
 }
 
 extern "C" __global__ void lathe_rms_norm_warp(const float* x, const float* __restrict__ w,
-                                               float* h, long long rows, int n, float eps) {
+                                               float* h, long long rows, int n, float eps) { lathe_pdl_entry();
   const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (row >= rows) return;  // whole warps leave together
   const int lane = threadIdx.x & 31;

@@ -15,7 +15,7 @@ __device__ __forceinline__ int lathe_quantize_level(float v, float d) {
 }
 
 extern "C" __global__ void __launch_bounds__(256) lathe_quantize_act(const float* x, int k, int n_rows, int two_words,
-                                                                     int8_t* q1, int8_t* q2, float4* ds) {
+                                                                     int8_t* q1, int8_t* q2, float4* ds) { lathe_pdl_entry();
   const int lane = threadIdx.x & 31;
   const long long block = static_cast<long long>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   const long long n_blocks = static_cast<long long>(n_rows) * (k >> 5);

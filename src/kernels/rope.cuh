@@ -13,7 +13,7 @@
 extern "C" __global__ void lathe_rope_norm(float* x, const int* __restrict__ positions, int heads, int d,
                                            int n_rot, const double* __restrict__ freq,
                                            double position_scale, int neox,
-                                           const float* __restrict__ norm_weight, int norm, float eps) {
+                                           const float* __restrict__ norm_weight, int norm, float eps) { lathe_pdl_entry();
   extern __shared__ float rope_shared[];
   const int half = n_rot / 2;
   float* cos_t = rope_shared;

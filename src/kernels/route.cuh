@@ -14,7 +14,7 @@ __device__ __forceinline__ unsigned long long route_key(float v, unsigned index)
 
 extern "C" __global__ void lathe_route_top_k(const float* __restrict__ logits, int rows, int n_expert,
                                              int k, int renormalize, int* __restrict__ ids,
-                                             float* __restrict__ weights) {
+                                             float* __restrict__ weights) { lathe_pdl_entry();
   extern __shared__ float route_shared[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int row = blockIdx.x * (blockDim.x >> 5) + warp;

@@ -289,6 +289,12 @@ CUfunction Module::function(const std::string& name) const {
   return f;
 }
 
+namespace {
+thread_local bool programmatic_launch_on = true;
+}  // namespace
+
+void set_programmatic_launch(bool on) { programmatic_launch_on = on; }
+
 void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
             std::vector<void*> args, const char* what) {
   if (Recorder* r = recorder()) {
@@ -298,9 +304,29 @@ void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream
   if (shared_bytes > 48 * 1024)
     check(D().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes)),
           what);
-  check(D().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, stream,
-                       args.data(), nullptr),
-        what);
+  // Programmatic dependent launch: a kernel may be launched while the one before it still runs; every
+  // library kernel begins with lathe_pdl_entry() (common.cuh), which waits for its predecessor to
+  // finish before reading anything, then lets its successor launch. LATHE_PDL=0 turns it off.
+  static const bool pdl_allowed = [] {
+    const char* env = std::getenv("LATHE_PDL");
+    return !(env && std::string(env) == "0");
+  }();
+  const bool pdl = pdl_allowed && programmatic_launch_on;
+  CUlaunchConfig config{};
+  config.gridDimX = grid.x;
+  config.gridDimY = grid.y;
+  config.gridDimZ = grid.z;
+  config.blockDimX = block.x;
+  config.blockDimY = block.y;
+  config.blockDimZ = block.z;
+  config.sharedMemBytes = shared_bytes;
+  config.hStream = stream;
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attr;
+  config.numAttrs = pdl ? 1 : 0;
+  check(D().cuLaunchKernelEx(&config, f, args.data(), nullptr), what);
 }
 
 void copy_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, const char* what) {

@@ -131,6 +131,12 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
+// Whether launches from this thread may start before the previous kernel ends (programmatic
+// dependent launch; every library kernel waits for its predecessor first). On by default; it pays
+// for chains of small kernels (a decode step) and costs large ones (prefill): the engine sets it
+// per step. LATHE_PDL=0 in the environment turns it off everywhere.
+void set_programmatic_launch(bool on);
+
 // Launches f; args are pointers to each parameter's value, as cuLaunchKernel takes them.
 void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
             std::vector<void*> args, const char* what);

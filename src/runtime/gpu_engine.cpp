@@ -86,8 +86,11 @@ void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start) {
       fail("token id {} is outside the vocabulary of {} tokens", t[static_cast<size_t>(r)], n_vocab_);
     pos[static_cast<size_t>(r)] = static_cast<int32_t>(start + r);
   }
-  stream_->synchronize();  // the inputs are copied synchronously; the last step must be done with them
+  stream_->synchronize();  // the staging of the inputs is reused; the last step must be done with them
   p.set_inputs(t, pos, seq, stream_->handle());
+  // Programmatic dependent launch pays for the decode step's chain of small kernels (qwen3-8b Q8_0
+  // tg128 223 -> 248 tok/s) and costs a prefill chunk's large ones (pp512 1363 -> 1176): docs/perf.md.
+  cuda::set_programmatic_launch(rows <= 8);
   if (rows == 1 && options_.use_graph) {
     if (!decode_graph_) {
       decode_graph_ = std::make_unique<cuda::CapturedGraph>();
