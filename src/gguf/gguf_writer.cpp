@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <thread>
@@ -142,21 +143,43 @@ void GgufWriter::fill_tensor(const Tensor& t, uint8_t* dst, int threads) const {
   for (std::thread& th : pool) th.join();
 }
 
-uint64_t GgufWriter::write(const std::string& path, int threads, bool zero_data) const {
+uint64_t GgufWriter::write(const std::string& final_path, int threads, bool zero_data) const {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // A regular file is written beside its name and renamed over it when complete, so a reader that
+  // has the old file mapped keeps it whole and nobody sees half a file. Other paths (/dev/null, a
+  // pipe) are written in place.
+  std::error_code ec;
+  const bool atomic = !std::filesystem::exists(final_path, ec) || std::filesystem::is_regular_file(final_path, ec);
+  const std::string path = atomic ? fmt::format("{}.{}.partial", final_path, ::getpid()) : final_path;
+  struct Publish {
+    const std::string& from;
+    const std::string& to;
+    bool atomic, done = false;
+    ~Publish() {
+      if (atomic && !done) std::remove(from.c_str());
+    }
+  } publish{path, final_path, atomic};
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!f) fail("{}: cannot write: {}", path, std::strerror(errno));
+  if (!f) fail("{}: cannot write: {}", final_path, std::strerror(errno));
   auto put = [&](const uint8_t* p, size_t n) {
-    if (n && std::fwrite(p, 1, n, f.get()) != n) fail("{}: write failed: {}", path, std::strerror(errno));
+    if (n && std::fwrite(p, 1, n, f.get()) != n) fail("{}: write failed: {}", final_path, std::strerror(errno));
   };
   const std::vector<uint8_t> header = header_bytes();
   put(header.data(), header.size());
   const uint64_t size =
       header.size() + (tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().n_bytes);
+  auto finish = [&] {
+    if (std::fflush(f.get()) != 0) fail("{}: write failed: {}", final_path, std::strerror(errno));
+    f.reset();
+    if (atomic && std::rename(path.c_str(), final_path.c_str()) != 0)
+      fail("{}: cannot move the written file into place: {}", final_path, std::strerror(errno));
+    publish.done = true;
+    return size;
+  };
   if (zero_data) {
     if (std::fflush(f.get()) != 0 || ftruncate(fileno(f.get()), static_cast<off_t>(size)) != 0)
-      fail("{}: write failed: {}", path, std::strerror(errno));
-    return size;
+      fail("{}: write failed: {}", final_path, std::strerror(errno));
+    return finish();
   }
   // Fill the next tensor while the last one is written: generation and disk run side by side.
   std::vector<uint8_t> writing, filling;
@@ -176,8 +199,7 @@ uint64_t GgufWriter::write(const std::string& path, int threads, bool zero_data)
     });
   }
   if (pending.valid()) pending.get();
-  if (std::fflush(f.get()) != 0) fail("{}: write failed: {}", path, std::strerror(errno));
-  return size;
+  return finish();
 }
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {

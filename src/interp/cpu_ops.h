@@ -74,6 +74,9 @@ struct RopeFreqScaling {  // Llama 3 ("llama3") or linear; none when factor == 1
   // rope_freqs tensor, which llama.cpp applies as theta_j = pos * freq_j / freq_factors[j].
   std::vector<float> freq_factors;
 };
+// The angle per position of each rotated pair (n_rot / 2 values): base^(-2j / n_rot), then the
+// scaling, then divided by the frequency factors. The GPU lane uploads the same numbers.
+std::vector<double> rope_frequencies(int64_t n_rot, double base, const RopeFreqScaling& scaling);
 Tensor rope(const Tensor& x, std::span<const int32_t> positions, int64_t n_rot, double base,
             RopeOrder order, const RopeFreqScaling& scaling = {});
 

@@ -9,7 +9,6 @@
 #include <numbers>
 
 namespace lathe {
-namespace {
 
 // The frequency of each pair after scaling (HF's _compute_llama3_parameters for "llama3").
 std::vector<double> rope_frequencies(int64_t n_rot, double base, const RopeFreqScaling& scaling) {
@@ -42,6 +41,9 @@ std::vector<double> rope_frequencies(int64_t n_rot, double base, const RopeFreqS
   }
   return freq;
 }
+
+namespace {
+
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 #include "kernels/rope_launch.h"
 
+#include "interp/cpu_ops.h"
 #include "kernels/library.h"
 
 #include <algorithm>
@@ -8,48 +9,20 @@
 
 namespace lathe::kernels {
 
-// The interpreter's frequencies (interp/cpu_ops_rope.cpp), computed here to be uploaded; a test holds
-// the two equal through the kernels' results.
+// The interpreter's frequencies (interp/cpu_ops.h), with the checks the upload needs.
 std::vector<double> rope_frequencies(int64_t n_rot, double base, const RopeFreqScaling& scaling) {
   if (n_rot <= 0 || n_rot % 2 != 0) fail("rope: n_rot {} must be even and positive", n_rot);
   if (!(base > 0)) fail("rope: base must be positive, got {}", base);
-  std::vector<double> freq(n_rot / 2);
-  for (int64_t j = 0; j < n_rot / 2; ++j) freq[j] = std::pow(base, -2.0 * double(j) / double(n_rot));
-  if (scaling.kind == "llama3") {
-    double factor = scaling.factor, low = scaling.low_freq_factor, high = scaling.high_freq_factor;
-    double context = double(scaling.original_context);
-    if (!(factor > 0) || !(high > low) || !(context > 0))
-      fail("rope llama3 scaling needs factor > 0, high_freq_factor > low_freq_factor and an original "
-           "context > 0; got factor {}, low {}, high {}, context {}",
-           factor, low, high, scaling.original_context);
-    for (double& f : freq) {
-      double wavelen = 2 * std::numbers::pi / f;
-      if (wavelen < context / high) continue;
-      if (wavelen > context / low) {
-        f /= factor;
-      } else {
-        double smooth = (context / wavelen - low) / (high - low);
-        f = (1 - smooth) * f / factor + smooth * f;
-      }
-    }
-  } else if (scaling.kind == "linear") {
-    if (!(scaling.factor > 0)) fail("rope linear scaling needs factor > 0, got {}", scaling.factor);
-  } else if (scaling.kind != "none") {
-    fail("rope frequency scaling '{}' is not known (none, linear, llama3)", scaling.kind);
-  }
-  if (!scaling.freq_factors.empty()) {
-    if (static_cast<int64_t>(scaling.freq_factors.size()) != n_rot / 2)
-      fail("rope: {} frequency factors for {} rotated pairs", scaling.freq_factors.size(), n_rot / 2);
-    for (int64_t j = 0; j < n_rot / 2; ++j) freq[j] /= double(scaling.freq_factors[j]);
-  }
-  return freq;
+  if (scaling.kind == "linear" && !(scaling.factor > 0))
+    fail("rope linear scaling needs factor > 0, got {}", scaling.factor);
+  return lathe::rope_frequencies(n_rot, base, scaling);
 }
 
 RopeTable make_rope_table(int64_t n_rot, double base, const RopeFreqScaling& scaling) {
   RopeTable t;
   t.n_rot = n_rot;
   t.position_scale = scaling.kind == "linear" ? 1.0 / scaling.factor : 1.0;
-  std::vector<double> freq = rope_frequencies(n_rot, base, scaling);
+  std::vector<double> freq = kernels::rope_frequencies(n_rot, base, scaling);
   t.freq = cuda::DeviceBuffer(freq.size() * sizeof(double), "rope frequencies");
   t.freq.upload(freq.data(), freq.size() * sizeof(double));
   return t;

@@ -3,6 +3,7 @@
 // padding tokens filling the rest, so any text tokenizes and the vocabulary has the real size.
 #include "model/synth.h"
 
+#include "base/byte_alphabet.h"
 #include "base/error.h"
 
 #include <fmt/format.h>
@@ -10,39 +11,13 @@
 namespace lathe {
 namespace {
 
-std::string utf8(uint32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
-
-// GPT-2's reversible map from bytes to printable code points.
-std::vector<std::string> byte_alphabet() {
-  std::vector<std::string> out(256);
-  uint32_t next = 256;
-  for (uint32_t b = 0; b < 256; ++b) {
-    const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-    out[b] = utf8(printable ? b : next++);
-  }
-  return out;
-}
-
 constexpr int32_t kNormal = 1, kControl = 3, kUnused = 5;
 
 }  // namespace
 
 SynthVocab make_synthetic_vocab(Arch arch, int64_t n_vocab) {
   SynthVocab v;
-  const std::vector<std::string> bytes = byte_alphabet();
+  const std::array<std::string, 256>& bytes = byte_level_alphabet();
   const std::string space = bytes[' '];
   for (const std::string& b : bytes) v.tokens.push_back(b);
   auto merge = [&](const std::string& a, const std::string& b) {

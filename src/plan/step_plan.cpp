@@ -206,26 +206,27 @@ CUdeviceptr StepPlan::output_ptr(const std::string& name) const {
   fail("the program returns no value named '{}'", name);
 }
 
-std::vector<float> StepPlan::read_f32(const std::string& name, CUstream stream) const {
-  for (const auto& [n, pv] : outputs_) {
+namespace {
+template <typename T>
+std::vector<T> read_output(const std::vector<std::pair<std::string, std::pair<CUdeviceptr, int64_t>>>& outputs,
+                           const std::string& name, CUstream stream) {
+  for (const auto& [n, pv] : outputs) {
     if (n != name) continue;
-    std::vector<float> out(static_cast<size_t>(pv.second));
+    std::vector<T> out(static_cast<size_t>(pv.second));
     cuda::check(cuda::driver().cuStreamSynchronize(stream), "running the step");
-    cuda::check(cuda::driver().cuMemcpyDtoH(out.data(), pv.first, out.size() * 4), "reading the step's output");
+    cuda::check(cuda::driver().cuMemcpyDtoH(out.data(), pv.first, out.size() * sizeof(T)), "reading the step's output");
     return out;
   }
   fail("the program returns no value named '{}'", name);
 }
+}  // namespace
+
+std::vector<float> StepPlan::read_f32(const std::string& name, CUstream stream) const {
+  return read_output<float>(outputs_, name, stream);
+}
 
 std::vector<int32_t> StepPlan::read_ids(const std::string& name, CUstream stream) const {
-  for (const auto& [n, pv] : outputs_) {
-    if (n != name) continue;
-    std::vector<int32_t> out(static_cast<size_t>(pv.second));
-    cuda::check(cuda::driver().cuStreamSynchronize(stream), "running the step");
-    cuda::check(cuda::driver().cuMemcpyDtoH(out.data(), pv.first, out.size() * 4), "reading the step's output");
-    return out;
-  }
-  fail("the program returns no value named '{}'", name);
+  return read_output<int32_t>(outputs_, name, stream);
 }
 
 std::string StepPlan::describe() const {

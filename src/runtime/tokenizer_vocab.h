@@ -2,6 +2,8 @@
 // Internal to src/runtime/: other stages use tokenizer.h.
 #pragma once
 
+#include "base/byte_alphabet.h"
+
 #include "runtime/tokenizer.h"
 
 #include <array>
@@ -58,7 +60,6 @@ inline uint64_t merge_key(int32_t left, int32_t right) {
 }
 
 // GPT-2's reversible map of the 256 bytes to printable code points, as UTF-8 strings.
-const std::array<std::string, 256>& byte_level_alphabet();
 // Undoes the alphabet: the bytes a byte-level token text stands for; false if a character is not
 // in the alphabet (then out holds the text unchanged).
 bool byte_level_decode(std::string_view text, std::string& out);
