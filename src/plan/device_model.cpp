@@ -1,6 +1,7 @@
 #include "plan/device_model.h"
 
 #include "gguf/block_format.h"
+#include "plan/residence.h"
 
 #include <fmt/format.h>
 
@@ -8,54 +9,28 @@
 #include <cstring>
 
 namespace lathe::plan {
-namespace {
-
-// The order in which matrices leave the device when it is short: lower first.
-int residence_rank(const GgufTensor& t) {
-  if (t.name == "token_embd.weight") return 0;
-  if (t.name.find("_exps.") != std::string::npos) return 1;
-  return 2;
-}
-
-}  // namespace
 
 DeviceModel::DeviceModel(const GgufFile& file, const std::set<std::string>& tensors,
                          const CacheShape& caches, size_t reserve)
     : cache_shape_(caches) {
   cuda::Context& ctx = cuda::Context::get();
   std::vector<const GgufTensor*> list;
-  size_t weight_bytes = 0;
   for (const std::string& name : tensors) {
     const GgufTensor& t = file.tensor(name);
     list.push_back(&t);
-    weight_bytes += t.dims.size() == 1 ? static_cast<size_t>(t.n_elements()) * 4 : t.n_bytes;
   }
   const size_t cache_bytes = 2 * static_cast<size_t>(caches.n_layer) * caches.bytes_per_cache();
-  const size_t free = ctx.refresh_memory().free_memory;
-  const size_t margin = 512ull << 20;  // the driver, NVRTC's module, fragmentation
-  const size_t fixed = cache_bytes + reserve + margin;
-  if (fixed > free)
-    throw cuda::CudaError(fmt::format(
-        "too little GPU memory: the KV caches ({:.2f} GB at --ctx {}) and step buffers ({:.2f} GB) need "
-        "{:.2f} GB with a margin, {:.2f} GB are free; lower --ctx",
-        cache_bytes / 1e9, caches.n_ctx, reserve / 1e9, fixed / 1e9, free / 1e9));
-  // Residence: which matrices move to pinned host memory.
-  std::set<std::string> to_host;
-  if (weight_bytes + fixed > free) {
-    std::vector<const GgufTensor*> movable;
-    for (const GgufTensor* t : list)
-      if (t->dims.size() >= 2) movable.push_back(t);
-    std::stable_sort(movable.begin(), movable.end(), [](const GgufTensor* a, const GgufTensor* b) {
-      return residence_rank(*a) != residence_rank(*b) ? residence_rank(*a) < residence_rank(*b)
-                                                      : a->n_bytes > b->n_bytes;
-    });
-    size_t on_device = weight_bytes;
-    for (const GgufTensor* t : movable) {
-      if (on_device + fixed <= free) break;
-      to_host.insert(t->name);
-      on_device -= t->n_bytes;
-    }
-  }
+  ResidenceRequest request;
+  for (const GgufTensor* t : list)
+    request.tensors.push_back({t->name, t->dims.size() == 1 ? static_cast<uint64_t>(t->n_elements()) * 4 : t->n_bytes,
+                               t->dims.size() >= 2});
+  request.cache_bytes = cache_bytes;
+  request.n_ctx = caches.n_ctx;
+  request.step_bytes = reserve;
+  request.device_free = ctx.refresh_memory().free_memory;
+  request.host_available = available_host_memory();
+  const Residence residence = plan_residence(request);
+  const std::set<std::string>& to_host = residence.on_host;
   for (const GgufTensor* t : list) {
     DeviceWeight w;
     w.dims = t->dims;
@@ -75,11 +50,8 @@ DeviceModel::DeviceModel(const GgufFile& file, const std::set<std::string>& tens
       try {
         pinned_.emplace_back(bytes + 16);
       } catch (const cuda::CudaError& e) {
-        throw cuda::CudaError(fmt::format(
-            "too little memory for the model: {:.2f} GB of weights, {:.2f} GB of KV cache and {:.2f} GB "
-            "of step buffers; the GPU has {:.2f} GB free and pinned host memory for '{}' ({:.2f} GB) "
-            "could not be had ({})", weight_bytes / 1e9, cache_bytes / 1e9, reserve / 1e9, free / 1e9,
-            t->name, bytes / 1e9, e.what()));
+        throw cuda::CudaError(fmt::format("pinned host memory for '{}' ({:.2f} GB) could not be had: {}",
+                                          t->name, bytes / 1e9, e.what()));
       }
       std::memcpy(pinned_.back().data(), src, bytes);
       w.ptr = pinned_.back().device_ptr();
