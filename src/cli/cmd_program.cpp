@@ -3,7 +3,9 @@
 // lathe program FILE.lathe [--cut C]: a program file's canonical text and identity, or its
 // diagnostics (exit 1).
 #include "cli/commands.h"
+#include "fuse/fusion.h"
 #include "gguf/gguf_file.h"
+#include "graph/graph.h"
 #include "lang/checker.h"
 #include "lang/diagnostic.h"
 #include "lang/program.h"
@@ -37,6 +39,21 @@ void print_program(const lang::Program& cut, const lang::Bindings* bindings) {
   fmt::print("# identity: {}\n", lang::identity(cut));
 }
 
+// The lifted graph, then the fusion plan's groups (the DEBUG view of the middle of the pipeline).
+void print_lowered(const GgufFile& file, const lang::Program& cut, const lang::Bindings& bindings,
+                   const std::vector<std::string>& hold) {
+  const graph::Graph g = graph::lift(cut, bindings, [&file](const std::string& name) -> std::optional<graph::CheckpointTensor> {
+    const GgufTensor* t = file.find_tensor(name);
+    if (!t) return std::nullopt;
+    return graph::CheckpointTensor{t->type, t->dims};
+  });
+  fmt::print("{}", graph::print_graph(g));
+  const fuse::FusionPlan plan = fuse::fuse(g, std::set<std::string>(hold.begin(), hold.end()));
+  fmt::print("fusion: {} groups for {} ops\n", plan.groups.size(), g.nodes.size());
+  for (const fuse::Rule& r : fuse::fusion_rules())
+    fmt::print("  {:<14} {:>4} groups  {}\n", r.name, plan.count(r.name), r.what);
+}
+
 }  // namespace
 
 Action add_program_command(CLI::App& app) {
@@ -44,10 +61,14 @@ Action add_program_command(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   auto cut = std::make_shared<std::string>("decode");
   auto ctx = std::make_shared<int64_t>(4096);
+  auto lowered = std::make_shared<bool>(false);
+  auto hold = std::make_shared<std::vector<std::string>>();
   cmd->add_option("file", *path, "a GGUF checkpoint, or a .lathe program file")->required();
   cmd->add_option("--cut", *cut, "decode, prefill:R or batch:B")->capture_default_str();
   cmd->add_option("--ctx", *ctx, "positions each cache holds (n_ctx), for a checkpoint")->capture_default_str();
-  return [path, cut, ctx] {
+  cmd->add_flag("--graph", *lowered, "for a checkpoint: also print the lifted tensor graph and the fusion groups");
+  cmd->add_option("--hold", *hold, "with --graph: hold back a fusion rule by name");
+  return [path, cut, ctx, lowered, hold] {
     const lang::Cut c = lang::parse_cut(*cut);
     if (is_gguf(*path)) {
       const GgufFile file = GgufFile::open(*path);
@@ -55,6 +76,7 @@ Action add_program_command(CLI::App& app) {
       const lang::Program p = lang::make_cut(mp.program, c);
       lang::check(p, &mp.bindings);
       print_program(p, &mp.bindings);
+      if (*lowered) print_lowered(file, p, mp.bindings, *hold);
       return 0;
     }
     try {
