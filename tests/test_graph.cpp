@@ -19,7 +19,7 @@ lang::Bindings bind(const ModelSpec& s) {
           {"n_ff_expert", s.n_ff_expert}, {"n_rot", s.n_rot}, {"n_ctx", 64},
           {"eps", s.norm_eps}, {"rope_base", s.rope_base}, {"rope_scale_factor", 1.0},
           {"rope_low_freq_factor", 1.0}, {"rope_high_freq_factor", 4.0},
-          {"rope_original_context", 8192}};
+          {"rope_original_context", 8192}, {"n_rot_pairs", s.n_rot / 2}};
 }
 
 graph::ConstantLookup lookup_in(const GgufFile& f) {

@@ -240,7 +240,8 @@ lang::Bindings every_op_bindings() {
   return {{"n_embd", 32}, {"n_head", 4}, {"n_head_kv", 2}, {"head_dim", 8}, {"n_ff", 16}, {"n_layer", 2},
           {"n_vocab", 50}, {"n_ctx", kCtx}, {"n_rot", 4}, {"n_expert", 4}, {"n_expert_used", 2},
           {"n_ff_expert", 8}, {"eps", 1e-5}, {"rope_base", 10000}, {"rope_scale_factor", 2},
-          {"rope_low_freq_factor", 1}, {"rope_high_freq_factor", 4}, {"rope_original_context", 16}};
+          {"rope_low_freq_factor", 1}, {"rope_high_freq_factor", 4}, {"rope_original_context", 16},
+          {"n_rot_pairs", 4}};
 }
 
 // A checkpoint of random f32 tensors for every constant a program declares (`{L}` for each layer),
@@ -397,8 +398,8 @@ TEST(ModelProgram, BindsTheSpecsNumbers) {
   EXPECT_EQ(mp.program.source.file_name, "models/qwen3moe.lathe");
 }
 
-// Llama 3's rope_freqs.weight: the language has no phrase for frequency factors yet, so a checkpoint
-// that has them is refused, not run without them.
+// Llama 3's rope_freqs.weight is read (`with frequency factors`); a tensor no program line reads is
+// refused, not run without it.
 TEST(ModelProgram, ATensorTheProgramDoesNotReadIsRefused) {
   const GgufFile llama = GgufFile::open(std::string(LATHE_TEST_DATA) + "/transformers/llama.gguf");
   GgufWriter w;
@@ -409,7 +410,11 @@ TEST(ModelProgram, ATensorTheProgramDoesNotReadIsRefused) {
   w.add_tensor("rope_freqs.weight", {8}, GgmlType::F32, factors);
   std::vector<uint8_t> bytes = w.to_bytes();
   const GgufFile file = GgufFile::from_bytes(bytes, "llama3.gguf");
-  std::string e = error_of([&] { model_program(file, read_model_spec(file), 64); });
-  EXPECT_NE(e.find("does not read the checkpoint's tensor 'rope_freqs.weight'"), std::string::npos) << e;
+  EXPECT_NO_THROW(model_program(file, read_model_spec(file), 64));
+  w.add_tensor("blk.0.attn_q.bias", {8}, GgmlType::F32, factors);
+  std::vector<uint8_t> more = w.to_bytes();
+  const GgufFile biased = GgufFile::from_bytes(more, "llama3-bias.gguf");
+  std::string e = error_of([&] { model_program(biased, read_model_spec(biased), 64); });
+  EXPECT_NE(e.find("does not read the checkpoint's tensor 'blk.0.attn_q.bias'"), std::string::npos) << e;
   EXPECT_NO_THROW(model_program(llama, read_model_spec(llama), 64));
 }

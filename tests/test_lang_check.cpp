@@ -22,7 +22,7 @@ Bindings qwen3_8b() {
           {"head_dim", 128}, {"n_ff", 12288}, {"n_ctx", 4096}, {"eps", 1e-6}, {"rope_base", 1e6},
           {"n_expert", 128}, {"n_expert_used", 8}, {"n_ff_expert", 768}, {"n_rot", 64},
           {"rope_scale_factor", 8}, {"rope_low_freq_factor", 1}, {"rope_high_freq_factor", 4},
-          {"rope_original_context", 8192}};
+          {"rope_original_context", 8192}, {"n_rot_pairs", 64}};
 }
 
 std::string shape_of(const CheckResult& r, const std::string& output) {

@@ -99,6 +99,9 @@ const std::vector<Mistake> kMistakes = {
      "a step runs at least one row of each of its sequences"},
     {"a loop over other layers than the caches'", 18, "For each layer L below n_head.", "n_head",
      "the loop runs over n_head layers, but the caches are for n_layer layers"},
+    {"frequency factors that are not a vector", 26,
+     "  Let q be q rotated at positions in neox order, with base rope_base, with frequency factors token_embd.weight.",
+     "token_embd", "the frequency factors `token_embd.weight` must be a vector of one factor per rotated pair"},
     {"a nested loop", 20, "  For each layer M below n_layer.", "For", "loops do not nest"},
 };
 

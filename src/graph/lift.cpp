@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -175,6 +176,14 @@ class Lifter {
     return id;
   }
 
+  // A value naming a constant declared `or none when absent` that the checkpoint lacks: the modifier
+  // naming it is dropped, so the node has no such attr.
+  bool absent(const lang::Operand& op) const {
+    if (op.kind != lang::Operand::Kind::value || env_.count(op.name)) return false;
+    const lang::ConstantDecl* decl = find_constant(op.name);
+    return decl && decl->optional && !lookup_(substitute(decl->name));
+  }
+
   Arg operand(const lang::Operand& op, const lang::Statement& s, Node& node) {
     Arg a;
     if (op.kind == lang::Operand::Kind::number) {
@@ -202,6 +211,7 @@ class Lifter {
     node.text = statement_text(s.loc);
     for (const lang::Operand& op : s.op.args) node.args.push_back(operand(op, s, node));
     for (const lang::Modifier& m : s.op.mods) {
+      if (std::any_of(m.args.begin(), m.args.end(), [&](const lang::Operand& op) { return absent(op); })) continue;
       Attr attr{m.kind, {}};
       for (const lang::Operand& op : m.args) attr.args.push_back(operand(op, s, node));
       node.attrs.push_back(std::move(attr));

@@ -74,6 +74,13 @@ Tensor attend(Frame& f, const lang::Op& op) {
   return out;
 }
 
+// The values of a vector constant declared `or none when absent`; null when the checkpoint lacks it.
+const Tensor* optional_vector(const Frame& f, const lang::Operand& operand) {
+  const std::string& var = f.impl.placeholders.at(operand.name);
+  auto it = f.impl.constants.find({operand.name, var.empty() ? -1 : f.loop.at(var)});
+  return it == f.impl.constants.end() ? nullptr : &it->second.vector;
+}
+
 Tensor rotate(Frame& f, const lang::Op& op) {
   const Tensor& x = f.tensor(op.args[0]);
   const std::vector<int32_t>& positions = f.ids(op.args[1]);
@@ -92,6 +99,8 @@ Tensor rotate(Frame& f, const lang::Op& op) {
     scaling.kind = "linear";
     scaling.factor = f.number(m->args[0]);
   }
+  if (const lang::Modifier* m = op.find(ModKind::freq_factors))
+    if (const Tensor* v = optional_vector(f, m->args[0])) scaling.freq_factors = v->data;
   return rope(x, positions, n_rot, f.number(op.find(ModKind::base)->args[0]), order, scaling);
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include <cmath>
+#include <optional>
 
 namespace lathe {
 namespace {
@@ -116,13 +117,16 @@ std::string Interpreter::Impl::line_text(const lang::SourceLoc& loc) const {
 
 namespace {
 
-BoundConstant bind_constant(const Interpreter::Impl& impl, const lang::ConstantDecl& decl, int64_t layer) {
+// Nullopt for an optional constant the checkpoint lacks (its modifiers are then skipped).
+std::optional<BoundConstant> bind_constant(const Interpreter::Impl& impl, const lang::ConstantDecl& decl,
+                                           int64_t layer) {
   const GgufFile& file = *impl.file;
   const std::string var = impl.placeholders.at(decl.name);
   BoundConstant out;
   out.kind = decl.kind;
   out.tensor_name = substitute(decl.name, var, layer);
   const GgufTensor* t = file.find_tensor(out.tensor_name);
+  if (!t && decl.optional) return std::nullopt;
   if (!t && !decl.fallback.empty()) {
     std::string fallback = substitute(decl.fallback, var, layer);
     t = file.find_tensor(fallback);
@@ -183,11 +187,11 @@ Interpreter::Interpreter(lang::Program program, lang::Bindings bindings, const G
   for (const lang::ConstantDecl& decl : impl.program.constants) {
     const std::string& var = impl.placeholders[decl.name];
     if (var.empty()) {
-      impl.constants[{decl.name, -1}] = bind_constant(impl, decl, -1);
+      if (auto c = bind_constant(impl, decl, -1)) impl.constants[{decl.name, -1}] = std::move(*c);
       continue;
     }
     for (int64_t l = 0, n = layers_of(impl, decl, var); l < n; ++l)
-      impl.constants[{decl.name, l}] = bind_constant(impl, decl, l);
+      if (auto c = bind_constant(impl, decl, l)) impl.constants[{decl.name, l}] = std::move(*c);
   }
 }
 

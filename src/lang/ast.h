@@ -61,7 +61,7 @@ enum class OpKind {
 
 enum class ModKind {
   weighted_by, shifted_by, epsilon,                                           // norms
-  neox_order, normal_order, base, first_dims, llama3_scaling, linear_scaling,  // rope
+  neox_order, normal_order, base, first_dims, llama3_scaling, linear_scaling, freq_factors,  // rope
   up_to, scaled_by, window, capped_at, sinks,                                  // attention
   routed_by, experts, renormalized,                                            // mixture
 };
@@ -117,6 +117,9 @@ struct ConstantDecl {
   std::vector<Operand> shape;  // numbers, outermost first: vector [n], matrix [rows, cols], stack [n, rows, cols]
   std::string fallback;        // `, or token_embd.weight when absent`; empty when none
   SourceLoc loc;
+  // `, or none when absent`: the checkpoint may lack it; then every modifier naming it is dropped (the
+  // op runs as if the phrase were not written). Only modifiers may name an optional constant.
+  bool optional = false;
   bool operator==(const ConstantDecl&) const = default;
 };
 

@@ -128,6 +128,11 @@ ValueType Checker::check_op(const Op& op) {
   for (const Operand& arg : a)
     if (arg.each_head && op.kind != OpKind::rms_norm && op.kind != OpKind::layer_norm)
       error(arg.loc, fmt::format("`each head of` applies to norms, not to the {}", info.name));
+  // An optional constant may be missing: a modifier naming it can be dropped, an operand cannot.
+  for (const Operand& arg : a)
+    if (arg.kind == Operand::Kind::value && lookup(arg).optional)
+      error(arg.loc, fmt::format("`{}` may be absent (`or none when absent`); only a modifier can name it",
+                                 arg.name));
   auto mismatch = [&](const Operand& at, const std::string& message, std::vector<const Operand*> operands) {
     std::vector<std::string> notes;
     for (const Operand* o : operands) notes.push_back(note(*o));
@@ -245,6 +250,20 @@ ValueType Checker::check_op(const Op& op) {
         dim(s->args[3]);
       }
       if (const Modifier* s = op.find(ModKind::linear_scaling)) scalar(s->args[0]);
+      // One divisor per rotated pair: theta_j = pos * freq_j / factor_j.
+      if (const Modifier* f = op.find(ModKind::freq_factors)) {
+        ValueType t = value(f->args[0]);
+        const Modifier* r = op.find(ModKind::first_dims);
+        Dim rotated = r ? dim(r->args[0]) : x.shape[2];
+        if (t.kind != ValueKind::vector)
+          mismatch(f->args[0], fmt::format("the frequency factors `{}` must be a vector of one factor per rotated "
+                                           "pair, not {}", f->args[0].name, t.str()), {&f->args[0]});
+        Dim twice = Dim::number(2) * t.shape[0];
+        if (twice.is_number() && rotated.is_number() && twice != rotated)
+          mismatch(f->args[0], fmt::format("the frequency factors `{}` must be a vector of {} (one per rotated pair "
+                                           "of {} dims)", f->args[0].name, rotated.coeff / 2, rotated.str()),
+                   {&a[0], &f->args[0]});
+      }
       return x;
     }
     case OpKind::attention: {

@@ -24,6 +24,7 @@ const std::vector<ParamInfo>& params() {
       {"n_expert_used", true, "experts each row uses"},
       {"n_ff_expert", true, "width of an expert's feed-forward"},
       {"n_rot", true, "rotated dims of a head"},
+      {"n_rot_pairs", true, "rotated pairs of a head (n_rot / 2): one rope frequency each"},
       {"n_ctx", true, "positions a cache holds"},
       {"eps", false, "epsilon of the norms"},
       {"rope_base", false, "base of the rope frequencies"},
@@ -106,6 +107,7 @@ void Checker::declare_constants() {
     if (env_.count(c.name)) error(c.loc, fmt::format("`{}` is declared twice", c.name));
     Binding b;
     b.origin = Binding::Origin::constant;
+    b.optional = c.optional;
     b.type.kind = c.kind == ConstantKind::vector ? ValueKind::vector
                   : c.kind == ConstantKind::matrix ? ValueKind::matrix
                                                    : ValueKind::stack;
@@ -130,6 +132,8 @@ void Checker::declare_constants() {
     auto it = env_.find(c.fallback);
     if (it == env_.end() || it->second.origin != Binding::Origin::constant)
       error(c.loc, fmt::format("the fallback `{}` of `{}` is not a declared constant", c.fallback, c.name));
+    if (it->second.optional)
+      error(c.loc, fmt::format("the fallback `{}` of `{}` may be absent itself", c.fallback, c.name));
     const Binding& own = env_.at(c.name);
     if (it->second.type != own.type || it->second.placeholder != own.placeholder)
       error(c.loc, fmt::format("the fallback `{}` is {}, but `{}` is {}", c.fallback, it->second.type.str(),

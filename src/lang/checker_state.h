@@ -16,6 +16,7 @@ struct Binding {
   int depth = 0;            // 0: the top level; 1: first bound inside the loop
   std::string placeholder;  // constants: the loop variable their name holds (`{L}`), or empty
   InputKind input = InputKind::token_ids;
+  bool optional = false;    // constants: `, or none when absent` (only modifiers may name it)
 };
 
 struct CacheShape {

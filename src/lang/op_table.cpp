@@ -30,7 +30,8 @@ const std::vector<OpInfo>& ops() {
       {OpKind::layer_norm, "layer_norm", "the layer norm of $v",
        {M::weighted_by, M::shifted_by, M::epsilon}, "layer_norm"},
       {OpKind::rope, "rope", "$v rotated at $v",
-       {M::neox_order, M::normal_order, M::base, M::first_dims, M::llama3_scaling, M::linear_scaling},
+       {M::neox_order, M::normal_order, M::base, M::first_dims, M::llama3_scaling, M::linear_scaling,
+        M::freq_factors},
        "rope"},
       {OpKind::attention, "attention", "the attention of $v over the caches of layer $n",
        {M::up_to, M::scaled_by, M::window, M::capped_at, M::sinks}, "attention"},
@@ -59,6 +60,7 @@ const std::vector<ModInfo>& mods() {
        "with Llama 3 frequency scaling of factor $n , low factor $n , high factor $n and original "
        "context $n"},
       {M::linear_scaling, "linear_scaling", "with linear frequency scaling of factor $n"},
+      {M::freq_factors, "freq_factors", "with frequency factors $v"},
       {M::up_to, "up_to", "up to $v"},
       {M::scaled_by, "scaled_by", "scaled by $n"},
       {M::window, "window", "within a window of $n"},

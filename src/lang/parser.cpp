@@ -335,7 +335,9 @@ class ProgramParser {
       if (!lp.is_period(end)) {
         Match alt = lp.match(", or $v when absent", end);
         if (!alt.ok) lp.error(alt.fail, fmt::format("expected {} here, not {}", alt.expected, lp.describe(alt.fail)));
-        decl.fallback = alt.args[0].name;
+        // `none` is no tensor name a checkpoint uses: it marks the constant optional.
+        if (alt.args[0].name == "none") decl.optional = true;
+        else decl.fallback = alt.args[0].name;
         end = alt.end;
       }
       lp.expect_end(end);

@@ -109,7 +109,9 @@ std::string print_canonical(const Program& p) {
         break;
     }
     decls += fmt::format("Constant {} is {}{}.\n", c.name, shape,
-                         c.fallback.empty() ? "" : fmt::format(", or {} when absent", c.fallback));
+                         c.optional            ? ", or none when absent"
+                         : c.fallback.empty() ? ""
+                                              : fmt::format(", or {} when absent", c.fallback));
   }
   if (p.caches)
     decls += fmt::format("Carry key and value caches of {} positions by {} by {} for each of {} layers.\n",

@@ -77,13 +77,15 @@ void check_program_fits(const GgufFile& file, const ModelSpec& spec, const lang:
              renormalized ? "renormalizes" : "does not renormalize", spec.expert_norm_topk);
     }
   });
-  // A tensor the program does not read is a part of the model it would leave out (llama 3's
-  // rope_freqs.weight, a bias): refused rather than ignored.
+  // Llama 3 scaling twice (once from metadata, once baked into the factors) would rotate wrongly.
+  if (file.find_tensor("rope_freqs.weight") && spec.rope_scaling.kind != "none")
+    fail("{}: the checkpoint has both rope frequency factors (rope_freqs.weight) and {} frequency scaling "
+         "(rope.scaling.type); Lathe will not apply the scaling twice", file.path(), spec.rope_scaling.kind);
+  // A tensor the program does not read is a part of the model it would leave out (a bias, or rope
+  // frequency factors for a program with no `with frequency factors`): refused rather than ignored.
   std::set<std::string> read = tensors_read(p, bindings);
   for (const GgufTensor& t : file.tensors())
-    if (!read.count(t.name))
-      fail("{} does not read the checkpoint's tensor '{}'{}", what, t.name,
-           t.name == "rope_freqs.weight" ? " (rope frequency factors, which the language cannot apply yet)" : "");
+    if (!read.count(t.name)) fail("{} does not read the checkpoint's tensor '{}'", what, t.name);
 }
 
 }  // namespace
@@ -101,7 +103,7 @@ lang::Bindings spec_bindings(const ModelSpec& spec, int64_t n_ctx) {
   lang::Bindings b = {
       {"n_vocab", spec.n_vocab}, {"n_embd", spec.n_embd},       {"n_layer", spec.n_layer},
       {"n_head", spec.n_head},   {"n_head_kv", spec.n_head_kv}, {"head_dim", spec.head_dim},
-      {"n_rot", spec.n_rot},     {"n_ctx", n_ctx},              {"eps", spec.norm_eps},
+      {"n_rot", spec.n_rot},     {"n_rot_pairs", spec.n_rot / 2}, {"n_ctx", n_ctx},  {"eps", spec.norm_eps},
       {"rope_base", spec.rope_base},
   };
   auto count = [&](const char* name, int64_t v) {

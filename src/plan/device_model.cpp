@@ -64,6 +64,7 @@ DeviceModel::DeviceModel(const GgufFile& file, const std::set<std::string>& tens
       device_bytes_ += bytes;
     }
     weights_[t->name] = std::move(w);
+    if (t->dims.size() == 1) host_vectors_[t->name] = std::move(f32);
   }
   for (int64_t l = 0; l < caches.n_layer; ++l) {
     for (int kv = 0; kv < 2; ++kv) {
@@ -82,6 +83,12 @@ DeviceModel::DeviceModel(const GgufFile& file, const std::set<std::string>& tens
 const DeviceWeight& DeviceModel::weight(const std::string& name) const {
   auto it = weights_.find(name);
   if (it == weights_.end()) internal_fail("tensor '{}' was not uploaded", name);
+  return it->second;
+}
+
+const std::vector<float>& DeviceModel::host_vector(const std::string& name) const {
+  auto it = host_vectors_.find(name);
+  if (it == host_vectors_.end()) internal_fail("vector '{}' was not uploaded", name);
   return it->second;
 }
 

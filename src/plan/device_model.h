@@ -36,6 +36,9 @@ class DeviceModel {
               size_t reserve);
 
   const DeviceWeight& weight(const std::string& name) const;  // InternalError if not uploaded
+  // The f32 values of an uploaded vector, kept on the host for what the plan computes there (rope
+  // frequency factors); InternalError if no vector of that name was uploaded.
+  const std::vector<float>& host_vector(const std::string& name) const;
   CUdeviceptr keys(int64_t layer) const { return caches_.at(static_cast<size_t>(2 * layer)).ptr(); }
   CUdeviceptr values(int64_t layer) const { return caches_.at(static_cast<size_t>(2 * layer + 1)).ptr(); }
   const CacheShape& cache_shape() const { return cache_shape_; }
@@ -45,6 +48,7 @@ class DeviceModel {
 
  private:
   std::map<std::string, DeviceWeight> weights_;
+  std::map<std::string, std::vector<float>> host_vectors_;
   std::vector<cuda::DeviceBuffer> device_;
   std::vector<cuda::PinnedBuffer> pinned_;
   std::vector<cuda::DeviceBuffer> caches_;

@@ -125,6 +125,9 @@ void StepPlan::Builder::emit(int gi) {
       scaling.kind = "linear";
       scaling.factor = a->args[0].number;
     }
+    // The factors are read on the host: the table is computed once, at plan time.
+    if (const graph::Attr* a = r.find(ModKind::freq_factors))
+      scaling.freq_factors = m.host_vector(g.tensor(a->args[0].tensor).checkpoint_name);
     p.rope_tables_.push_back(std::make_unique<k::RopeTable>(
         k::make_rope_table(n_rot, number(r, ModKind::base, 10000.0), scaling)));
     return *p.rope_tables_.back();
