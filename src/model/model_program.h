@@ -31,8 +31,9 @@ struct ModelProgram {
 };
 
 // The program of the checkpoint's architecture, bound to its spec and checked with the numbers. A
-// checkpoint that needs what the program does not say (partial rotary, linear rope scaling, rope
-// frequency factors, unnormalized expert weights) is refused, naming what, rather than run wrongly.
+// checkpoint that needs what the program does not say (partial rotary, linear rope scaling,
+// unnormalized expert weights, a tensor the program does not read) is refused, naming what, rather
+// than run wrongly. Llama 3.1's rope_freqs.weight is read when present (an optional constant).
 ModelProgram model_program(const GgufFile& file, const ModelSpec& spec, int64_t n_ctx);
 
 }  // namespace lathe
