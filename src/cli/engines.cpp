@@ -1,6 +1,8 @@
 #include "cli/engines.h"
 
 #include "base/error.h"
+
+#include <fmt/core.h>
 #include "model/model_spec.h"
 #include "runtime/cpu_engine.h"
 #include "runtime/cuda_driver.h"
@@ -45,7 +47,17 @@ LoadedModel load_model(const std::string& path, const EngineOptions& o) {
 
 std::unique_ptr<Engine> make_engine(const GgufFile& file, const EngineOptions& o) {
   if (o.n_ctx <= 0) fail("--ctx must be positive, not {}", o.n_ctx);
-  if (o.device == "gpu" || (o.device == "auto" && cuda::gpu_available())) return make_gpu_engine(file, o);
+  if (o.device == "gpu") return make_gpu_engine(file, o);
+  if (o.device == "auto" && cuda::gpu_available()) {
+    // auto: the GPU when the lane can run this model (its decode step plans), else the CPU, saying why.
+    try {
+      std::unique_ptr<Engine> e = make_gpu_engine(file, o);
+      dynamic_cast<GpuEngine&>(*e).plan(1);
+      return e;
+    } catch (const UserError& e) {
+      fmt::print(stderr, "note: the GPU lane cannot run this model ({}); running on the CPU\n", e.what());
+    }
+  }
   return std::make_unique<CpuEngine>(file, o.n_ctx);
 }
 
