@@ -3,18 +3,11 @@
 # concatenated in name order after common.cuh (which every kernel file may use).
 file(GLOB LATHE_KERNEL_FILES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/kernels/*.cuh)
 list(SORT LATHE_KERNEL_FILES)
-# Editing a kernel file re-runs CMake, which re-embeds it (file(GLOB CONFIGURE_DEPENDS) alone only
-# notices added or removed files).
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${LATHE_KERNEL_FILES})
 set(LATHE_KERNEL_ENTRIES "")
 foreach(kernel_file ${LATHE_KERNEL_FILES})
   get_filename_component(kernel_name ${kernel_file} NAME)
-  file(READ ${kernel_file} kernel_text)
-  string(FIND "${kernel_text}" ")cuda\"" delimiter_at)
-  if(NOT delimiter_at EQUAL -1)
-    message(FATAL_ERROR "${kernel_file} contains `)cuda\"`, the delimiter of the embedded text")
-  endif()
-  string(APPEND LATHE_KERNEL_ENTRIES "      {\"${kernel_name}\", R\"cuda(${kernel_text})cuda\"},\n")
+  lathe_raw_string(kernel_text ${kernel_file} cuda)
+  string(APPEND LATHE_KERNEL_ENTRIES "      {\"${kernel_name}\", ${kernel_text}},\n")
 endforeach()
 set(LATHE_KERNELS_CPP ${CMAKE_BINARY_DIR}/generated/embedded_kernels.cpp)
 file(CONFIGURE OUTPUT ${LATHE_KERNELS_CPP} CONTENT [[

@@ -1,20 +1,15 @@
 # The model programs (models/*.lathe) built into the binary, so `lathe` runs from any directory.
 # Each file becomes one string constant of a generated .cpp (src/model/embedded_programs.h declares
-# the table). Configure-time on purpose: editing or adding a program re-runs CMake (CONFIGURE_DEPENDS),
-# and file(CONFIGURE) rewrites the .cpp only when its text changes, so nothing else rebuilds.
+# the table). Configure-time on purpose: editing or adding a program re-runs CMake (lathe_raw_string,
+# CONFIGURE_DEPENDS), and file(CONFIGURE) rewrites the .cpp only when its text changes.
 file(GLOB LATHE_PROGRAM_FILES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/models/*.lathe)
 list(SORT LATHE_PROGRAM_FILES)
 set(LATHE_PROGRAM_ENTRIES "")
 foreach(program_file ${LATHE_PROGRAM_FILES})
   get_filename_component(program_name ${program_file} NAME_WE)
-  file(READ ${program_file} program_text)
-  # A raw string literal holds the text as is; its delimiter must not occur in the text.
-  string(FIND "${program_text}" ")lathe\"" delimiter_at)
-  if(NOT delimiter_at EQUAL -1)
-    message(FATAL_ERROR "${program_file} contains `)lathe\"`, the delimiter of the embedded text")
-  endif()
+  lathe_raw_string(program_text ${program_file} lathe)
   string(APPEND LATHE_PROGRAM_ENTRIES
-         "      {\"${program_name}\", \"models/${program_name}.lathe\", R\"lathe(${program_text})lathe\"},\n")
+         "      {\"${program_name}\", \"models/${program_name}.lathe\", ${program_text}},\n")
 endforeach()
 set(LATHE_EMBEDDED_CPP ${CMAKE_BINARY_DIR}/generated/embedded_programs.cpp)
 file(CONFIGURE OUTPUT ${LATHE_EMBEDDED_CPP} CONTENT [[

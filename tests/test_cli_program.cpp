@@ -2,6 +2,8 @@
 // bound, a program file's canonical text, and a bad program file's diagnostic with exit 1.
 #include "lang/program.h"
 
+#include "test_cli_helpers.h"
+
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -15,24 +17,8 @@
 
 namespace {
 
-struct Ran {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
 
-Ran run(const std::string& args) {
-  // From another directory: the programs are built into the binary, not read from models/.
-  std::string command = "cd " + ::testing::TempDir() + " && " + std::string(LATHE_BINARY) + " " + args + " 2>&1";
-  Ran r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
-  int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Ran run(const std::string& args) { return run_lathe(args); }
 
 std::string data(const std::string& rel) { return std::string(LATHE_TEST_DATA) + "/" + rel; }
 

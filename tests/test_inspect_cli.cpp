@@ -6,6 +6,8 @@
 #include "gguf/gguf_file.h"
 #include "runtime/tokenizer.h"
 
+#include "test_cli_helpers.h"
+
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -28,25 +30,8 @@ using namespace lathe;
 
 namespace {
 
-struct Ran {
-  int status = -1;
-  std::string out;  // stdout, then stderr when both
-};
 
-// Runs the binary; stderr joins stdout unless split, when it is dropped (for output that is parsed).
-Ran run(const std::string& args, bool with_stderr = true) {
-  std::string command = "cd " + ::testing::TempDir() + " && " + std::string(LATHE_BINARY) + " " + args +
-                        (with_stderr ? " 2>&1" : " 2>/dev/null");
-  Ran r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) r.out.append(buffer.data(), n);
-  int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Ran run(const std::string& args, bool with_stderr = true) { return run_lathe(args, with_stderr); }
 
 std::string data(const std::string& rel) { return std::string(LATHE_TEST_DATA) + "/" + rel; }
 std::string default_model() { return std::string(LATHE_SOURCE_DIR) + "/models/default/lathe-kjv-qwen3.gguf"; }

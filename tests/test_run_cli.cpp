@@ -7,6 +7,8 @@
 #include "runtime/sampler.h"
 #include "runtime/tokenizer.h"
 
+#include "test_cli_helpers.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -40,52 +42,38 @@ TEST(DefaultModel, GreedyContinuationMatchesTransformers) {
   EXPECT_EQ(got, std::vector<int32_t>(want.begin(), want.begin() + static_cast<long>(got.size())));
 }
 
-struct Result {
-  int code;
-  std::string out;
-};
 
-Result lathe(const std::string& args) {
-  const std::string cmd = std::string(LATHE_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
 
 TEST(RunCli, GeneratesFromTheDefaultModelOnTheCpu) {
-  const Result r = lathe("run --device cpu -p 'In the beginning God created' -n 8 --temp 0");
-  EXPECT_EQ(r.code, 0) << r.out;
+  const Ran r = run_lathe("run --device cpu -p 'In the beginning God created' -n 8 --temp 0");
+  EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out.rfind("In the beginning God created the heavens", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("generated 8 tokens"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cpu (reference interpreter)"), std::string::npos) << r.out;
 }
 
 TEST(RunCli, RefusesBadInputClearly) {
-  Result r = lathe("run --device cpu --ctx 16 -p 'And God said, Let there be light: and there was light. And God saw the light'");
-  EXPECT_EQ(r.code, 1);
+  Ran r = run_lathe("run --device cpu --ctx 16 -p 'And God said, Let there be light: and there was light. And God saw the light'");
+  EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("longer than the context of 16 tokens"), std::string::npos) << r.out;
-  r = lathe("run --device cpu --chat --chat-template vicuna -p hi");
-  EXPECT_EQ(r.code, 1);
+  r = run_lathe("run --device cpu --chat --chat-template vicuna -p hi");
+  EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("unknown chat template 'vicuna'"), std::string::npos) << r.out;
-  r = lathe("run /no/such/model.gguf -p hi");
-  EXPECT_EQ(r.code, 1);
+  r = run_lathe("run /no/such/model.gguf -p hi");
+  EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("cannot open"), std::string::npos) << r.out;
-  r = lathe("run --device cpu --top-p 0 -p hi");
-  EXPECT_EQ(r.code, 1);
+  r = run_lathe("run --device cpu --top-p 0 -p hi");
+  EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("top-p must be in (0, 1]"), std::string::npos) << r.out;
-  r = lathe("run --device cpu");
-  EXPECT_EQ(r.code, 1);
+  r = run_lathe("run --device cpu");
+  EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("no prompt"), std::string::npos) << r.out;
 }
 
 TEST(RunCli, NoTokenizerIsAClearMessage) {
   // The transformers fixtures carry no tokenizer.
-  const Result r = lathe(std::string("run --device cpu -p hi ") + LATHE_TEST_DATA + "/transformers/qwen3.gguf");
-  EXPECT_EQ(r.code, 1);
+  const Ran r = run_lathe(std::string("run --device cpu -p hi ") + LATHE_TEST_DATA + "/transformers/qwen3.gguf");
+  EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("tokenizer"), std::string::npos) << r.out;
 }
 

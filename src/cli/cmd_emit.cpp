@@ -4,6 +4,8 @@
 // (sm_90, 132 SMs) and recorded with no GPU, and a host program that loads the checkpoint, runs the
 // prompt and generates greedily. `nvcc -arch=sm_90 prog.cu -o prog -lcuda` builds it.
 #include "cli/commands.h"
+#include "cli/engines.h"
+#include "cli/prompt_ids.h"
 #include "emit/emit_program.h"
 #include "runtime/tokenizer.h"
 
@@ -21,23 +23,6 @@ struct EmitCliOptions {
   emit::EmitOptions emit;
 };
 
-std::vector<int32_t> parse_token_list(const std::string& text) {
-  std::vector<int32_t> ids;
-  std::string cur;
-  for (size_t i = 0; i <= text.size(); ++i) {
-    const char c = i < text.size() ? text[i] : ',';
-    if (c == ',' || c == ' ') {
-      if (!cur.empty()) ids.push_back(static_cast<int32_t>(std::stol(cur)));
-      cur.clear();
-    } else if (c >= '0' && c <= '9' && cur.size() < 9) {
-      cur += c;
-    } else {
-      fail("--prompt-tokens takes token ids separated by commas (\"1,2,3\"), not \"{}\"", text);
-    }
-  }
-  if (ids.empty()) fail("--prompt-tokens names no token");
-  return ids;
-}
 
 }  // namespace
 
@@ -54,14 +39,11 @@ Action add_emit_command(CLI::App& app) {
   cmd->add_option("--activations", o->activations, "numerics contract: f32, int8, int8x2")->capture_default_str();
   cmd->add_option("--hold", o->hold, "fusion rules held back");
   return [o] {
-    if (o->activations != "f32" && o->activations != "int8" && o->activations != "int8x2")
-      fail("--activations is f32, int8 or int8x2, not '{}'", o->activations);
-    o->emit.activations = o->activations == "f32" ? kernels::Activations::f32
-                          : o->activations == "int8" ? kernels::Activations::int8 : kernels::Activations::int8x2;
+    o->emit.activations = parse_activations(o->activations);
     o->emit.held = {o->hold.begin(), o->hold.end()};
     const GgufFile file = GgufFile::open(o->model);
     if (!o->prompt.empty() && !o->prompt_tokens.empty()) fail("give the prompt as -p TEXT or as --prompt-tokens, not both");
-    if (!o->prompt_tokens.empty()) o->emit.prompt_tokens = parse_token_list(o->prompt_tokens);
+    if (!o->prompt_tokens.empty()) o->emit.prompt_tokens = parse_token_list(o->prompt_tokens, "--prompt-tokens");
     if (!o->prompt.empty()) {
       const Tokenizer tok = Tokenizer::from_gguf(file);
       o->emit.prompt_tokens = tok.encode(o->prompt, false, false);

@@ -4,11 +4,11 @@
 #include "cli/commands.h"
 #include "cli/engines.h"
 #include "cli/npy_writer.h"
+#include "cli/prompt_ids.h"
 #include "model/model_spec.h"
 
 #include <fmt/core.h>
 
-#include <charconv>
 #include <memory>
 
 namespace lathe::cli {
@@ -21,35 +21,6 @@ struct LogitsOptions {
   EngineOptions engine;
 };
 
-// "1,2,3" into ids: each item decimal digits only (blanks around it allowed). Refuses an empty
-// list, an empty item, a sign, anything not a digit, and numbers past int32, naming the item.
-std::vector<int32_t> parse_token_list(std::string_view list) {
-  auto trim = [](std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r'))
-      s.remove_suffix(1);
-    return s;
-  };
-  if (trim(list).empty()) fail("--tokens is empty: give token ids separated by commas, e.g. 1,2,3");
-  std::vector<int32_t> ids;
-  size_t at = 0;
-  for (int item = 1;; ++item) {
-    const size_t comma = list.find(',', at);
-    const std::string_view raw = list.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
-    const std::string_view s = trim(raw);
-    if (s.empty()) fail("--tokens \"{}\": item {} is empty (two commas in a row, or one at an end)", list, item);
-    if (s.find_first_not_of("0123456789") != std::string_view::npos)
-      fail("--tokens \"{}\": item {} \"{}\" is not a token id (ids are whole numbers from 0)", list, item, s);
-    int32_t id = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
-    if (ec != std::errc() || end != s.data() + s.size())
-      fail("--tokens: item {} \"{}\" is out of range: token ids are below 2^31", item, s);
-    ids.push_back(id);
-    if (comma == std::string_view::npos) break;
-    at = comma + 1;
-  }
-  return ids;
-}
 
 }  // namespace
 
@@ -65,7 +36,7 @@ Action add_logits_command(CLI::App& app) {
   auto* ctx = cmd->get_option("--ctx");
   ctx->description("context length (default: the number of tokens)");
   return [o, ctx] {
-    const std::vector<int32_t> ids = parse_token_list(o->tokens);
+    const std::vector<int32_t> ids = parse_token_list(o->tokens, "--tokens");
     EngineOptions engine_options = o->engine;
     if (ctx->count() == 0) engine_options.n_ctx = static_cast<int64_t>(ids.size());
     if (static_cast<int64_t>(ids.size()) > engine_options.n_ctx)

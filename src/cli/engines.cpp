@@ -20,14 +20,20 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
   cmd->add_option("--max-chunk", o.max_chunk, "the largest prefill chunk (rows)")->capture_default_str();
 }
 
+kernels::Activations parse_activations(const std::string& name) {
+  if (name == "f32") return kernels::Activations::f32;
+  if (name == "int8") return kernels::Activations::int8;
+  if (name == "int8x2") return kernels::Activations::int8x2;
+  fail("--activations is f32, int8 or int8x2, not '{}'", name);
+}
+
 std::unique_ptr<Engine> make_gpu_engine(const GgufFile& file, const EngineOptions& o) {
   std::string why;
   if (!cuda::gpu_available(&why)) fail("--device gpu: {}", why);
   GpuEngineOptions g;
   g.n_ctx = o.n_ctx;
   g.max_chunk = o.max_chunk;
-  g.activations = o.activations == "f32" ? kernels::Activations::f32
-                  : o.activations == "int8" ? kernels::Activations::int8 : kernels::Activations::int8x2;
+  g.activations = parse_activations(o.activations);
   g.held = std::set<std::string>(o.hold.begin(), o.hold.end());
   return std::make_unique<GpuEngine>(file, g);
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "gguf/gguf_file.h"
+#include "kernels/gemv_launch.h"
 #include "runtime/engine.h"
 #include "runtime/tokenizer.h"
 
@@ -23,6 +24,9 @@ struct EngineOptions {
 };
 
 void add_engine_options(CLI::App* cmd, EngineOptions& options);
+
+// "f32", "int8" or "int8x2" as the GPU lane's contract; a UserError for anything else.
+kernels::Activations parse_activations(const std::string& name);
 
 struct LoadedModel {
   std::unique_ptr<GgufFile> file;

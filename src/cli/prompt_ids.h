@@ -25,6 +25,11 @@ bool adds_bos(const Tokenizer& tokenizer, BosRule rule);
 std::vector<int32_t> prompt_ids(const Tokenizer& tokenizer, std::string_view text, BosRule rule,
                                 bool parse_special = false);
 
+// "1,2,3" into ids, for options that take token ids (`option` names it in messages): decimal digits
+// only in each item (blanks around it allowed). Refuses an empty list, an empty item, a sign,
+// anything not a digit and numbers past int32, naming the item.
+std::vector<int32_t> parse_token_list(std::string_view list, std::string_view option);
+
 // The whole of a text file, byte for byte; a UserError naming the path when it cannot be read.
 std::string read_text_file(const std::string& path);
 

@@ -51,6 +51,16 @@ void StepPlan::Builder::view(int tensor, int of) {
   root[static_cast<size_t>(tensor)] = root[static_cast<size_t>(of)];
 }
 
+void StepPlan::Builder::in_place(const graph::Node& n, int group) {
+  if (may_overwrite(n.args[0].tensor, n.id)) {
+    view(n.output, n.args[0].tensor);
+    copy_first.push_back(false);
+  } else {
+    own(n.output, group);
+    copy_first.push_back(true);
+  }
+}
+
 int StepPlan::Builder::scratch(int group, int64_t bytes) {
   scratch_requests.push_back({bytes, group, group});
   return static_cast<int>(scratch_requests.size()) - 1;
@@ -65,25 +75,11 @@ void StepPlan::Builder::assign_storage() {
       for (int t : g.nodes[static_cast<size_t>(n)].tensor_inputs())
         if (root[static_cast<size_t>(t)] >= 0) stores.at(root[static_cast<size_t>(t)]).last = gi;
     if (grp.rule == "add_norm") {
-      const graph::Node& norm = g.nodes[static_cast<size_t>(grp.nodes[1])];
-      if (may_overwrite(first.args[0].tensor, first.id)) {
-        view(first.output, first.args[0].tensor);
-        copy_first.push_back(false);
-      } else {
-        own(first.output, gi);
-        copy_first.push_back(true);
-      }
-      own(norm.output, gi);
+      in_place(first, gi);
+      own(g.nodes[static_cast<size_t>(grp.nodes[1])].output, gi);
     } else if (grp.rule == "qk_norm_rope") {
-      const graph::Node& rope = g.nodes[static_cast<size_t>(grp.nodes[1])];
-      if (may_overwrite(first.args[0].tensor, first.id)) {
-        view(first.output, first.args[0].tensor);
-        copy_first.push_back(false);
-      } else {
-        own(first.output, gi);
-        copy_first.push_back(true);
-      }
-      view(rope.output, first.output);
+      in_place(first, gi);
+      view(g.nodes[static_cast<size_t>(grp.nodes[1])].output, first.output);
     } else {
       const graph::Node& n = first;
       copy_first.push_back(false);

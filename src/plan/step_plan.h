@@ -57,7 +57,8 @@ class StepPlan {
   size_t arena_bytes() const { return arena_.bytes(); }
   std::string describe() const;  // one line a launch
 
-  // Device bytes a graph's steps need besides weights and caches (an upper bound), for residence.
+  // Device bytes a graph's steps need besides weights and caches, for residence: an estimate
+  // (every activation three times over, for its int8 forms and scratch, and 64 MB).
   static size_t estimate_bytes(const graph::Graph& g);
 
   struct Builder;

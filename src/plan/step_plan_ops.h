@@ -41,6 +41,9 @@ struct StepPlan::Builder {
   void own(int tensor, int group);
   void view(int tensor, int of);
   bool may_overwrite(int tensor, int node) const;
+  // The node's output takes its first operand's storage when nothing reads that after the node;
+  // else its own, with the operand copied in first (copy_first) so the kernel can work in place.
+  void in_place(const graph::Node& n, int group);
   int scratch(int group, int64_t bytes);
   std::vector<int> scratch_for(int group);  // step_plan_ops.cpp: what a group's kernels need
   void assign_storage();

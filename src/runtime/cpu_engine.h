@@ -31,7 +31,4 @@ class CpuEngine : public Engine {
   KvState state_;
 };
 
-// Splits n rows into the chunks a prompt runs as: the largest powers of two up to max_chunk.
-std::vector<int64_t> prompt_chunks(int64_t n, int64_t max_chunk);
-
 }  // namespace lathe

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,5 +23,15 @@ class Engine {
   virtual int64_t n_vocab() const = 0;
   virtual std::string name() const = 0;  // "cpu (reference interpreter)", "gpu (NVIDIA H200)"
 };
+
+// Splits n rows into the chunks a prompt runs as: the largest powers of two up to max_chunk.
+std::vector<int64_t> prompt_chunks(int64_t n, int64_t max_chunk);
+
+// Engine::run for an engine that runs one chunk at a time: checks that the tokens fit in n_ctx,
+// runs them as prompt_chunks(n, max_chunk), and assembles the logits. step(chunk, start, want)
+// runs one chunk and returns its logits [rows, n_vocab] when `want` (else anything).
+using ChunkStep = std::function<std::vector<float>(std::span<const int32_t> chunk, int64_t start, bool want)>;
+std::vector<float> run_in_chunks(std::span<const int32_t> tokens, int64_t start, bool all_logits,
+                                 int64_t n_ctx, int64_t max_chunk, int64_t n_vocab, const ChunkStep& step);
 
 }  // namespace lathe

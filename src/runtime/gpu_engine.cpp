@@ -2,7 +2,6 @@
 
 #include "lang/program.h"
 #include "model/model_spec.h"
-#include "runtime/cpu_engine.h"
 
 #include <fmt/format.h>
 
@@ -43,7 +42,9 @@ std::string GpuEngine::name() const {
   return fmt::format("gpu ({}, {})", cuda::Context::get().info().name, kernels::activations_name(options_.activations));
 }
 
-const plan::StepPlan& GpuEngine::plan(int64_t rows) {
+const plan::StepPlan& GpuEngine::plan(int64_t rows) { return mutable_plan(rows); }
+
+plan::StepPlan& GpuEngine::mutable_plan(int64_t rows) {
   auto it = plans_.find(rows);
   if (it != plans_.end()) return *it->second;
   const graph::Graph g = lift_cut(file_, program_, rows);
@@ -56,10 +57,10 @@ const plan::StepPlan& GpuEngine::plan(int64_t rows) {
 void GpuEngine::synchronize() { stream_->synchronize(); }
 
 std::vector<std::pair<std::string, double>> GpuEngine::profile(int64_t rows, int reps) {
-  const plan::StepPlan& p = plan(rows);
+  plan::StepPlan& p = mutable_plan(rows);
   std::vector<int32_t> t(static_cast<size_t>(rows), 1), pos(static_cast<size_t>(rows)), seq(static_cast<size_t>(rows), 0);
   for (int64_t r = 0; r < rows; ++r) pos[static_cast<size_t>(r)] = static_cast<int32_t>(r);
-  const_cast<plan::StepPlan&>(p).set_inputs(t, pos, seq, stream_->handle());
+  p.set_inputs(t, pos, seq, stream_->handle());
   std::vector<std::vector<double>> times(p.launches().size());
   cuda::EventTimer timer;
   for (int rep = 0; rep < reps; ++rep) {
@@ -79,7 +80,7 @@ std::vector<std::pair<std::string, double>> GpuEngine::profile(int64_t rows, int
 
 void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start) {
   const int64_t rows = static_cast<int64_t>(tokens.size());
-  plan::StepPlan& p = const_cast<plan::StepPlan&>(plan(rows));
+  plan::StepPlan& p = mutable_plan(rows);
   std::vector<int32_t> t(tokens.begin(), tokens.end()), pos(static_cast<size_t>(rows)), seq(static_cast<size_t>(rows), 0);
   for (int64_t r = 0; r < rows; ++r) {
     if (t[static_cast<size_t>(r)] < 0 || t[static_cast<size_t>(r)] >= n_vocab_)
@@ -105,23 +106,12 @@ void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start) {
 }
 
 std::vector<float> GpuEngine::run(std::span<const int32_t> tokens, int64_t start, bool all_logits) {
-  if (tokens.empty()) fail("no tokens to run");
-  if (start < 0 || start + static_cast<int64_t>(tokens.size()) > options_.n_ctx)
-    fail("{} tokens at position {} do not fit in the context of {} tokens (--ctx)", tokens.size(), start,
-         options_.n_ctx);
-  std::vector<float> logits;
-  int64_t done = 0;
-  for (int64_t rows : prompt_chunks(static_cast<int64_t>(tokens.size()), options_.max_chunk)) {
-    run_rows(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(rows)), start + done);
-    done += rows;
-    const bool last = done == static_cast<int64_t>(tokens.size());
-    if (all_logits || last) {
-      std::vector<float> l = plan(rows).read_f32("logits", stream_->handle());
-      if (all_logits) logits.insert(logits.end(), l.begin(), l.end());
-      else logits.assign(l.end() - n_vocab_, l.end());
-    }
-  }
-  return logits;
+  return run_in_chunks(tokens, start, all_logits, options_.n_ctx, options_.max_chunk, n_vocab_,
+                       [this](std::span<const int32_t> chunk, int64_t at, bool want) {
+                         run_rows(chunk, at);
+                         return want ? plan(static_cast<int64_t>(chunk.size())).read_f32("logits", stream_->handle())
+                                     : std::vector<float>();
+                       });
 }
 
 int32_t GpuEngine::run_greedy(int32_t token, int64_t position) {

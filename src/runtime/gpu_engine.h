@@ -46,6 +46,7 @@ class GpuEngine : public Engine {
 
  private:
   void run_rows(std::span<const int32_t> tokens, int64_t start);
+  plan::StepPlan& mutable_plan(int64_t rows);
 
   const GgufFile& file_;
   GpuEngineOptions options_;
