@@ -1,0 +1,227 @@
+// Merged decode GEMVs: one launch for the products of a layer that read the same activation row
+// (int8 / int8x2 contracts, quantize_act.cuh's layout), built on the decode kernel's pieces
+// (gemv_decode.cuh: its format traits, chunk copies, cp.async ring and piece dot products).
+//
+// - Up to three matrices ("segments") of one k, each in format FA or FB (bit s of b_mask: segment s is
+//   FB), each with its own n_out and output. Their rows form ONE work list of items (segment 0's rows,
+//   then 1's, then 2's) dealt to groups of warps over every SM, so the narrow k / v products of
+//   attention no longer leave most of the card idle behind the wide q.
+// - swiglu != 0: two segments of one shape, gate (0) and up (1); item o is the pair of rows o, its
+//   chunks gate's then up's, and its epilogue writes y0[o] = silu(gate_o . x) * (up_o . x) (the
+//   f32 formula of elementwise.cuh's swiglu), so the two products and the SwiGLU are one kernel.
+// - As in the decode kernel: blocks of 16 warps, one block an SM; a group of `group` warps owns an
+//   item at a time (items g, g + n_groups, ...), its warps taking the item's chunks round-robin;
+//   the launcher keeps group <= every item's chunk count, so each warp of a group has >= 1 chunk.
+//   Partial sums meet in shared memory in a fixed order: results are deterministic.
+// - early != 0: the weights do not depend on the kernel before this one, so the first STAGES - 1
+//   chunks of each warp are requested BEFORE the programmatic-launch wait (lathe_pdl_entry); x after
+//   it. The first DRAM round trip then overlaps the predecessor's tail (most of a small product's
+//   floor). early == 0 waits first, as every other kernel does (for measurements).
+// Launch (gemv_multi_launch.cpp): grid (<= SM count, 1, 1), 512 threads, dynamic shared memory as
+// the decode kernel: LATHE_GEMV1 stage bytes + k * (1 or 2) + k / 2.
+
+template <class A, class B>
+struct lathe_gemvm_same {
+  static constexpr bool value = false;
+};
+template <class A>
+struct lathe_gemvm_same<A, A> {
+  static constexpr bool value = true;
+};
+
+template <class T>
+__device__ __forceinline__ T lathe_gemvm_pick(int s, T a, T b, T c) {
+  return s == 0 ? a : s == 1 ? b : c;
+}
+
+// Where chunk c of an item lies: segment, row of that segment, chunk of that row.
+struct lathe_gemvm_at {
+  int seg, row, c;
+};
+
+// The work list: segments' rows and formats, and how an item maps onto them.
+template <class FA, class FB>
+struct lathe_gemvm_list {
+  static constexpr bool mixed = !lathe_gemvm_same<FA, FB>::value;
+  int n0, n1, b_mask, swiglu, units_a, units_b, nc_a, nc_b;
+
+  __device__ __forceinline__ bool is_b(int seg) const { return mixed && ((b_mask >> seg) & 1); }
+  __device__ __forceinline__ int chunks_of_seg(int seg) const { return is_b(seg) ? nc_b : nc_a; }
+  __device__ __forceinline__ int seg_of(int item) const { return item >= n0 + n1 ? 2 : item >= n0 ? 1 : 0; }
+  __device__ __forceinline__ int chunks(int item) const {
+    return swiglu ? chunks_of_seg(0) + chunks_of_seg(1) : chunks_of_seg(seg_of(item));
+  }
+  __device__ __forceinline__ lathe_gemvm_at locate(int item, int c) const {
+    lathe_gemvm_at a;
+    if (swiglu) {
+      const int nc0 = chunks_of_seg(0);
+      a.seg = c >= nc0 ? 1 : 0;
+      a.row = item;
+      a.c = a.seg ? c - nc0 : c;
+    } else {
+      a.seg = seg_of(item);
+      a.row = item - (a.seg == 0 ? 0 : a.seg == 1 ? n0 : n0 + n1);
+      a.c = c;
+    }
+    return a;
+  }
+};
+
+// A lane's share of chunk c of a row (staged at s) times x.
+template <class F, int C>
+__device__ __forceinline__ float lathe_gemvm_chunk_dot(const uint8_t* s, int units, int c, const int4* sq1,
+                                                       const int4* sq2, const float4* sds) {
+  const int lane = threadIdx.x & 31;
+  const int u0 = c * F::chunk_units, n_pieces = min(F::chunk_units, units - u0) * F::pieces;
+  constexpr int rounds = (F::chunk_units * F::pieces + 31) / 32;
+  float acc = 0.0f;
+#pragma unroll
+  for (int i = 0; i < rounds; ++i) {
+    const int p = lane + 32 * i;
+    if (p < n_pieces) {
+      const int uu = p / F::pieces, j = p % F::pieces;
+      acc += lathe_gemv1_piece_dot<F, C>(s + uu * F::unit_bytes, j, sq1, sq2, sds, u0 * F::pieces + p);
+    }
+  }
+  return acc;
+}
+
+template <class FA, class FB, int C>
+__device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0,
+                                                 float* y1, float* y2, long long rb0, long long rb1, long long rb2,
+                                                 int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq,
+                                                 int k, int group, int early) {
+  extern __shared__ uint4 lathe_gemvm_smem[];
+  __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  lathe_gemvm_list<FA, FB> L;
+  L.n0 = n0;
+  L.n1 = n1;
+  L.b_mask = b_mask;
+  L.swiglu = swiglu;
+  L.units_a = k / FA::unit_values;
+  L.units_b = k / FB::unit_values;
+  L.nc_a = (L.units_a + FA::chunk_units - 1) / FA::chunk_units;
+  L.nc_b = (L.units_b + FB::chunk_units - 1) / FB::chunk_units;
+  const int n_items = swiglu ? n0 : n0 + n1 + n2;
+
+  uint8_t* stage = reinterpret_cast<uint8_t*>(lathe_gemvm_smem) + warp * (LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT);
+  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_gemvm_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
+  const int x_level_bytes = k * (C == 2 ? 2 : 1);
+  const int4* sq1 = reinterpret_cast<const int4*>(sx);
+  const int4* sq2 = reinterpret_cast<const int4*>(sx + k);
+  const float4* sds = reinterpret_cast<const float4*>(sx + x_level_bytes);
+
+  const int groups_per_block = LATHE_GEMV1_WARPS / group, sub = warp % group;
+  const int n_groups = gridDim.x * groups_per_block;
+  const int g0 = blockIdx.x * groups_per_block + warp / group;
+
+  // Issues (or, issue == false, only locates) chunk c of item; returns the staged chunk's head.
+  auto chunk = [&](int item, int c, uint8_t* slot, bool issue) -> int {
+    const lathe_gemvm_at a = L.locate(item, c);
+    const uint8_t* w = lathe_gemvm_pick(a.seg, w0, w1, w2);
+    const long long rb = lathe_gemvm_pick(a.seg, rb0, rb1, rb2);
+    if (L.is_b(a.seg)) return lathe_gemv1_chunk<FB>(w, rb, L.units_b, a.row, a.c, slot, issue);
+    return lathe_gemv1_chunk<FA>(w, rb, L.units_a, a.row, a.c, slot, issue);
+  };
+
+  // The loader runs STAGES - 1 chunks ahead along this warp's sequence: items g0, g0 + n_groups, ...,
+  // chunks sub, sub + group, ... of each. One commit group per chunk (empty past the end).
+  if (!early) lathe_pdl_entry();
+  int ld_item = g0, ld_c = sub;
+  for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
+    if (ld_item < n_items) chunk(ld_item, ld_c, stage + s * LATHE_GEMV1_SLOT, true);
+    lathe_gemv1_commit();
+    ld_c += group;
+    if (ld_item < n_items && ld_c >= L.chunks(ld_item)) {
+      ld_c = sub;
+      ld_item += n_groups;
+    }
+  }
+  // Weights requested; now wait for the kernel that wrote x, then stage x (the newest commit group:
+  // waiting for it waits for the chunks above too, which were asked for first).
+  if (early) lathe_pdl_entry();
+  {
+    const int n16 = (x_level_bytes + k / 2) >> 4;
+    for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
+    lathe_gemv1_commit();
+  }
+  lathe_gemv1_wait<0>();
+  __syncthreads();  // x is in place for every warp
+
+  int item = g0, c = sub, slot = 0, parity = 0;
+  float acc0 = 0.0f, acc1 = 0.0f;
+  while (item < n_items) {
+    lathe_gemv1_wait<LATHE_GEMV1_STAGES - 2>();
+    __syncwarp();  // chunk `slot` landed for every lane; the slot refilled below was read last round
+    const int refill = slot == 0 ? LATHE_GEMV1_STAGES - 1 : slot - 1;
+    if (ld_item < n_items) chunk(ld_item, ld_c, stage + refill * LATHE_GEMV1_SLOT, true);
+    lathe_gemv1_commit();
+    ld_c += group;
+    if (ld_item < n_items && ld_c >= L.chunks(ld_item)) {
+      ld_c = sub;
+      ld_item += n_groups;
+    }
+
+    const lathe_gemvm_at a = L.locate(item, c);
+    const uint8_t* s = stage + slot * LATHE_GEMV1_SLOT + chunk(item, c, nullptr, false);
+    const float t = L.is_b(a.seg) ? lathe_gemvm_chunk_dot<FB, C>(s, L.units_b, a.c, sq1, sq2, sds)
+                                  : lathe_gemvm_chunk_dot<FA, C>(s, L.units_a, a.c, sq1, sq2, sds);
+    if (swiglu && a.seg == 1) acc1 += t;
+    else acc0 += t;
+    slot = slot + 1 == LATHE_GEMV1_STAGES ? 0 : slot + 1;
+
+    c += group;
+    if (c >= L.chunks(item)) {  // the group's item is done
+      float v0 = lathe_warp_sum(acc0), v1 = swiglu ? lathe_warp_sum(acc1) : 0.0f;
+      acc0 = acc1 = 0.0f;
+      bool writer = lane == 0;
+      if (group > 1) {
+        // Double-buffered partials: a warp writes buffer `parity` again only after the next barrier,
+        // which the group's first warp reaches only after reading it.
+        if (lane == 0) partial[parity][warp] = make_float2(v0, v1);
+        asm volatile("bar.sync %0, %1;\n" ::"r"(1 + warp / group), "r"(32 * group) : "memory");
+        writer = sub == 0 && lane == 0;
+        if (writer) {
+          v0 = v1 = 0.0f;
+          for (int i = 0; i < group; ++i) {
+            v0 += partial[parity][warp + i].x;
+            v1 += partial[parity][warp + i].y;
+          }
+        }
+        parity ^= 1;
+      }
+      if (writer) {
+        if (swiglu) {
+          y0[item] = v0 / (1.0f + expf(-v0)) * v1;
+        } else {
+          const lathe_gemvm_at e = L.locate(item, 0);
+          lathe_gemvm_pick(e.seg, y0, y1, y2)[e.row] = v0;
+        }
+      }
+      c = sub;
+      item += n_groups;
+    }
+  }
+  lathe_gemv1_wait<0>();
+}
+
+// Kernels lathe_gemvm_<FA>[_<FB>]_<contract>: one format for every segment, or Q4_K with Q6_K segments
+// (Q4_K_M checkpoints mix them). Segments past the count have n = 0.
+#define LATHE_GEMVM_KERNEL(NAME, FA, FB, C, CNAME)                                                               \
+  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_##NAME##_##CNAME(         \
+      const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
+      long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
+      int group, int early) {                                                                                    \
+    lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2,   \
+                                                            b_mask, swiglu, xq, k, group, early);                \
+  }
+
+#define LATHE_GEMVM_CONTRACTS(NAME, FA, FB)    \
+  LATHE_GEMVM_KERNEL(NAME, FA, FB, 1, int8)    \
+  LATHE_GEMVM_KERNEL(NAME, FA, FB, 2, int8x2)
+
+LATHE_GEMVM_CONTRACTS(q8_0, q8_0, q8_0)
+LATHE_GEMVM_CONTRACTS(q4_k, q4_k, q4_k)
+LATHE_GEMVM_CONTRACTS(q6_k, q6_k, q6_k)
+LATHE_GEMVM_CONTRACTS(q4_k_q6_k, q4_k, q6_k)

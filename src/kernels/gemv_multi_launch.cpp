@@ -1,0 +1,211 @@
+#include "kernels/gemv_multi_launch.h"
+
+#include "gguf/block_format.h"
+#include "kernels/elementwise_launch.h"
+#include "kernels/library.h"
+#include "runtime/cuda_api.h"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace lathe::kernels {
+namespace {
+
+// Mirrors gemv_decode.cuh: LATHE_GEMV1_WARPS, the stage bytes (warps x STAGES x SLOT) and each
+// format's unit_values / chunk_units.
+constexpr int kWarps = 16;
+constexpr int64_t kStageBytes = 16 * 4 * 2560;
+
+struct MergedFormat {
+  const char* name;  // kernel name part
+  int unit_values;
+  int chunk_units;
+};
+
+const MergedFormat* merged_format(GgmlType t) {
+  static const MergedFormat q8_0{"q8_0", 32, 64}, q4_k{"q4_k", 256, 16}, q6_k{"q6_k", 256, 12};
+  switch (t) {
+    case GgmlType::Q8_0: return &q8_0;
+    case GgmlType::Q4_K: return &q4_k;
+    case GgmlType::Q6_K: return &q6_k;
+    default: return nullptr;
+  }
+}
+
+int64_t chunks_per_row(const MergedFormat& f, int64_t k) {
+  const int64_t units = k / f.unit_values;
+  return (units + f.chunk_units - 1) / f.chunk_units;
+}
+
+// The device's opt-in shared memory per block (0 when unknown, e.g. no driver while recording).
+int64_t shared_optin_bytes() {
+  static const int64_t bytes = [] {
+    const cuda::DriverApi* d = cuda::driver_api();
+    CUdevice dev = 0;
+    int v = 0;
+    if (!d || d->cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+        d->cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) != CUDA_SUCCESS)
+      return int64_t{0};
+    return static_cast<int64_t>(v);
+  }();
+  return bytes;
+}
+
+bool g_merged_enabled = true;
+bool g_early_weights = true;
+
+int64_t merged_shared_bytes(int64_t k, Activations a) {
+  return kStageBytes + k * (a == Activations::int8x2 ? 2 : 1) + k / 2;
+}
+
+// The kernel for a set of formats: FA for every segment, or q4_K with q6_K segments (b_mask marks
+// the q6_K ones). Empty name: no kernel takes this mix.
+struct KernelChoice {
+  std::string name;
+  int b_mask = 0;
+};
+
+KernelChoice choose_kernel(const WeightMatrix* w, int n, Activations a) {
+  KernelChoice c;
+  bool all_same = true, q4k_q6k = true;
+  for (int m = 0; m < n; ++m) {
+    all_same = all_same && w[m].type == w[0].type;
+    q4k_q6k = q4k_q6k && (w[m].type == GgmlType::Q4_K || w[m].type == GgmlType::Q6_K);
+    if (w[m].type == GgmlType::Q6_K) c.b_mask |= 1 << m;
+  }
+  const std::string contract(activations_name(a));
+  if (all_same) {
+    c.b_mask = 0;
+    c.name = std::string("lathe_gemvm_") + merged_format(w[0].type)->name + "_" + contract;
+  } else if (q4k_q6k) {
+    c.name = "lathe_gemvm_q4_k_q6_k_" + contract;
+  }
+  return c;
+}
+
+bool applies(const WeightMatrix* w, int n, Activations a) {
+  if (!g_merged_enabled || a == Activations::f32 || n < 1 || n > 3) return false;
+  for (int m = 0; m < n; ++m) {
+    if (!merged_format(w[m].type) || w[m].n_expert != 1 || w[m].k != w[0].k) return false;
+    if (w[m].k % block_format(w[m].type).block_size != 0 || w[m].n_out <= 0) return false;
+  }
+  int64_t items = 0;
+  for (int m = 0; m < n; ++m) items += w[m].n_out;
+  if (items > (int64_t{1} << 30)) return false;
+  if (choose_kernel(w, n, a).name.empty()) return false;
+  return merged_shared_bytes(w[0].k, a) + 1024 <= shared_optin_bytes();
+}
+
+// Warps per item: each warp of a group takes >= 1 chunk of every item (group <= min_chunks); among
+// those, the fewest rounds x chunks a warp, then the most SMs busy, then the fewest warps an item (a
+// group > 1 syncs per item).
+int choose_group(int64_t n_items, int64_t min_chunks, int64_t max_chunks, int64_t sm_count) {
+  int best = 1;
+  int64_t best_cost = -1, best_blocks = 0;
+  for (int g = 1; g <= kWarps && g <= min_chunks; g *= 2) {
+    const int64_t per_block = kWarps / g;
+    const int64_t blocks = std::min(sm_count, (n_items + per_block - 1) / per_block);
+    const int64_t n_groups = blocks * per_block;
+    const int64_t cost = (n_items + n_groups - 1) / n_groups * ((max_chunks + g - 1) / g);
+    if (best_cost < 0 || cost < best_cost || (cost == best_cost && blocks > best_blocks)) {
+      best = g;
+      best_cost = cost;
+      best_blocks = blocks;
+    }
+  }
+  return best;
+}
+
+void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUdeviceptr x, const CUdeviceptr* y,
+                   CUstream stream) {
+  LATHE_CHECK(x % 16 == 0);
+  for (int m = 0; m < n; ++m) LATHE_CHECK(w[m].data % 16 == 0 && y[m] % 4 == 0);
+  const KernelChoice kc = choose_kernel(w, n, a);
+  const int64_t k64 = w[0].k;
+  const int64_t sm_count = cuda::Context::get().info().sm_count;
+  int64_t min_chunks = 0, max_chunks = 0, n_items = 0;
+  if (swiglu) {
+    n_items = w[0].n_out;
+    min_chunks = max_chunks = chunks_per_row(*merged_format(w[0].type), k64) + chunks_per_row(*merged_format(w[1].type), k64);
+  } else {
+    for (int m = 0; m < n; ++m) {
+      const int64_t nc = chunks_per_row(*merged_format(w[m].type), k64);
+      min_chunks = m == 0 ? nc : std::min(min_chunks, nc);
+      max_chunks = std::max(max_chunks, nc);
+      n_items += w[m].n_out;
+    }
+  }
+  int group = choose_group(n_items, min_chunks, max_chunks, sm_count);
+  const int64_t per_block = kWarps / group;
+  const unsigned blocks = static_cast<unsigned>(std::min(sm_count, (n_items + per_block - 1) / per_block));
+
+  CUdeviceptr wp[3] = {0, 0, 0}, yp[3] = {0, 0, 0};
+  long long rb[3] = {0, 0, 0};
+  int n_out[3] = {0, 0, 0};
+  for (int m = 0; m < n; ++m) {
+    wp[m] = w[m].data;
+    yp[m] = swiglu ? y[0] : y[m];
+    rb[m] = lathe::row_bytes(w[m].type, w[m].k);
+    n_out[m] = static_cast<int>(w[m].n_out);
+  }
+  int b_mask = kc.b_mask, sw = swiglu ? 1 : 0, k = static_cast<int>(k64), early = g_early_weights ? 1 : 0;
+  CUdeviceptr xq = x;
+  const unsigned shared = static_cast<unsigned>(merged_shared_bytes(k64, a));
+  cuda::launch(kernel(kc.name), {blocks, 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
+               {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2], &n_out[0], &n_out[1],
+                &n_out[2], &b_mask, &sw, &xq, &k, &group, &early},
+               "launching a merged decode GEMV");
+}
+
+// Scratch of the gate/up fallback: grown, never shrunk; a replaced buffer is kept (a launch already
+// enqueued may still read it), so no buffer is freed under a pending kernel.
+CUdeviceptr fallback_scratch(size_t bytes) {
+  static std::mutex mu;
+  static std::vector<std::unique_ptr<cuda::DeviceBuffer>> buffers;
+  std::lock_guard<std::mutex> lock(mu);
+  if (buffers.empty() || buffers.back()->bytes() < bytes)
+    buffers.push_back(std::make_unique<cuda::DeviceBuffer>(std::max<size_t>(bytes, 1 << 16)));
+  return buffers.back()->ptr();
+}
+
+}  // namespace
+
+void set_merged_gemv_enabled(bool enabled) { g_merged_enabled = enabled; }
+
+void set_merged_gemv_early_weights(bool early) { g_early_weights = early; }
+
+bool merged_gemv_applies(const WeightMatrix* w, int n_matrices, Activations a) { return applies(w, n_matrices, a); }
+
+void gemv_multi(const WeightMatrix* w, int n_matrices, Activations a, CUdeviceptr x, const CUdeviceptr* y,
+                CUstream stream, int64_t n_rows) {
+  if (n_matrices < 1 || n_matrices > 3) fail("merged GEMV: {} matrices; it takes 1 to 3", n_matrices);
+  for (int m = 1; m < n_matrices; ++m)
+    if (w[m].k != w[0].k) fail("merged GEMV: matrices of {} and {} inputs do not read one activation", w[0].k, w[m].k);
+  if (n_rows == 1 && applies(w, n_matrices, a)) {
+    launch_merged(w, n_matrices, false, a, x, y, stream);
+    return;
+  }
+  for (int m = 0; m < n_matrices; ++m) gemv(w[m], a, x, n_rows, y[m], stream);
+}
+
+void gemv_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activations a, CUdeviceptr x,
+                         CUdeviceptr y, CUstream stream, int64_t n_rows) {
+  if (gate.n_out != up.n_out || gate.k != up.k)
+    fail("gate/up product: gate is {} x {} but up is {} x {}", gate.n_out, gate.k, up.n_out, up.k);
+  const WeightMatrix pair[2] = {gate, up};
+  if (n_rows == 1 && applies(pair, 2, a)) {
+    const CUdeviceptr ys[1] = {y};
+    launch_merged(pair, 2, true, a, x, ys, stream);
+    return;
+  }
+  const int64_t n = n_rows * gate.n_out;
+  const CUdeviceptr u = fallback_scratch(static_cast<size_t>(n) * sizeof(float));
+  gemv(gate, a, x, n_rows, y, stream);
+  gemv(up, a, x, n_rows, u, stream);
+  elementwise_binary(ElemBinary::swiglu, y, y, u, n, n, stream);
+}
+
+}  // namespace lathe::kernels

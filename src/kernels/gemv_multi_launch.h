@@ -1,0 +1,51 @@
+// Host launchers of the merged decode GEMVs (gemv_multi.cuh): the products of a layer that read one
+// activation row in one launch. Every pointer is a device pointer; every call only enqueues on
+// `stream`. Weights follow gemv_launch.h's layout and alignment rules (rows row_bytes(type, k) apart,
+// 16-byte aligned, readable to the next 16-byte line past their end); n_expert must be 1.
+//
+// Both entry points take every shape and format gemv takes: where the merged kernel does not apply
+// (the f32 contract, n_rows > 1, formats other than q8_0 / q4_K / q6_K or a mix other than q4_K with
+// q6_K, shared memory short of 160 KB + 2.5 k) they fall back to one gemv per matrix (and, for
+// gate/up, the elementwise swiglu), so callers can always use them. Results equal the separate
+// products' up to f32 rounding order (each product's sum is split into the same chunks).
+//
+// Speed (H200, weights cycled past L2, launches in a graph; tests/test_gemv_multi_gpu.cpp
+// TimingMergedVsSeparate prints the table): see docs/perf.md once measured.
+#pragma once
+
+#include "kernels/gemv_launch.h"
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace lathe::kernels {
+
+// y[m] [n_rows][w[m].n_out] = x . w[m]^T for each m < n_matrices (1..3): q, k and v of attention.
+// The matrices share k and the activation x (gemv's form for contract a); they may differ in n_out
+// and format. y[m] 4-byte aligned, fully written, not overlapping one another. The merged kernel
+// deals the rows of all matrices to every SM as one list (one row, int8 / int8x2).
+void gemv_multi(const WeightMatrix* w, int n_matrices, Activations a, CUdeviceptr x, const CUdeviceptr* y,
+                CUstream stream, int64_t n_rows = 1);
+
+// y [n_rows][n_out] = silu(x . gate^T) * (x . up^T), the interpreter's swiglu (cpu_ops.h) of the
+// two products, with f32 silu(g) = g / (1 + exp(-g)). gate and up have one shape (n_out x k); y
+// 4-byte aligned. Merged: one kernel whose work item is output o (rows o of gate and up), the
+// SwiGLU in its epilogue; the fallback needs a scratch of n_rows * n_out floats, which it allocates
+// once per call (tests and odd shapes only: the decode path never takes it).
+void gemv_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activations a, CUdeviceptr x,
+                         CUdeviceptr y, CUstream stream, int64_t n_rows = 1);
+
+// Whether gemv_multi / gemv_gate_up_swiglu may take the merged kernel (default true); false forces
+// the fallback, for measurements and tests that compare the two. Not thread-safe.
+void set_merged_gemv_enabled(bool enabled);
+
+// Whether the merged kernel requests its first weight chunks before waiting for the kernel before it
+// (programmatic dependent launch; default true). false waits first, as other kernels do: for
+// measuring what the early requests save. Not thread-safe.
+void set_merged_gemv_early_weights(bool early);
+
+// Whether the merged kernel takes these matrices under contract a for one row (no launch).
+bool merged_gemv_applies(const WeightMatrix* w, int n_matrices, Activations a);
+
+}  // namespace lathe::kernels

@@ -1,0 +1,459 @@
+// The merged decode GEMVs (kernels/gemv_multi_launch.h) against the interpreter's product and
+// swiglu (interp/cpu_ops.h) on the dequantized weights and the activation x^ rebuilt on the host from
+// the quantized bytes the kernel reads, and against separate gemv calls; then timings, merged vs
+// separate launches, at the decode shapes of qwen3-8b and qwen3-0.6b.
+//
+// Error: max|gpu - cpu| / scale per matrix, scale = max over outputs of max(|y|, sqrt(sum_i (w_i x_i)^2))
+// (gate/up: of the SwiGLU's first-order error, |u| G + |silu(g)| U with G, U the gate and up scales).
+// With x^ as the reference's input, only f32 rounding is left: kBoundRebuilt. Merged vs separate
+// kernels differ only in the order of f32 sums: kBoundSeparate.
+
+#include "gguf/block_format.h"
+#include "interp/cpu_ops.h"
+#include "kernels/gemv_launch.h"
+#include "kernels/gemv_multi_launch.h"
+#include "runtime/cuda_driver.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace lathe::kernels {
+namespace {
+
+using cuda::DeviceBuffer;
+
+constexpr double kBoundRebuilt = 1e-4;   // f32 products and sums of an exact int8 / int8x2 x^
+constexpr double kBoundSeparate = 2e-5;  // the same products, summed in another order
+constexpr double kBoundF32 = 1e-5;       // the fallback under the f32 contract (gemv's bound)
+
+#define LATHE_NEED_GPU()                                       \
+  std::string why;                                             \
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+
+std::string type_name(GgmlType t) { return std::string(ggml_type_name(t)); }
+
+// Random bytes (every level and bit pattern) with the f16 scales set to moderate values.
+std::vector<uint8_t> random_matrix(GgmlType t, int64_t rows, int64_t k, std::mt19937& rng) {
+  const BlockFormat& f = block_format(t);
+  std::vector<uint8_t> m(static_cast<size_t>(rows * row_bytes(t, k)));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f), scale(0.002f, 0.02f);
+  if (!f.quantized) {
+    std::vector<float> v(static_cast<size_t>(k));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float& x : v) x = u(rng);
+      quantize_row(t, v.data(), m.data() + r * row_bytes(t, k), k);
+    }
+    return m;
+  }
+  for (size_t i = 0; i + 4 <= m.size(); i += 4) {
+    const uint32_t r = static_cast<uint32_t>(rng());
+    std::memcpy(&m[i], &r, 4);
+  }
+  std::vector<int> d_at, m_at;  // f16 scales (d) and mins (m) in a block
+  switch (t) {
+    case GgmlType::Q4_K: case GgmlType::Q5_K: d_at = {0, 2}; break;
+    case GgmlType::Q6_K: d_at = {208}; break;
+    case GgmlType::Q4_1: case GgmlType::Q5_1: d_at = {0}; m_at = {2}; break;
+    default: d_at = {0}; break;
+  }
+  for (size_t b = 0; b < m.size(); b += static_cast<size_t>(f.block_bytes)) {
+    for (int o : d_at) { const uint16_t h = f32_to_f16(scale(rng)); std::memcpy(&m[b + o], &h, 2); }
+    for (int o : m_at) { const uint16_t h = f32_to_f16(0.05f * u(rng)); std::memcpy(&m[b + o], &h, 2); }
+  }
+  return m;
+}
+
+std::vector<float> random_values(int64_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+DeviceBuffer upload(const void* data, size_t bytes) {
+  DeviceBuffer b(bytes + 16);  // weights are read up to the next 16-byte line
+  b.zero();
+  b.upload(data, bytes);
+  uint8_t probe;  // the legacy-stream upload has landed once a synchronous read-back returns
+  b.download(&probe, 1);
+  return b;
+}
+
+template <class T>
+DeviceBuffer upload(const std::vector<T>& v) { return upload(v.data(), v.size() * sizeof(T)); }
+
+std::vector<float> download(const DeviceBuffer& b, size_t n) {
+  std::vector<float> v(n);
+  b.download(v.data(), n * sizeof(float));
+  return v;
+}
+
+// rows of x quantized on the device for contract a (f32: an empty buffer; x is read as is).
+DeviceBuffer quantized(const DeviceBuffer& xf, int64_t rows, int64_t k, Activations a, const cuda::Stream& s) {
+  if (a == Activations::f32) return DeviceBuffer();
+  DeviceBuffer q(static_cast<size_t>(quantized_activation_bytes(rows, k, a)));
+  quantize_activations(xf.ptr(), rows, k, a, q.ptr(), s.handle());
+  s.synchronize();
+  return q;
+}
+
+// x^ [rows][k] from the quantized bytes: d1 q1 + d2 q2 per value (quantize_act.cuh's layout).
+std::vector<float> rebuilt_x(const DeviceBuffer& q, const std::vector<float>& xf, int64_t rows, int64_t k, Activations a) {
+  if (a == Activations::f32) return xf;
+  std::vector<uint8_t> h(static_cast<size_t>(quantized_activation_bytes(rows, k, a)));
+  q.download(h.data(), h.size());
+  const int8_t* q1 = reinterpret_cast<const int8_t*>(h.data());
+  const int8_t* q2 = a == Activations::int8x2 ? q1 + rows * k : nullptr;
+  const float* ds = reinterpret_cast<const float*>(h.data() + rows * k * (q2 ? 2 : 1));
+  std::vector<float> x(static_cast<size_t>(rows * k));
+  for (int64_t i = 0; i < rows * k; ++i) {
+    const double d1 = ds[4 * (i / 32)], d2 = ds[4 * (i / 32) + 1];
+    x[i] = static_cast<float>(d1 * q1[i] + (q2 ? d2 * q2[i] : 0.0));
+  }
+  return x;
+}
+
+// A matrix on the host and the device, with its interpreter product for the current x^.
+struct Matrix {
+  GgmlType type;
+  int64_t n_out, k;
+  std::vector<uint8_t> bytes;
+  DeviceBuffer dev;
+  std::vector<float> y;        // [rows][n_out], cpu_ops product
+  std::vector<double> terms;   // [rows][n_out], sqrt(sum_i (w_i x_i)^2)
+  WeightMatrix weights() const { return WeightMatrix{type, dev.ptr(), n_out, k}; }
+  MatrixRef ref() const { return MatrixRef{type, bytes.data(), k, n_out}; }
+};
+
+Matrix make_matrix(GgmlType t, int64_t n_out, int64_t k, std::mt19937& rng) {
+  Matrix m{t, n_out, k, random_matrix(t, n_out, k, rng), DeviceBuffer(), {}, {}};
+  m.dev = upload(m.bytes);
+  return m;
+}
+
+void compute_reference(Matrix& m, const std::vector<float>& x, int64_t rows) {
+  m.y = product(Tensor({rows, m.k}, x), m.ref()).data;
+  m.terms.assign(static_cast<size_t>(rows * m.n_out), 0.0);
+  std::vector<float> w(static_cast<size_t>(m.k));
+  for (int64_t o = 0; o < m.n_out; ++o) {
+    m.ref().row(o, w.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      double s2 = 0;
+      for (int64_t i = 0; i < m.k; ++i) {
+        const double p = double(w[i]) * x[r * m.k + i];
+        s2 += p * p;
+      }
+      m.terms[r * m.n_out + o] = std::sqrt(s2);
+    }
+  }
+}
+
+double scale_of(const Matrix& m) {
+  double s = 0;
+  for (size_t i = 0; i < m.y.size(); ++i) s = std::max({s, std::abs(double(m.y[i])), m.terms[i]});
+  return s;
+}
+
+double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double e = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(double(a[i]) - double(b[i]));
+    e = std::isfinite(d) ? std::max(e, d) : INFINITY;  // a NaN fails
+  }
+  return e;
+}
+
+struct Errors {
+  double cpu = 0, separate = 0;
+};
+
+// The merged call and the separate gemvs for one contract and row count; errors of the merged
+// result against the interpreter and against the separate gemvs (worst matrix).
+Errors check_multi(std::vector<Matrix>& ms, const DeviceBuffer& xd, const std::vector<float>& xf, int64_t rows,
+                   Activations a, const cuda::Stream& s) {
+  const int64_t k = ms[0].k;
+  DeviceBuffer q = quantized(xd, rows, k, a, s);
+  const std::vector<float> xh = rebuilt_x(q, xf, rows, k, a);
+  const CUdeviceptr xin = a == Activations::f32 ? xd.ptr() : q.ptr();
+  std::vector<WeightMatrix> w;
+  std::vector<DeviceBuffer> yd;
+  std::vector<CUdeviceptr> yp;
+  for (Matrix& m : ms) {
+    compute_reference(m, xh, rows);
+    w.push_back(m.weights());
+    yd.emplace_back(static_cast<size_t>(rows * m.n_out) * sizeof(float));
+    yd.back().zero();
+    yp.push_back(yd.back().ptr());
+  }
+  DeviceBuffer probe_sync(16);
+  uint8_t probe;
+  probe_sync.download(&probe, 1);  // the zeroing above has landed
+  gemv_multi(w.data(), static_cast<int>(w.size()), a, xin, yp.data(), s.handle(), rows);
+  s.synchronize();
+  std::vector<std::vector<float>> merged;
+  for (size_t m = 0; m < ms.size(); ++m) merged.push_back(download(yd[m], rows * ms[m].n_out));
+  // Deterministic: a second run gives the same bits.
+  gemv_multi(w.data(), static_cast<int>(w.size()), a, xin, yp.data(), s.handle(), rows);
+  s.synchronize();
+  for (size_t m = 0; m < ms.size(); ++m)
+    EXPECT_EQ(std::memcmp(download(yd[m], rows * ms[m].n_out).data(), merged[m].data(), merged[m].size() * 4), 0)
+        << "matrix " << m << " differs between two runs";
+  Errors e;
+  for (size_t m = 0; m < ms.size(); ++m) {
+    gemv(w[m], a, xin, rows, yp[m], s.handle());
+    s.synchronize();
+    const double scale = scale_of(ms[m]);
+    e.cpu = std::max(e.cpu, max_diff(merged[m], ms[m].y) / scale);
+    e.separate = std::max(e.separate, max_diff(merged[m], download(yd[m], rows * ms[m].n_out)) / scale);
+  }
+  return e;
+}
+
+Errors check_gate_up(Matrix& gate, Matrix& up, const DeviceBuffer& xd, const std::vector<float>& xf, int64_t rows,
+                     Activations a, const cuda::Stream& s) {
+  const int64_t k = gate.k, n = rows * gate.n_out;
+  DeviceBuffer q = quantized(xd, rows, k, a, s);
+  const std::vector<float> xh = rebuilt_x(q, xf, rows, k, a);
+  const CUdeviceptr xin = a == Activations::f32 ? xd.ptr() : q.ptr();
+  compute_reference(gate, xh, rows);
+  compute_reference(up, xh, rows);
+  const std::vector<float> ref = swiglu(Tensor({n}, gate.y), Tensor({n}, up.y)).data;
+  double scale = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = gate.y[i], u = up.y[i], silu = g / (1 + std::exp(-g));
+    scale = std::max({scale, std::abs(double(ref[i])),
+                      std::abs(u) * std::max(std::abs(g), gate.terms[i]) + std::abs(silu) * std::max(std::abs(u), up.terms[i])});
+  }
+  DeviceBuffer yd(static_cast<size_t>(n) * sizeof(float)), ys(static_cast<size_t>(n) * sizeof(float));
+  gemv_gate_up_swiglu(gate.weights(), up.weights(), a, xin, yd.ptr(), s.handle(), rows);
+  s.synchronize();
+  const std::vector<float> merged = download(yd, n);
+  set_merged_gemv_enabled(false);
+  gemv_gate_up_swiglu(gate.weights(), up.weights(), a, xin, ys.ptr(), s.handle(), rows);
+  s.synchronize();
+  set_merged_gemv_enabled(true);
+  return Errors{max_diff(merged, ref) / scale, max_diff(merged, download(ys, n)) / scale};
+}
+
+struct FormatSet {
+  const char* name;
+  GgmlType qkv[3];
+  GgmlType gate, up;
+};
+
+// Q4_K_M mixes q4_K with q6_K (v and some ffn matrices); gate q4_K with up q6_K takes the mixed kernel.
+const FormatSet kFormatSets[] = {
+    {"q8_0", {GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0}, GgmlType::Q8_0, GgmlType::Q8_0},
+    {"q4_K_M", {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, GgmlType::Q4_K, GgmlType::Q6_K},
+    {"q6_K", {GgmlType::Q6_K, GgmlType::Q6_K, GgmlType::Q6_K}, GgmlType::Q6_K, GgmlType::Q6_K},
+    {"q4_K", {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q4_K}, GgmlType::Q4_K, GgmlType::Q4_K},
+};
+
+struct MultiShape {
+  std::vector<int64_t> n_out;
+  int64_t k;
+};
+
+TEST(GemvMultiGpu, MergedQkvMatchesCpuAndSeparate) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(21);
+  // 8B and 0.6B attention, 8B-wide square, ragged rows and k (11008: chunks of 24 / 11 / 7 units
+  // at the ends), two matrices, one, and a few rows over several warps a row (group 4).
+  const MultiShape shapes[] = {{{4096, 1024, 1024}, 4096}, {{2048, 512, 512}, 1024}, {{4096, 4096, 4096}, 4096},
+                               {{1000, 7, 300}, 2816},     {{1000, 333}, 11008},    {{5}, 256},
+                               {{7, 3}, 11008}};
+  std::printf("merged q/k/v normalized error: vs interpreter on x^ (bound %.0e) / vs separate gemv (bound %.0e)\n",
+              kBoundRebuilt, kBoundSeparate);
+  for (const FormatSet& f : kFormatSets) {
+    for (const MultiShape& sh : shapes) {
+      const bool big = sh.n_out[0] * sh.k > 4096 * 1024;
+      if (big && std::string(f.name) != "q8_0" && std::string(f.name) != "q4_K_M") continue;
+      std::vector<Matrix> ms;
+      for (size_t m = 0; m < sh.n_out.size(); ++m) ms.push_back(make_matrix(f.qkv[m], sh.n_out[m], sh.k, rng));
+      const std::vector<float> x = random_values(sh.k, rng);
+      DeviceBuffer xd = upload(x);
+      std::string shape;
+      for (int64_t n : sh.n_out) {
+        if (!shape.empty()) shape += ',';
+        shape += std::to_string(n);
+      }
+      std::vector<WeightMatrix> w;
+      for (const Matrix& m : ms) w.push_back(m.weights());
+      std::printf("  %-6s (%s) x %-5lld %-6s", f.name, shape.c_str(), static_cast<long long>(sh.k),
+                  merged_gemv_applies(w.data(), static_cast<int>(w.size()), Activations::int8) ? "merged" : "split");
+      for (Activations a : {Activations::int8, Activations::int8x2}) {
+        const Errors e = check_multi(ms, xd, x, 1, a, s);
+        EXPECT_LE(e.cpu, kBoundRebuilt) << f.name << " (" << shape << ") x " << sh.k << " " << activations_name(a);
+        EXPECT_LE(e.separate, kBoundSeparate) << f.name << " (" << shape << ") x " << sh.k << " " << activations_name(a);
+        std::printf("  %s %.1e / %.1e", std::string(activations_name(a)).c_str(), e.cpu, e.separate);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+TEST(GemvMultiGpu, GateUpSwigluMatchesCpuAndSeparate) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(22);
+  const std::pair<int64_t, int64_t> shapes[] = {{12288, 4096}, {3072, 1024}, {1000, 11008}, {7, 256}};  // (n_out, k)
+  std::printf("gate/up + SwiGLU normalized error: vs interpreter on x^ (bound %.0e) / vs gemv, gemv, swiglu (bound %.0e)\n",
+              kBoundRebuilt, kBoundSeparate);
+  for (const FormatSet& f : kFormatSets) {
+    for (auto [n_out, k] : shapes) {
+      if (n_out * k > 4096 * 1024 && std::string(f.name) != "q8_0" && std::string(f.name) != "q4_K_M") continue;
+      Matrix gate = make_matrix(f.gate, n_out, k, rng), up = make_matrix(f.up, n_out, k, rng);
+      const std::vector<float> x = random_values(k, rng);
+      DeviceBuffer xd = upload(x);
+      std::printf("  %-6s %5lld x %-5lld", f.name, static_cast<long long>(n_out), static_cast<long long>(k));
+      for (Activations a : {Activations::int8, Activations::int8x2}) {
+        const Errors e = check_gate_up(gate, up, xd, x, 1, a, s);
+        EXPECT_LE(e.cpu, kBoundRebuilt) << f.name << " " << n_out << " x " << k << " " << activations_name(a);
+        EXPECT_LE(e.separate, kBoundSeparate) << f.name << " " << n_out << " x " << k << " " << activations_name(a);
+        std::printf("  %s %.1e / %.1e", std::string(activations_name(a)).c_str(), e.cpu, e.separate);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+// What the merged kernel does not take goes through the fallback and is still right: several rows,
+// the f32 contract, a format without a decode kernel (q5_K), a mix other than q4_K with q6_K.
+TEST(GemvMultiGpu, FallbackMatchesCpu) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(23);
+  struct Case {
+    GgmlType types[3];
+    int64_t rows;
+    Activations a;
+  };
+  const Case cases[] = {{{GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0}, 2, Activations::int8},
+                        {{GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, 5, Activations::int8x2},
+                        {{GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0}, 8, Activations::int8x2},
+                        {{GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0}, 1, Activations::f32},
+                        {{GgmlType::Q5_K, GgmlType::Q5_K, GgmlType::Q6_K}, 1, Activations::int8},
+                        {{GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q8_0}, 1, Activations::int8x2}};
+  const int64_t k = 2048, n_out[3] = {300, 64, 100};
+  std::printf("fallback normalized error vs interpreter on x^\n");
+  for (const Case& c : cases) {
+    std::vector<Matrix> ms;
+    for (int m = 0; m < 3; ++m) ms.push_back(make_matrix(c.types[m], n_out[m], k, rng));
+    const std::vector<float> x = random_values(c.rows * k, rng);
+    DeviceBuffer xd = upload(x);
+    const double bound = c.a == Activations::f32 ? kBoundF32 : kBoundRebuilt;
+    const Errors e = check_multi(ms, xd, x, c.rows, c.a, s);
+    EXPECT_LE(e.cpu, bound) << type_name(c.types[0]) << " rows=" << c.rows;
+    Matrix up = make_matrix(c.types[2], n_out[0], k, rng);
+    const Errors g = check_gate_up(ms[0], up, xd, x, c.rows, c.a, s);
+    EXPECT_LE(g.cpu, bound) << "gate/up " << type_name(c.types[0]) << " rows=" << c.rows;
+    std::printf("  %s,%s,%s rows=%lld %-6s q/k/v %.1e  gate/up %.1e\n", type_name(c.types[0]).c_str(),
+                type_name(c.types[1]).c_str(), type_name(c.types[2]).c_str(), static_cast<long long>(c.rows),
+                std::string(activations_name(c.a)).c_str(), e.cpu, g.cpu);
+  }
+}
+
+// Decode speed: weight bytes read per second, each set of matrices rotated through enough copies
+// that none is in the 60 MB L2 when read; the launches replayed as one graph; median of 5 replays.
+// "products": the launches alone, back to back; "+quantize": each set preceded by the activation
+// quantizer, as in a decode step. Columns: separate gemv launches (gate/up: gemv, gemv, swiglu), the
+// merged kernel waiting for its predecessor first, and the merged kernel requesting its first weight
+// chunks before that wait (the default: it overlaps a small predecessor such as the quantizer).
+TEST(GemvMultiGpu, TimingMergedVsSeparate) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(24);
+  const double limit_gbs = 4630;
+  struct Case {
+    const char* label;
+    std::vector<GgmlType> types;
+    std::vector<int64_t> n_out;
+    int64_t k;
+    bool gate_up;
+  };
+  const Case cases[] = {
+      {"qwen3-8b q8_0 q/k/v", {GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0}, {4096, 1024, 1024}, 4096, false},
+      {"qwen3-8b q8_0 gate/up", {GgmlType::Q8_0, GgmlType::Q8_0}, {12288, 12288}, 4096, true},
+      {"qwen3-0.6b q8_0 q/k/v", {GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0}, {2048, 1024, 1024}, 1024, false},
+      {"qwen3-0.6b q8_0 gate/up", {GgmlType::Q8_0, GgmlType::Q8_0}, {3072, 3072}, 1024, true},
+      {"qwen3-8b q4_K_M q/k/v", {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, {4096, 1024, 1024}, 4096, false},
+      {"qwen3-8b q4_K_M gate/up", {GgmlType::Q4_K, GgmlType::Q4_K}, {12288, 12288}, 4096, true},
+  };
+  std::printf("merged vs separate decode GEMVs: us per set, GB/s of weights, %% of %.0f GB/s\n", limit_gbs);
+  for (const Case& c : cases) {
+    int64_t set_bytes = 0;
+    for (size_t m = 0; m < c.types.size(); ++m) set_bytes += c.n_out[m] * row_bytes(c.types[m], c.k);
+    const int copies = static_cast<int>(std::max<int64_t>(2, (256ll << 20) / set_bytes));
+    std::vector<std::vector<uint8_t>> host;
+    for (size_t m = 0; m < c.types.size(); ++m) host.push_back(random_matrix(c.types[m], c.n_out[m], c.k, rng));
+    std::vector<std::vector<DeviceBuffer>> dev(copies);
+    std::vector<std::vector<WeightMatrix>> w(copies);
+    for (int i = 0; i < copies; ++i)
+      for (size_t m = 0; m < c.types.size(); ++m) {
+        dev[i].push_back(upload(host[m]));
+        w[i].push_back(WeightMatrix{c.types[m], dev[i].back().ptr(), c.n_out[m], c.k});
+      }
+    const std::vector<float> x = random_values(c.k, rng);
+    DeviceBuffer xd = upload(x);
+    std::vector<DeviceBuffer> yd;
+    std::vector<CUdeviceptr> yp;
+    for (int64_t n : c.n_out) {
+      yd.emplace_back(static_cast<size_t>(n) * sizeof(float));
+      yp.push_back(yd.back().ptr());
+    }
+    for (Activations a : {Activations::int8, Activations::int8x2}) {
+      DeviceBuffer q(static_cast<size_t>(quantized_activation_bytes(1, c.k, a)));
+      quantize_activations(xd.ptr(), 1, c.k, a, q.ptr(), s.handle());
+      auto set = [&](int i, bool with_quantizer) {
+        if (with_quantizer) quantize_activations(xd.ptr(), 1, c.k, a, q.ptr(), s.handle());
+        if (c.gate_up) gemv_gate_up_swiglu(w[i][0], w[i][1], a, q.ptr(), yp[0], s.handle());
+        else gemv_multi(w[i].data(), static_cast<int>(w[i].size()), a, q.ptr(), yp.data(), s.handle());
+      };
+      // [with quantizer][separate, merged waiting first, merged with early weight requests]
+      double us[2][3];
+      for (int wq = 0; wq < 2; ++wq) {
+        for (int v = 0; v < 3; ++v) {
+          set_merged_gemv_enabled(v > 0);
+          set_merged_gemv_early_weights(v == 2);
+          set(0, wq == 1);  // warm up (and the fallback's scratch, made outside the capture)
+          cuda::CapturedGraph g;
+          g.begin(s);
+          for (int i = 0; i < copies; ++i) set(i, wq == 1);
+          g.end(s);
+          g.replay(s);
+          std::vector<float> ms;
+          for (int rep = 0; rep < 5; ++rep) {
+            cuda::EventTimer timer;
+            timer.start(s);
+            g.replay(s);
+            ms.push_back(timer.stop(s));
+          }
+          std::sort(ms.begin(), ms.end());
+          us[wq][v] = 1e3 * ms[2] / copies;
+        }
+      }
+      set_merged_gemv_enabled(true);
+      set_merged_gemv_early_weights(true);
+      for (int wq = 0; wq < 2; ++wq) {
+        std::printf("  %-23s %-6s %-10s", c.label, std::string(activations_name(a)).c_str(), wq ? "+quantize" : "products");
+        for (int v = 0; v < 3; ++v) {
+          const double gbs = static_cast<double>(set_bytes) / (us[wq][v] * 1e3);
+          std::printf("  %s %6.2f us %4.0f GB/s %4.1f%%", v == 0 ? "sep" : v == 1 ? "merged" : "early", us[wq][v], gbs,
+                      100 * gbs / limit_gbs);
+        }
+        std::printf("  x%.2f\n", us[wq][0] / us[wq][2]);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lathe::kernels
