@@ -1,0 +1,158 @@
+// The pieces of the int8 tensor-core GEMM (gemm_int8.cuh): cp.async and ldmatrix wrappers, the two
+// integer mma shapes, and one unpacker per weight format that turns a staged GGUF super-block tile
+// (256 values of one weight row, raw bytes as cp.async brought them) into int8 levels plus per-block
+// scales in shared memory.
+//
+// Unpacked form of one weight row of a 256-value k-tile (what the mma loop reads):
+//   levels  int8 [256], 16-byte chunks XOR-swizzled by (row & 7) so ldmatrix is conflict-free;
+//   scale   float [8]: the factor of block j's (32 values) integer sums (q8_0: d; q4_K: d * sc_j;
+//           q6_K: d, with the 16-value sub-block scales applied to the int32 sums);
+//   minus   float [8]: q4_K's dmin * m_j (the term that multiplies the activation block sum);
+//   sub     int8 [16]: q6_K's sub-block scales.
+// Every level is exact, so the mma's int32 sums are exact.
+
+__device__ __forceinline__ void lathe_gemm_cp16(void* smem, const void* g, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int n = valid ? 16 : 0;  // 0 bytes read: the line is zero-filled
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(g), "r"(n) : "memory");
+}
+__device__ __forceinline__ void lathe_gemm_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void lathe_gemm_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+__device__ __forceinline__ void lathe_gemm_ldsm4(const void* smem, uint32_t* r) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+
+// d = a (16x32, row) . b (32x8, col), int8 inputs, int32 sums from zero.
+__device__ __forceinline__ void lathe_gemm_mma_k32(int* d, const uint32_t* a, const uint32_t* b) {
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%10, %10, %10, %10};\n"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));
+}
+
+// d = a (16x16) . b (16x8): half of a k32 fragment (a0, a1 with b0, or a2, a3 with b1).
+__device__ __forceinline__ void lathe_gemm_mma_k16(int* d, uint32_t a0, uint32_t a1, uint32_t b0) {
+  asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %7, %7, %7};\n"
+      : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+      : "r"(a0), "r"(a1), "r"(b0), "r"(0));
+}
+
+// 4 bytes at a 2-byte aligned shared address (staged rows start at any even offset).
+__device__ __forceinline__ uint32_t lathe_gemm_ld32_a2(const uint8_t* p) {
+  const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+  return static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
+}
+
+__device__ __forceinline__ float lathe_gemm_f16_a2(const uint8_t* p) {
+  return __half2float(__ushort_as_half(*reinterpret_cast<const uint16_t*>(p)));
+}
+
+// Byte offset of 16-byte chunk c of row r in a swizzled [rows][256] int8 array.
+__device__ __forceinline__ int lathe_gemm_swz(int r, int c) { return r * 256 + ((c ^ (r & 7)) << 4); }
+
+// Stores 16 levels (4 words) as chunk c of row r.
+__device__ __forceinline__ void lathe_gemm_put16(uint8_t* levels, int r, int c, uint32_t a, uint32_t b, uint32_t e,
+                                                 uint32_t f) {
+  *reinterpret_cast<uint4*>(levels + lathe_gemm_swz(r, c)) = make_uint4(a, b, e, f);
+}
+
+// ---- unpackers: `raw` is the first byte of the row's super-block tile (2-byte aligned in general),
+// `part` (0..3) the quarter of 64 values this thread unpacks, `n_blocks` the 32-value blocks of the
+// tile inside k (8 but for q8_0's last tile). Blocks past n_blocks get scale 0 (their activation
+// levels are zero-filled, and 0 * a stray f16 inf would be NaN).
+struct LatheGemmUnpacked {
+  uint8_t* levels;  // [BN][256] swizzled
+  float* scale;     // [BN][8]
+  float* minus;     // [BN][8]
+  int8_t* sub;      // [BN][16]
+};
+
+// q8_0, 34-byte blocks (d:f16, qs:int8[32]); 8 blocks a tile (272 bytes), rows start at even offsets.
+struct lathe_gemm_q8_0 {
+  static constexpr int tile_bytes = 272;
+  static constexpr int lines = 18;  // 16-byte lines covering 272 bytes at any even offset
+  static constexpr bool sub16 = false, has_min = false;
+  static __device__ __forceinline__ void unpack(const uint8_t* raw, int part, int n_blocks, int row,
+                                                LatheGemmUnpacked u) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int j = 2 * part + h;
+      const uint8_t* b = raw + 34 * j;
+      uint32_t q[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) q[i] = lathe_gemm_ld32_a2(b + 2 + 4 * i);
+      lathe_gemm_put16(u.levels, row, 2 * j, q[0], q[1], q[2], q[3]);
+      lathe_gemm_put16(u.levels, row, 2 * j + 1, q[4], q[5], q[6], q[7]);
+      u.scale[row * 8 + j] = j < n_blocks ? lathe_gemm_f16_a2(b) : 0.0f;
+    }
+  }
+};
+
+// q4_K, 144-byte super-blocks (d, dmin:f16, scales:uint8[12], qs:uint8[128]); always 16-byte aligned
+// (144 = 9 * 16 and the matrix starts 16-byte aligned). Quarter p is qs[32p..32p+31]: low nibbles
+// are sub-block 2p, high nibbles sub-block 2p + 1; value = d sc_j q - dmin m_j.
+struct lathe_gemm_q4_k {
+  static constexpr int tile_bytes = 144;
+  static constexpr int lines = 9;
+  static constexpr bool sub16 = false, has_min = true;
+  static __device__ __forceinline__ void scale_min(const uint8_t* s, int j, int& sc, int& m) {
+    if (j < 4) {
+      sc = s[j] & 63;
+      m = s[j + 4] & 63;
+    } else {
+      sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+      m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+  }
+  static __device__ __forceinline__ void unpack(const uint8_t* raw, int part, int, int row, LatheGemmUnpacked u) {
+    const uint4 a = *reinterpret_cast<const uint4*>(raw + 16 + 32 * part);
+    const uint4 b = *reinterpret_cast<const uint4*>(raw + 32 + 32 * part);
+    const uint32_t m4 = 0x0F0F0F0Fu;
+    lathe_gemm_put16(u.levels, row, 4 * part + 0, a.x & m4, a.y & m4, a.z & m4, a.w & m4);
+    lathe_gemm_put16(u.levels, row, 4 * part + 1, b.x & m4, b.y & m4, b.z & m4, b.w & m4);
+    lathe_gemm_put16(u.levels, row, 4 * part + 2, (a.x >> 4) & m4, (a.y >> 4) & m4, (a.z >> 4) & m4, (a.w >> 4) & m4);
+    lathe_gemm_put16(u.levels, row, 4 * part + 3, (b.x >> 4) & m4, (b.y >> 4) & m4, (b.z >> 4) & m4, (b.w >> 4) & m4);
+    const float d = lathe_gemm_f16_a2(raw), dmin = lathe_gemm_f16_a2(raw + 2);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      int sc, m;
+      scale_min(raw + 4, 2 * part + h, sc, m);
+      u.scale[row * 8 + 2 * part + h] = d * static_cast<float>(sc);
+      u.minus[row * 8 + 2 * part + h] = dmin * static_cast<float>(m);
+    }
+  }
+};
+
+// q6_K, 210-byte super-blocks (ql:uint8[128], qh:uint8[64], scales:int8[16], d:f16), at even offsets.
+// Value v = 128 h + 32 c + l: low nibble (c / 2) of ql[64 h + 32 (c % 2) + l], high bits 2c of
+// qh[32 h + l], level = (low | high << 4) - 32, times d * scales[v / 16]. Quarter p = 2h + e holds
+// c = 2e (ql[64h + l]) and c = 2e + 1 (ql[64h + 32 + l]).
+struct lathe_gemm_q6_k {
+  static constexpr int tile_bytes = 210;
+  static constexpr int lines = 14;  // 210 bytes at any even offset
+  static constexpr bool sub16 = true, has_min = false;
+  static __device__ __forceinline__ void unpack(const uint8_t* raw, int part, int, int row, LatheGemmUnpacked u) {
+    const int h = part >> 1, e = part & 1;
+    uint32_t out[16];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t hi = lathe_gemm_ld32_a2(raw + 128 + 32 * h + 4 * i) >> (4 * e);
+      const uint32_t lo0 = lathe_gemm_ld32_a2(raw + 64 * h + 4 * i) >> (4 * e);
+      const uint32_t lo1 = lathe_gemm_ld32_a2(raw + 64 * h + 32 + 4 * i) >> (4 * e);
+      out[i] = __vsub4((lo0 & 0x0F0F0F0Fu) | ((hi & 0x03030303u) << 4), 0x20202020u);
+      out[8 + i] = __vsub4((lo1 & 0x0F0F0F0Fu) | ((hi & 0x0C0C0C0Cu) << 2), 0x20202020u);
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      lathe_gemm_put16(u.levels, row, 4 * part + c, out[4 * c], out[4 * c + 1], out[4 * c + 2], out[4 * c + 3]);
+    const float d = lathe_gemm_f16_a2(raw + 208);
+    u.scale[row * 8 + 2 * part] = d;
+    u.scale[row * 8 + 2 * part + 1] = d;
+    const uint32_t s = lathe_gemm_ld32_a2(raw + 192 + 4 * part);
+    *reinterpret_cast<uint32_t*>(u.sub + row * 16 + 4 * part) = s;
+  }
+};

@@ -1,0 +1,82 @@
+#include "kernels/gemm_launch.h"
+
+#include "base/error.h"
+#include "gguf/block_format.h"
+#include "kernels/library.h"
+
+#include <string>
+
+namespace lathe::kernels {
+namespace {
+
+// Mirrors gemm_blocks.cuh's unpackers: 16-byte lines staged per weight row of a 256-value tile.
+struct GemmFormat {
+  const char* name;
+  int lines;
+};
+
+const GemmFormat* gemm_format(GgmlType type) {
+  static const GemmFormat q8_0{"q8_0", 18}, q4_k{"q4_k", 9}, q6_k{"q6_k", 14};
+  switch (type) {
+    case GgmlType::Q8_0: return &q8_0;
+    case GgmlType::Q4_K: return &q4_k;
+    case GgmlType::Q6_K: return &q6_k;
+    default: return nullptr;
+  }
+}
+
+// Mirrors LatheGemmLayout (gemm_int8.cuh): two stages of raw weights, levels and ds, then the
+// unpacked weight tile (levels, scales, mins, q6_K sub-block scales).
+constexpr int kStages = 2;
+
+unsigned gemm_shared_bytes(const GemmFormat& f, bool x2, int bm, int bn) {
+  const int stage = bn * f.lines * 16 + bm * 256 * (x2 ? 2 : 1) + bm * 128;
+  return static_cast<unsigned>(kStages * stage + bn * 256 + bn * 32 * 2 + bn * 16);
+}
+
+GemmTile g_override;
+
+}  // namespace
+
+bool gemm_supports(GgmlType type) { return gemm_format(type) != nullptr; }
+
+GemmTile gemm_tile(Activations a, int64_t rows, int64_t n_out) {
+  const bool x2 = a == Activations::int8x2;
+  if (g_override.bm != 0) return g_override;
+  const int64_t sm_count = cuda::Context::get().info().sm_count;
+  GemmTile t{x2 || rows <= 64 ? 64 : 128, 128};
+  auto blocks = [&] { return ((rows + t.bm - 1) / t.bm) * ((n_out + t.bn - 1) / t.bn); };
+  if (blocks() < sm_count) t.bn = 64;
+  if (blocks() < sm_count && t.bm == 128) t.bm = 64;
+  return t;
+}
+
+void set_gemm_tile_override(GemmTile tile) { g_override = tile; }
+
+void gemm_quantized(const WeightMatrix& w, Activations a, CUdeviceptr xq, int64_t rows, CUdeviceptr y,
+                    CUstream stream) {
+  const GemmFormat* f = gemm_format(w.type);
+  if (!f) fail("gemm_quantized: no int8 tensor-core GEMM reads {} weights", ggml_type_name(w.type));
+  if (a == Activations::f32) fail("gemm_quantized: the f32 contract has no int8 GEMM (use matmul)");
+  const int64_t block = block_format(w.type).block_size;
+  if (w.k <= 0 || w.k % 32 != 0 || w.k % block != 0 || w.k >= (int64_t{1} << 30))
+    fail("gemm_quantized: {} rows of {} values are not whole blocks of max(32, {})", ggml_type_name(w.type), w.k, block);
+  if (w.n_out <= 0 || w.n_out >= (int64_t{1} << 31) / 4) fail("gemm_quantized: {} output rows is out of range", w.n_out);
+  if (w.n_expert != 1) fail("gemm_quantized: a stack of {} experts needs the expert GEMV", w.n_expert);
+  if (rows <= 0 || rows * w.k >= (int64_t{1} << 31) * 16) fail("gemm_quantized: {} rows is out of range", rows);
+  LATHE_CHECK(w.data % 16 == 0 && xq % 16 == 0 && y % 4 == 0);
+  const bool x2 = a == Activations::int8x2;
+  const GemmTile t = gemm_tile(a, rows, w.n_out);
+  LATHE_CHECK((t.bm == 64 || (t.bm == 128 && !x2)) && (t.bn == 64 || t.bn == 128));
+  CUdeviceptr wp = w.data, q1 = xq, q2 = x2 ? xq + rows * w.k : 0, ds = xq + rows * w.k * (x2 ? 2 : 1);
+  long long row_bytes = lathe::row_bytes(w.type, w.k);
+  int n_rows = static_cast<int>(rows), k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out);
+  const std::string name = std::string("lathe_gemm_") + f->name + "_" + std::string(activations_name(a)) + "_" +
+                           std::to_string(t.bm) + "x" + std::to_string(t.bn);
+  const cuda::Dim3 grid{static_cast<unsigned>((rows + t.bm - 1) / t.bm), static_cast<unsigned>((w.n_out + t.bn - 1) / t.bn),
+                        1};
+  cuda::launch(kernel(name), grid, {256, 1, 1}, gemm_shared_bytes(*f, x2, t.bm, t.bn), stream,
+               {&wp, &row_bytes, &q1, &q2, &ds, &y, &n_rows, &k, &n_out}, "launching the int8 GEMM");
+}
+
+}  // namespace lathe::kernels

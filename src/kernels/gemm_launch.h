@@ -1,0 +1,48 @@
+// Host launcher of the prefill product on int8 tensor cores (src/kernels/gemm_int8.cuh,
+// gemm_blocks.cuh): y = x^ . W^T for a chunk of rows, W read in place in its GGUF block format.
+// Every pointer is a device pointer; every call only enqueues on `stream`.
+//
+// Contract of gemm_quantized(w, a, xq, rows, y, stream):
+//   W      (gemv_launch.h's WeightMatrix) n_out rows of k values in q8_0, q4_K or q6_K (gemm_supports),
+//          rows row_bytes(type, k) apart, n_expert == 1; data 16-byte aligned and readable up to the
+//          next 16-byte boundary past its end (device allocations are). k % 256 == 0 for q4_K / q6_K,
+//          k % 32 == 0 for q8_0 (rows then start at any even byte; they are staged by 16-byte lines).
+//   a      Activations::int8 or int8x2 (f32 is refused: use matmul).
+//   xq     quantize_activations(x, rows, k, a) output for the same rows, k and contract (16-byte aligned):
+//          q1 [rows][k] int8, q2 [rows][k] (int8x2), ds [rows][k / 32] float4 (d1, d2, block sum of x^).
+//   rows   >= 1, any (ragged tiles are masked).
+//   y      [rows][n_out] f32, fully written, nothing else written.
+// Numerics: every 32-value block's sums of levels are exact int32 (q6_K: its two 16-value sub-block
+// sums times their integer scales, < 2^24), scaled in f32 registers: y = sum over blocks of
+// w_scale * (d1 S1 + d2 S2) - w_min * block_sum (q4_K's min term). So y equals the f64 product of
+// dequantize_row(W) and x^ up to f32 rounding of the per-block terms and their sum (~1e-6 of max|y|
+// in tests/test_gemm_gpu.cpp); the contract's error against x itself is quantize_activations'.
+// int8x2 runs two mma passes (q1, q2) over the same weight fragments: twice the tensor work.
+//
+// Launch shape: 256 threads (8 warps) per BM x BN tile of y, k in tiles of 256 values, two cp.async
+// stages, ~200 KB of shared memory (one block per SM). Tiles: int8 128 x 128 (or 64 rows when rows <= 64);
+// int8x2 64 x 128 (its second level word leaves no room for 128 rows); BN 64 when 128-wide tiles
+// would not fill every SM, then int8 BM 64. A per-card autotuner (cached per card and shape) is a
+// later step. Speed: see tests/test_gemm_gpu.cpp TimingPrintsTops and docs/perf.md.
+#pragma once
+
+#include "kernels/gemv_launch.h"
+
+namespace lathe::kernels {
+
+// Whether gemm_quantized reads this weight format.
+bool gemm_supports(GgmlType type);
+
+void gemm_quantized(const WeightMatrix& w, Activations a, CUdeviceptr xq, int64_t rows, CUdeviceptr y, CUstream stream);
+
+// The tile gemm_quantized picks for a shape (for tests and the planner's notes): rows x outputs.
+struct GemmTile {
+  int bm = 0, bn = 0;
+};
+GemmTile gemm_tile(Activations a, int64_t rows, int64_t n_out);
+
+// Forces a tile (bm, bn in {64, 128}; int8x2 only bm 64) for measurements; {0, 0} restores the rule.
+// Not thread-safe against concurrent gemm_quantized calls.
+void set_gemm_tile_override(GemmTile tile);
+
+}  // namespace lathe::kernels

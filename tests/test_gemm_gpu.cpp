@@ -1,0 +1,262 @@
+// The prefill product on int8 tensor cores (kernels/gemm_launch.h) against the CPU reference: the
+// interpreter's product (interp/cpu_ops.h, f64 sums) of the dequantize_row'd weights and of x^, the
+// values the quantizer's bytes stand for (rebuilt on the host from q1, q2 and ds), so the bound only
+// has to cover f32 rounding of the per-block terms (the level sums themselves are exact int32):
+//   error = max|gpu - cpu| / max|cpu| over the checked outputs, bound kBound.
+// Large matrices check a sample of outputs (the first and last 64, tile edges, random ones) for
+// every row. Then TimingPrintsTops: rows 512 on Qwen3-8B's shapes, beside the f32 matmul.
+
+#include "gguf/block_format.h"
+#include "interp/cpu_ops.h"
+#include "kernels/gemm_launch.h"
+#include "runtime/cuda_driver.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace lathe::kernels {
+namespace {
+
+using cuda::DeviceBuffer;
+
+constexpr double kBound = 1e-5;  // f32 rounding of ~k/32 scaled block terms; measured ~1e-7..1e-6
+const GgmlType kFormats[] = {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
+const Activations kContracts[] = {Activations::int8, Activations::int8x2};
+
+std::string name_of(GgmlType t) { return std::string(ggml_type_name(t)); }
+std::string name_of(Activations a) { return std::string(activations_name(a)); }
+
+void put_f16(uint8_t* p, float v) {
+  const uint16_t h = f32_to_f16(v);
+  std::memcpy(p, &h, 2);
+}
+
+// Random bytes (every level, scale and bit pattern), the f16 scales set to finite, moderate values.
+std::vector<uint8_t> random_matrix(GgmlType t, int64_t rows, int64_t k, std::mt19937_64& rng) {
+  const BlockFormat& f = block_format(t);
+  std::vector<uint8_t> m(static_cast<size_t>(rows * row_bytes(t, k)));
+  for (size_t i = 0; i + 8 <= m.size(); i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(&m[i], &v, 8);
+  }
+  std::vector<int> d_at, m_at;
+  switch (t) {
+    case GgmlType::Q4_K: d_at = {0}; m_at = {2}; break;
+    case GgmlType::Q6_K: d_at = {208}; break;
+    default: d_at = {0}; break;
+  }
+  std::uniform_real_distribution<float> scale(0.002f, 0.02f), u(0.0f, 0.05f);
+  for (size_t b = 0; b < m.size(); b += static_cast<size_t>(f.block_bytes)) {
+    for (int o : d_at) put_f16(&m[b + o], scale(rng));
+    for (int o : m_at) put_f16(&m[b + o], u(rng));
+  }
+  return m;
+}
+
+std::vector<float> random_values(int64_t n, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+void settle(const DeviceBuffer& b) {  // uploads run on the legacy stream: wait for them
+  uint8_t probe;
+  b.download(&probe, 1);
+}
+
+DeviceBuffer upload(const void* data, size_t bytes) {
+  DeviceBuffer b(bytes + 16);  // weights are read up to the next 16-byte line
+  b.zero();
+  b.upload(data, bytes);
+  settle(b);
+  return b;
+}
+
+// x^ [rows][k] from the quantizer's bytes: d1 q1 + d2 q2 per value.
+Tensor rebuild_x(const std::vector<uint8_t>& q, int64_t rows, int64_t k, Activations a) {
+  const bool x2 = a == Activations::int8x2;
+  const int8_t* q1 = reinterpret_cast<const int8_t*>(q.data());
+  const int8_t* q2 = q1 + rows * k;
+  const float* ds = reinterpret_cast<const float*>(q.data() + rows * k * (x2 ? 2 : 1));
+  Tensor x({rows, k});
+  for (int64_t i = 0; i < rows * k; ++i) {
+    const float* d = ds + 4 * (i / 32);
+    x.data[i] = static_cast<float>(double(d[0]) * q1[i] + (x2 ? double(d[1]) * q2[i] : 0.0));
+  }
+  return x;
+}
+
+#define LATHE_NEED_GPU()                                       \
+  std::string why;                                             \
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+
+// The outputs checked: all of a small matrix; of a large one the first and last 64, both sides of
+// every 1024th output and 96 random ones.
+std::vector<int64_t> checked_outputs(int64_t n_out, int64_t k, std::mt19937_64& rng) {
+  std::vector<int64_t> o;
+  if (n_out * k <= (int64_t{1} << 22)) {
+    for (int64_t i = 0; i < n_out; ++i) o.push_back(i);
+    return o;
+  }
+  for (int64_t i = 0; i < 64; ++i) o.push_back(i), o.push_back(n_out - 1 - i);
+  for (int64_t i = 1024; i < n_out; i += 1024) o.push_back(i - 1), o.push_back(i);
+  for (int i = 0; i < 96; ++i) o.push_back(static_cast<int64_t>(rng() % n_out));
+  std::sort(o.begin(), o.end());
+  o.erase(std::unique(o.begin(), o.end()), o.end());
+  return o;
+}
+
+TEST(GemmGpu, EveryFormatShapeAndContractMatchesCpu) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937_64 rng(17);
+  const int64_t row_counts[] = {1, 7, 16, 100, 128, 333, 512};
+  const int64_t max_rows = 512;
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{128, 256},   {1000, 512},  {4096, 4096},
+                                                     {1024, 4096}, {12288, 4096}, {4096, 12288}};
+  std::printf("int8 GEMM normalized error max|gpu-cpu|/max|cpu| vs the product of x^ (bound %.0e), worst over rows"
+              " 1 7 16 100 128 333 512\n", kBound);
+  for (GgmlType t : kFormats) {
+    auto fmt_shapes = shapes;
+    if (t == GgmlType::Q8_0) fmt_shapes.push_back({77, 800});  // k % 256 != 0: rows at any even byte
+    for (auto [n_out, k] : fmt_shapes) {
+      const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
+      const std::vector<int64_t> outs = checked_outputs(n_out, k, rng);
+      const int64_t rb = row_bytes(t, k);
+      std::vector<uint8_t> picked(outs.size() * rb);  // the checked rows, still in their format
+      for (size_t i = 0; i < outs.size(); ++i) std::memcpy(&picked[i * rb], &m[outs[i] * rb], rb);
+      const MatrixRef ref_w{t, picked.data(), k, static_cast<int64_t>(outs.size())};
+      const std::vector<float> x = random_values(max_rows * k, rng);
+      DeviceBuffer wd = upload(m.data(), m.size()), xd = upload(x.data(), x.size() * 4);
+      DeviceBuffer yd(max_rows * n_out * sizeof(float));
+      std::printf("  %-5s n_out=%-6lld k=%-6lld (%zu outputs checked)", name_of(t).c_str(), (long long)n_out,
+                  (long long)k, outs.size());
+      for (Activations a : kContracts) {
+        DeviceBuffer q(static_cast<size_t>(quantized_activation_bytes(max_rows, k, a)));
+        quantize_activations(xd.ptr(), max_rows, k, a, q.ptr(), s.handle());
+        s.synchronize();
+        std::vector<uint8_t> qh(static_cast<size_t>(quantized_activation_bytes(max_rows, k, a)));
+        q.download(qh.data(), qh.size());
+        const Tensor ref = product(rebuild_x(qh, max_rows, k, a), ref_w);  // [512][outs]
+        double worst = 0;
+        for (int64_t rows : row_counts) {
+          DeviceBuffer qr(static_cast<size_t>(quantized_activation_bytes(rows, k, a)));
+          quantize_activations(xd.ptr(), rows, k, a, qr.ptr(), s.handle());  // rows quantize alone
+          gemm_quantized(WeightMatrix{t, wd.ptr(), n_out, k}, a, qr.ptr(), rows, yd.ptr(), s.handle());
+          s.synchronize();
+          std::vector<float> y(static_cast<size_t>(rows * n_out));
+          yd.download(y.data(), y.size() * 4);
+          double e = 0, scale = 0;
+          for (int64_t r = 0; r < rows; ++r)
+            for (size_t i = 0; i < outs.size(); ++i) {
+              const double c = ref.data[r * outs.size() + i], d = std::abs(double(y[r * n_out + outs[i]]) - c);
+              e = std::isfinite(d) ? std::max(e, d) : INFINITY;
+              scale = std::max(scale, std::abs(c));
+            }
+          e = scale > 0 ? e / scale : e;
+          EXPECT_LE(e, kBound) << name_of(t) << " n_out=" << n_out << " k=" << k << " rows=" << rows << " "
+                               << name_of(a);
+          worst = std::max(worst, e);
+        }
+        std::printf("  %s %.2e", name_of(a).c_str(), worst);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+// Speed at rows 512 on Qwen3-8B's shapes: TOPS = 2 rows n_out k / time (CUDA events around 5 launches,
+// median of 5), the fraction of the H200's 1,979 dense int8 TOPS, and the f32 matmul (q8_0) beside it.
+// Then every tile on two shapes, for the tile rule.
+TEST(GemmGpu, TimingPrintsTops) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937_64 rng(3);
+  const double ceiling = 1979;
+  const int64_t rows = 512;
+  struct Shape {
+    const char* name;
+    int64_t n_out, k;
+  };
+  const Shape shapes[] = {{"q/o", 4096, 4096}, {"k/v", 1024, 4096}, {"gate/up", 12288, 4096},
+                          {"down", 4096, 12288}, {"output", 151936, 4096}};
+  auto median_ms = [&](auto&& launch) {
+    launch();
+    std::vector<float> ms;
+    for (int rep = 0; rep < 5; ++rep) {
+      cuda::EventTimer timer;
+      timer.start(s);
+      for (int i = 0; i < 5; ++i) launch();
+      ms.push_back(timer.stop(s) / 5);
+    }
+    std::sort(ms.begin(), ms.end());
+    return static_cast<double>(ms[2]);
+  };
+  std::printf("int8 GEMM, rows %lld: ms, TOPS, %% of %.0f TOPS (tile rows x outputs)\n", (long long)rows, ceiling);
+  for (GgmlType t : kFormats) {
+    for (const Shape& sh : shapes) {
+      const std::vector<uint8_t> m = random_matrix(t, sh.n_out, sh.k, rng);
+      const std::vector<float> x = random_values(rows * sh.k, rng);
+      DeviceBuffer wd = upload(m.data(), m.size()), xd = upload(x.data(), x.size() * 4);
+      DeviceBuffer yd(rows * sh.n_out * sizeof(float));
+      const WeightMatrix w{t, wd.ptr(), sh.n_out, sh.k};
+      const double ops = 2.0 * rows * sh.n_out * sh.k;
+      for (Activations a : kContracts) {
+        DeviceBuffer q(static_cast<size_t>(quantized_activation_bytes(rows, sh.k, a)));
+        quantize_activations(xd.ptr(), rows, sh.k, a, q.ptr(), s.handle());
+        const double ms = median_ms([&] { gemm_quantized(w, a, q.ptr(), rows, yd.ptr(), s.handle()); });
+        const GemmTile tile = gemm_tile(a, rows, sh.n_out);
+        std::printf("  %-5s %-7s %6lld x %-6lld %-6s %8.3f ms %6.1f TOPS %5.1f%% (%dx%d)\n", name_of(t).c_str(), sh.name,
+                    (long long)sh.n_out, (long long)sh.k, name_of(a).c_str(), ms, ops / (ms * 1e9),
+                    100 * ops / (ms * 1e9) / ceiling, tile.bm, tile.bn);
+        if (t == GgmlType::Q8_0 && (sh.n_out == 4096 || sh.n_out == 1024) && sh.k == 4096) {
+          for (int bm : {64, 128})
+            for (int bn : {64, 128}) {
+              if (a == Activations::int8x2 && bm == 128) continue;
+              set_gemm_tile_override({bm, bn});
+              const double mt = median_ms([&] { gemm_quantized(w, a, q.ptr(), rows, yd.ptr(), s.handle()); });
+              set_gemm_tile_override({0, 0});
+              std::printf("      tile %dx%d: %.3f ms %.1f TOPS\n", bm, bn, mt, ops / (mt * 1e9));
+            }
+        }
+      }
+      if (t == GgmlType::Q8_0) {
+        const double ms = median_ms([&] { matmul(w, xd.ptr(), rows, yd.ptr(), s.handle()); });
+        std::printf("  %-5s %-7s %6lld x %-6lld f32 matmul %8.3f ms %6.1f TFLOP/s\n", name_of(t).c_str(), sh.name,
+                    (long long)sh.n_out, (long long)sh.k, ms, ops / (ms * 1e9));
+      }
+      if (t == GgmlType::Q8_0 && sh.n_out == 4096 && sh.k == 4096) {
+        DeviceBuffer q(static_cast<size_t>(quantized_activation_bytes(rows, sh.k, Activations::int8x2)));
+        const double ms = median_ms(
+            [&] { quantize_activations(xd.ptr(), rows, sh.k, Activations::int8x2, q.ptr(), s.handle()); });
+        std::printf("  quantize int8x2 %lld x %lld: %.3f ms\n", (long long)rows, (long long)sh.k, ms);
+      }
+    }
+  }
+}
+
+// Shapes the launcher refuses, with a message.
+TEST(GemmGpu, RefusesWhatItCannotRead) {
+  EXPECT_TRUE(gemm_supports(GgmlType::Q8_0));
+  EXPECT_TRUE(gemm_supports(GgmlType::Q4_K));
+  EXPECT_TRUE(gemm_supports(GgmlType::Q6_K));
+  EXPECT_FALSE(gemm_supports(GgmlType::F32));
+  EXPECT_FALSE(gemm_supports(GgmlType::Q5_K));
+  EXPECT_THROW(gemm_quantized(WeightMatrix{GgmlType::Q5_K, 0, 64, 256}, Activations::int8, 0, 1, 0, nullptr),
+               UserError);
+  EXPECT_THROW(gemm_quantized(WeightMatrix{GgmlType::Q4_K, 0, 64, 288}, Activations::int8, 0, 1, 0, nullptr),
+               UserError);
+  EXPECT_THROW(gemm_quantized(WeightMatrix{GgmlType::Q8_0, 0, 64, 256}, Activations::f32, 0, 1, 0, nullptr),
+               UserError);
+}
+
+}  // namespace
+}  // namespace lathe::kernels
