@@ -1,7 +1,8 @@
 // KV cache append and decode attention on the GPU against the interpreter (interp/cpu_ops.h).
 // The caches are f16 on the device; the interpreter reads the same f16 values widened to f32, so the
 // comparison measures the kernel's f32 arithmetic alone. Bounds (max |gpu - cpu| / max |cpu|):
-// append bit-exact (round to nearest even), attention 5e-5.
+// append bit-exact (round to nearest even), attention 5e-5 (the kernel splits each f32 operand of its
+// f16 tensor-core products into two halves, which keeps f32 accuracy).
 #include "gguf/block_format.h"
 #include "kernels/attention_launch.h"
 #include "kernels/cache_launch.h"
@@ -56,11 +57,24 @@ HalfValues halves_of(const std::vector<float>& v) {
   return h;
 }
 
+// Uniform values of variance 1 from a xorshift generator: caches of millions of values, quickly.
+std::vector<float> cache_values(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint64_t x = 0x9e3779b97f4a7c15ull ^ seed;
+  for (float& f : v) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    f = (float(x >> 40) / float(1 << 24) - 0.5f) * 3.4641f;
+  }
+  return v;
+}
+
 double run_case(const AttnCase& c, uint32_t seed) {
   const int64_t rows = static_cast<int64_t>(c.rows.size());
   const int64_t slot = c.n_head_kv * c.d, seq_size = c.n_ctx * slot;
-  HalfValues k = halves_of(random_values(c.n_seq * seq_size, seed, 1.0f));
-  HalfValues v = halves_of(random_values(c.n_seq * seq_size, seed + 1, 1.0f));
+  HalfValues k = halves_of(cache_values(c.n_seq * seq_size, seed));
+  HalfValues v = halves_of(cache_values(c.n_seq * seq_size, seed + 1));
   std::vector<float> q = random_values(rows * c.n_head * c.d, seed + 2, 1.0f);
   std::vector<float> sinks = c.sinks ? random_values(c.n_head, seed + 3, 2.0f) : std::vector<float>{};
   std::vector<int32_t> sequences, positions;
@@ -154,6 +168,37 @@ TEST(GpuAttention, DecodeMatchesTheInterpreter) {
   }
 }
 
+// The sweep the tensor-core kernel must cover: head sizes, groups of 1, 4, 7 and 32 query heads per
+// kv head (32 takes four blocks of 8 heads), 1, 3 and 8 rows at positions at and around the chunk and
+// split edges, with and without a window, a cap and sinks, split for the rows or for all n_ctx slots.
+TEST(GpuAttention, SweepOfHeadsSizesRowsAndPositions) {
+  REQUIRE_GPU();
+  const int64_t sizes[] = {64, 128, 256};
+  const std::pair<int64_t, int64_t> heads[] = {{32, 8}, {16, 16}, {14, 2}, {64, 2}};
+  const int32_t positions[] = {0, 1, 63, 64, 1000, 4095, 4094, 2047};
+  int k = 0;
+  uint32_t seed = 3000;
+  for (int64_t d : sizes)
+    for (auto [n_head, n_head_kv] : heads)
+      for (int n_rows : {1, 3, 8}) {
+        AttnCase c{n_head, n_head_kv, d, 4096, 2, {}};
+        for (int r = 0; r < n_rows; ++r) c.rows.push_back({r % 2, positions[(k + r) % 8]});
+        switch (k % 5) {
+          case 1: c.window = 1000; break;
+          case 2: c.cap = 30.0f; break;
+          case 3: c.sinks = true; break;
+          case 4: c.window = 64; c.cap = 50.0f; c.sinks = true; break;
+          default: break;
+        }
+        c.graph_bound = k % 2 == 0;
+        ++k;
+        const double err = run_case(c, seed += 10);
+        std::string at = " at";
+        for (const RowAt& r : c.rows) at += fmt::format(" {}", r.position);
+        report("attention sweep", label(c) + at, err, kAttentionBound);
+      }
+}
+
 TEST(GpuAttention, PrefillChunksAreCausal) {
   REQUIRE_GPU();
   std::vector<AttnCase> cases = {
@@ -193,61 +238,116 @@ TEST(GpuCache, AppendRoundsToNearestEvenAndTouchesOnlyItsSlots) {
   }
 }
 
-// Decode attention at 4,096 (and 32,768) slots of context: the f16 cache read per launch over the time, against
-// the H200's 4,630 GB/s. Layers rotate through distinct caches larger than L2 together, as a step does.
-TEST(GpuAttentionSpeed, LongContextReadsTheCacheNearBandwidth) {
+// The kernel before issue 6 (attention_decode_legacy.cuh), launched as its launcher did, to time
+// against: splits of whole 64-slot tiles, four blocks per multiprocessor, sized for max_visible.
+struct LegacyPlan {
+  int64_t split_len = 0, n_split = 1;
+};
+LegacyPlan legacy_plan(const kernels::AttentionShape& s) {
+  const int64_t target = 4 * int64_t{cuda::Context::get().info().sm_count};
+  const int64_t visible = std::clamp<int64_t>(s.max_visible, 1, s.n_ctx);
+  const int64_t want = std::max<int64_t>(1, (target + s.rows * s.n_head_kv - 1) / (s.rows * s.n_head_kv));
+  int64_t len = (visible + want - 1) / want;
+  len = std::max<int64_t>(64, (len + 63) / 64 * 64);
+  return {len, (visible + len - 1) / len};
+}
+void legacy_decode(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdeviceptr seqs, CUdeviceptr pos,
+                   const kernels::AttentionShape& s, const LegacyPlan& plan, CUdeviceptr work, CUstream stream) {
+  int n_head = int(s.n_head), n_head_kv = int(s.n_head_kv), n_ctx = int(s.n_ctx), window = 0, d = int(s.d);
+  int split_len = int(plan.split_len), n_split = int(plan.n_split);
+  float scale = float(1.0 / std::sqrt(double(s.d))), cap = 0;
+  CUdeviceptr sinks = 0, part_o = plan.n_split > 1 ? work : 0;
+  CUdeviceptr part_ml = part_o ? work + CUdeviceptr(s.rows * s.n_head * plan.n_split * s.d * 4) : 0;
+  const int64_t g = s.n_head / s.n_head_kv;
+  const unsigned shared = unsigned((g * d + 64 * (d + 8) / 2 + 64 * d / 2 + g * 68 + 3 * g) * 4);
+  cuda::launch(kernels::kernel("lathe_attn_legacy_decode_" + std::to_string(d)),
+               {unsigned(plan.n_split), unsigned(s.n_head_kv), unsigned(s.rows)}, {d >= 256 ? 256u : 128u}, shared,
+               stream,
+               {&q, &k, &v, &seqs, &pos, &out, &part_o, &part_ml, &n_head, &n_head_kv, &n_ctx, &window, &split_len,
+                &n_split, &scale, &cap, &sinks},
+               "legacy attention");
+  if (plan.n_split > 1)
+    cuda::launch(kernels::kernel("lathe_attn_legacy_merge"), {unsigned(s.n_head), unsigned(s.rows)}, {unsigned(d)}, 0,
+                 stream, {&part_o, &part_ml, &pos, &out, &n_head, &d, &window, &split_len, &n_split, &sinks},
+                 "legacy merge");
+}
+
+// Microseconds a launch of `launch(l)` takes, l = 0..launches-1 captured as one graph (as the runtime
+// replays a step, so the host's launch cost is not timed): the median of 5 replays.
+template <typename Launch>
+double graph_us(cuda::Stream& s, int launches, Launch launch) {
+  cuda::CapturedGraph graph;
+  graph.begin(s);
+  for (int l = 0; l < launches; ++l) launch(l);
+  graph.end(s);
+  graph.replay(s);
+  std::vector<double> us;
+  for (int rep = 0; rep < 5; ++rep) {
+    cuda::EventTimer t;
+    t.start(s);
+    graph.replay(s);
+    us.push_back(1000.0 * t.stop(s) / launches);
+  }
+  return median(us);
+}
+
+// Decode attention timed as a decode graph runs it: planned for n_ctx slots (the positions are known
+// only on the device), rows at position ctx - 1. GB/s counts the f16 K and V slots the rows see,
+// against the H200's 4,630 GB/s. Launches rotate through distinct parts of the cache (over 160 MB
+// read per graph, more than L2 holds), as layers do. The kernel before issue 6 runs the same way.
+TEST(GpuAttentionSpeed, DecodeReadsTheCacheNearBandwidth) {
   REQUIRE_GPU();
-  struct SpeedCase { int64_t n_head, n_head_kv, d, rows, layers, n_ctx; };
-  const SpeedCase cases[] = {{32, 8, 128, 1, 8, 4096}, {32, 8, 64, 1, 16, 4096}, {16, 8, 128, 1, 8, 4096},
-                             {8, 8, 128, 1, 8, 4096},  {32, 8, 128, 8, 2, 4096}, {32, 4, 128, 1, 16, 4096},
-                             {32, 8, 128, 1, 2, 32768}};
+  struct SpeedCase {
+    int64_t n_head, n_head_kv, d, rows, ctx, n_ctx;
+  };
+  std::vector<SpeedCase> cases;
+  for (int64_t n_ctx : {4096, 32768})
+    for (int64_t rows : {1, 8})
+      for (int64_t ctx : {128, 512, 4096, 16384})
+        if (ctx <= n_ctx) cases.push_back({32, 8, 128, rows, ctx, n_ctx});
+  for (SpeedCase c : std::initializer_list<SpeedCase>{
+           {32, 8, 64, 1, 4096, 4096}, {16, 8, 128, 1, 4096, 4096}, {64, 8, 128, 1, 4096, 4096},
+           {32, 4, 128, 1, 4096, 4096}, {16, 8, 256, 1, 4096, 4096}, {32, 32, 128, 1, 4096, 4096},
+           {64, 2, 128, 1, 4096, 4096}})
+    cases.push_back(c);
   cuda::Stream s;
   std::printf("  device: %s, %d multiprocessors\n", cuda::Context::get().info().name.c_str(),
               cuda::Context::get().info().sm_count);
+  std::printf("  %-22s %5s %6s %6s | %9s %7s %5s %8s | %9s %7s %5s\n", "heads/d", "rows", "ctx", "n_ctx", "new us",
+              "GB/s", "%", "splits", "old us", "GB/s", "%");
   for (const SpeedCase& c : cases) {
-    const int64_t n_ctx = c.n_ctx;
-    const int64_t cache_elems = c.rows * n_ctx * c.n_head_kv * c.d;  // one sequence per row
-    std::vector<cuda::DeviceBuffer> caches;
-    for (int64_t l = 0; l < 2 * c.layers; ++l) {
-      caches.emplace_back(cache_elems * 2, "speed cache");
-      caches.back().zero();
-    }
-    std::vector<int32_t> seq(c.rows), pos(c.rows, int32_t(n_ctx - 1));
+    const int64_t slot_bytes = c.n_head_kv * c.d * 2;
+    const double read = 2.0 * double(c.rows * c.ctx * slot_bytes);
+    const int launches = int(std::clamp<double>(std::ceil(160e6 / read), 2, 256));
+    // Launch l reads slots [l * ctx, l * ctx + ctx) of sequence r's n_ctx, all distinct.
+    const size_t cache_bytes = size_t(c.rows * c.n_ctx + launches * c.ctx) * size_t(slot_bytes);
+    cuda::DeviceBuffer k(cache_bytes, "speed k"), v(cache_bytes, "speed v");
+    k.zero();
+    v.zero();
+    std::vector<int32_t> seq(c.rows), pos(c.rows, int32_t(c.ctx - 1));
     for (int64_t r = 0; r < c.rows; ++r) seq[r] = int32_t(r);
     auto dseq = to_device(seq), dpos = to_device(pos);
-    auto dq = to_device(random_values(c.rows * c.n_head * c.d, 5)), dout = to_device(std::vector<float>(c.rows * c.n_head * c.d));
-    kernels::AttentionShape shape{c.rows, c.n_head, c.n_head_kv, c.d, n_ctx, n_ctx};
+    auto dq = to_device(random_values(c.rows * c.n_head * c.d, 5));
+    auto dout = to_device(std::vector<float>(c.rows * c.n_head * c.d));
+    kernels::AttentionShape shape{c.rows, c.n_head, c.n_head_kv, c.d, c.n_ctx, c.n_ctx};
     kernels::AttentionOptionsGpu opt;
-    kernels::AttentionSplit split = kernels::plan_attention_split(shape, opt);
-    cuda::DeviceBuffer work(std::max<size_t>(split.workspace_bytes, 16), "attention workspace");
-    auto step = [&] {
-      for (int64_t l = 0; l < c.layers; ++l)
-        kernels::decode_attention(dout.ptr(), dq.ptr(), caches[2 * l].ptr(), caches[2 * l + 1].ptr(), dseq.ptr(),
-                                  dpos.ptr(), shape, opt, split, work.ptr(), s.handle());
-    };
-    step();
-    s.synchronize();
-    // Captured as one graph, as the runtime replays a step: the host's launch cost is not timed.
-    const int iters = 20;
-    cuda::CapturedGraph graph;
-    graph.begin(s);
-    for (int i = 0; i < iters; ++i) step();
-    graph.end(s);
-    graph.replay(s);
-    std::vector<double> per_launch_us;
-    for (int rep = 0; rep < 7; ++rep) {
-      cuda::EventTimer t;
-      t.start(s);
-      graph.replay(s);
-      per_launch_us.push_back(1000.0 * t.stop(s) / double(iters * c.layers));
-    }
-    const double us = median(per_launch_us);
-    const double bytes = 2.0 * double(cache_elems) * 2.0;
-    const double gbs = bytes / (us * 1e-6) / 1e9;
-    std::printf("  attention speed  h%lld/%lld d%lld rows %lld ctx %lld: %.2f us, %.1f MB -> %.0f GB/s (%.0f%% of 4630)"
-                " [splits %lld x %lld]\n",
-                (long long)c.n_head, (long long)c.n_head_kv, (long long)c.d, (long long)c.rows, (long long)n_ctx, us,
-                bytes / 1e6, gbs, 100.0 * gbs / 4630.0, (long long)split.n_split, (long long)split.split_len);
+    const kernels::AttentionSplit split = kernels::plan_attention_split(shape, opt);
+    const LegacyPlan old = legacy_plan(shape);
+    cuda::DeviceBuffer work(std::max<size_t>({split.workspace_bytes, size_t(c.rows * c.n_head * old.n_split * (c.d + 2) * 4), 16}),
+                            "attention workspace");
+    auto at = [&](const cuda::DeviceBuffer& b, int l) { return b.ptr() + CUdeviceptr(l * c.ctx * slot_bytes); };
+    const double us = graph_us(s, launches, [&](int l) {
+      kernels::decode_attention(dout.ptr(), dq.ptr(), at(k, l), at(v, l), dseq.ptr(), dpos.ptr(), shape, opt, split,
+                                work.ptr(), s.handle());
+    });
+    const double old_us = graph_us(s, launches, [&](int l) {
+      legacy_decode(dout.ptr(), dq.ptr(), at(k, l), at(v, l), dseq.ptr(), dpos.ptr(), shape, old, work.ptr(), s.handle());
+    });
+    const double gbs = read / (us * 1e-6) / 1e9, old_gbs = read / (old_us * 1e-6) / 1e9;
+    std::printf("  %-22s %5lld %6lld %6lld | %9.2f %7.0f %4.0f%% %8lld | %9.2f %7.0f %4.0f%%\n",
+                fmt::format("h{}/{} d{}", c.n_head, c.n_head_kv, c.d).c_str(), (long long)c.rows, (long long)c.ctx,
+                (long long)c.n_ctx, us, gbs, 100.0 * gbs / 4630.0, (long long)split.n_split, old_us, old_gbs,
+                100.0 * old_gbs / 4630.0);
     EXPECT_GT(gbs, 0.0);
   }
 }

@@ -1,4 +1,4 @@
-// Decode attention over f16 KV caches, split along the cache (flash decoding).
+// Decode attention over f16 KV caches, split along the cache (flash decoding), on tensor cores.
 //
 // q [rows, n_head, D] f32; caches [sequences, n_ctx, n_head_kv, D] f16; row r attends to the slots
 // first..pos of its own sequence, pos = positions[r], first = max(0, pos - window + 1) with a window,
@@ -6,242 +6,331 @@
 // logit per query head) the softmax denominator also counts exp(sink). out [rows, n_head, D] f32.
 // Rows are independent, so a prefill chunk (rows at consecutive positions, appended before) is causal.
 //
-// Grid (n_split, n_head_kv, rows), ATTN_THREADS(D) threads. A block takes one row, one kv head and the
-// group of G = n_head / n_head_kv query heads that share it (the cache is read once for the group),
-// over the visible slots [first + split * split_len, ... + split_len), in tiles of ATTN_TILE slots:
-//   load the tile's K and V to shared memory -> scores (thread = slot, heads strided) ->
-//   online softmax per head (one warp per head) -> output (thread = 4 dims, heads strided).
-// With n_split == 1 the block finishes the row (sinks, division) and writes out; otherwise it writes
-// its unnormalized output and (max, sum) to the partials, and lathe_attn_merge combines the splits
-// a row uses (ceil(visible / split_len)). Blocks past a row's visible slots exit at once.
-// Invariants (the launcher checks them): G <= 32, split_len a multiple of ATTN_TILE, caches and q
-// 16-byte aligned.
+// Grid (n_split, n_head_kv * n_sets, rows), ATTD_THREADS threads (4 warps). A block takes one row,
+// one kv head and a set of up to 8 of the G = n_head / n_head_kv query heads that share it
+// (n_sets = ceil(G / 8); G <= 8, every model we know, reads the cache once), over its split of the
+// visible slots. The split length is sized on the device from the row's position (attd_split_len),
+// so a graph captured for n_ctx slots spreads a short row over few blocks and the rest exit at once.
+// Warps take 16-slot chunks in turn; each lane copies whole 16-byte pieces of K and V into its own
+// part of a per-warp ring of shared memory (cp.async, STAGES chunks in flight; a lane reads back only
+// what it copied, so the warps never wait on each other until the end).
+//
+// Arithmetic: mma.sync m16n8k16 (f16 in, f32 accumulate) with f32 accuracy kept by splitting each f32
+// operand into a high and a low f16 (x = hi + lo to 2^-22): the 16 rows of the A operand are the 8
+// heads' hi parts (rows 0-7) and lo parts (rows 8-15), so row g plus row g+8 of the product is the
+// f32-accurate result for head g at the cost of one mma.
+//   scores S = Q K^T: A = q (hi; lo), B = 8 slots' keys; the head dimension is permuted (lane t of a
+//     quad holds dims 8t..8t+7 of each 32) identically for q and k, which leaves the dot unchanged.
+//   output O += P V: A = p (hi; lo) straight from the score fragments (same slot order), B = V with
+//     two slots' values of one dim paired by byte_perm; lane (g, t) ends with dims 16t..16t+15 of
+//     each 64 for head g.
+// Softmax runs in log2 units (q carries scale * log2 e, or the cap's tanh is scaled after).
+// The block's warps combine through shared memory; with n_split == 1 the block finishes the row
+// (sinks, division), else it writes its unnormalized output and (max, sum) to the partials and
+// lathe_attn_merge combines the splits the row used.
+// Invariants (the launcher checks them): G <= 32, split_min a multiple of ATTD_CHUNK, caches and q
+// 16-byte aligned, D in {64, 128, 256}.
 
-#define ATTN_TILE 64
-#define ATTN_MAX_GROUP 32
-#define ATTN_NEG_INF __int_as_float(0xff800000)
-
-// 16 bytes from global to shared memory without passing through registers (sm_80+), and the wait
-// for all of this thread's copies; a __syncthreads after the wait publishes them to the block.
-__device__ __forceinline__ void attn_copy16(void* shared_dst, const void* global_src) {
-  const unsigned dst = (unsigned)__cvta_generic_to_shared(shared_dst);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(global_src) : "memory");
-}
-__device__ __forceinline__ void attn_copy_wait() {
-  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
-}
+#define ATTD_CHUNK 16
+#define ATTD_WARPS 4
+#define ATTD_THREADS (ATTD_WARPS * 32)
+#define ATTD_HEADS 8
+#define ATTD_LOG2E 1.4426950408889634f
+#define ATTD_NEG_INF __int_as_float(0xff800000)
 
 template <int D>
-struct AttnShape {
-  static constexpr int threads = D >= 256 ? 256 : 128;
-  static constexpr int k_stride = D + 8;                        // halves; padded against bank conflicts
-  static constexpr int score_sets = threads / ATTN_TILE;        // head sets in the score phase
-  static constexpr int score_heads = ATTN_MAX_GROUP / score_sets;
-  static constexpr int out_lanes = D / 4;                       // threads per head, 4 dims each
-  static constexpr int out_sets = threads / out_lanes;
-  static constexpr int out_heads = (ATTN_MAX_GROUP + out_sets - 1) / out_sets;
-  static constexpr int s_stride = ATTN_TILE + 4;                // floats per head's scores
+struct AttdShape {
+  static constexpr int stages = D <= 64 ? 4 : D <= 128 ? 3 : 2;
+  static constexpr int k_pieces = D / 16;  // 2 n-tiles of 8 slots x D/32 pieces
+  static constexpr int v_pieces = D / 16;  // 4 slots x D/64 pieces
+  static constexpr int stage_bytes = (k_pieces + v_pieces) * 32 * 16;
+  static constexpr int warp_bytes = stages * stage_bytes;
+  static constexpr int out_stride = D + 4;  // floats per head in the block's merge
 };
 
-// Dynamic shared memory of a block for group size g (the launcher mirrors this).
-__host__ __device__ constexpr int attn_shared_floats(int d, int g) {
-  return g * d + ATTN_TILE * (d + 8) / 2 + ATTN_TILE * d / 2 + g * (ATTN_TILE + 4) + 3 * g;
+// Dynamic shared memory of a block (the launcher mirrors this): the warps' rings, which the end of
+// the block reuses for its merge (ATTD_WARPS * ATTD_HEADS * (D + 6) floats, always smaller).
+__host__ __device__ constexpr int attd_shared_bytes(int d) {
+  return ATTD_WARPS * (d <= 64 ? 4 : d <= 128 ? 3 : 2) * (d / 8) * 32 * 16;
+}
+
+// Slots of each split of a row that sees `visible` slots: an even share rounded up to split_min.
+// The merge uses the same rule, so the splits a row used are ceil(visible / len).
+__device__ __forceinline__ int attd_split_len(int visible, int n_split, int split_min) {
+  const int len = (visible + n_split - 1) / n_split;
+  return (len + split_min - 1) / split_min * split_min;
+}
+
+__device__ __forceinline__ void attd_copy16(unsigned shared_dst, const void* global_src, bool valid) {
+  // src-size 0 fills the 16 bytes with zeros (slots past the row's end).
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_dst), "l"(global_src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void attd_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void attd_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// c += A B, A 16x16 f16 (rows g, g+8; k pairs 2t, 2t+8), B 16x8 f16 (k pairs 2t, 2t+8; col g).
+__device__ __forceinline__ void attd_mma(float (&c)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                         unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// (x, y) as f16 pairs hi and lo with x = hi.x + lo.x, y = hi.y + lo.y to about 2^-22 relative.
+__device__ __forceinline__ void attd_split2(float x, float y, unsigned& hi, unsigned& lo) {
+  const __half2 h = __floats2half2_rn(x, y);
+  const float2 back = __half22float2(h);
+  const __half2 l = __floats2half2_rn(x - back.x, y - back.y);
+  hi = *reinterpret_cast<const unsigned*>(&h);
+  lo = *reinterpret_cast<const unsigned*>(&l);
 }
 
 template <int D>
-__device__ void attn_decode(const float* __restrict__ q, const __half* __restrict__ k_cache,
+__device__ void attd_decode(const float* __restrict__ q, const __half* __restrict__ k_cache,
                             const __half* __restrict__ v_cache, const int* __restrict__ sequences,
                             const int* __restrict__ positions, float* __restrict__ out,
                             float* __restrict__ part_o, float2* __restrict__ part_ml, int n_head,
-                            int n_head_kv, int n_ctx, int window, int split_len, int n_split,
+                            int n_head_kv, int n_ctx, int window, int split_min, int n_split,
                             float scale, float cap, const float* __restrict__ sinks) {
-  typedef AttnShape<D> S;
-  extern __shared__ float4 attn_shared4[];
-  float* smem = reinterpret_cast<float*>(attn_shared4);
-  const int group = n_head / n_head_kv;
-  float* qs = smem;                                                        // [group][D]
-  __half* ks = reinterpret_cast<__half*>(qs + group * D);                 // [TILE][k_stride]
-  __half* vs = ks + ATTN_TILE * S::k_stride;                               // [TILE][D]
-  float* ss = reinterpret_cast<float*>(vs + ATTN_TILE * D);               // [group][s_stride]
-  float* m_run = ss + group * S::s_stride;
-  float* l_run = m_run + group;
-  float* alpha = l_run + group;
+  typedef AttdShape<D> S;
+  constexpr int KB = D / 32, VB = D / 64;
+  extern __shared__ float4 attd_shared4[];
+  unsigned char* smem = reinterpret_cast<unsigned char*>(attd_shared4);
 
-  const int split = blockIdx.x, kvh = blockIdx.y, row = blockIdx.z, tid = threadIdx.x;
+  const int group = n_head / n_head_kv, n_sets = (group + ATTD_HEADS - 1) / ATTD_HEADS;
+  const int split = blockIdx.x, kvh = blockIdx.y / n_sets, set = blockIdx.y % n_sets, row = blockIdx.z;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int pos = positions[row];
   const int first = window > 0 ? max(0, pos - window + 1) : 0;
-  const int begin = first + split * split_len;
+  const int len = attd_split_len(pos - first + 1, n_split, split_min);
+  const int begin = first + split * len;
   if (begin > pos) return;  // this split sees nothing of this row; the merge skips it
-  const int end = min(begin + split_len, pos + 1);
-  const long long seq_base = (long long)sequences[row] * n_ctx;
-  const int head0 = kvh * group;
+  const int end = min(begin + len, pos + 1);
+  const int n_chunks = (end - begin + ATTD_CHUNK - 1) / ATTD_CHUNK;
+  const int my_chunks = n_chunks > warp ? (n_chunks - warp + ATTD_WARPS - 1) / ATTD_WARPS : 0;
+  const long long seq_slot0 = (long long)sequences[row] * n_ctx;
+  const int head0 = kvh * group + set * ATTD_HEADS;
+  const int n_heads_here = min(ATTD_HEADS, group - set * ATTD_HEADS);
 
-  // Every copy of the block (q, then the first tile) is in flight at once: cp.async, no registers.
-  const float* q_group = q + ((long long)row * n_head + head0) * D;
-  for (int i = tid; i < group * D / 4; i += S::threads) attn_copy16(qs + i * 4, q_group + i * 4);
-  for (int g = tid; g < group; g += S::threads) {
-    m_run[g] = ATTN_NEG_INF;
-    l_run[g] = 0.0f;
-  }
+  unsigned char* ring = smem + warp * S::warp_bytes;
+  const unsigned ring_addr = (unsigned)__cvta_generic_to_shared(ring);
 
-  const int out_lane = tid % S::out_lanes, out_set = tid / S::out_lanes;
-  float4 acc[S::out_heads];
+  // Copies the warp's i-th chunk into stage i % stages (an empty group past the last, so that
+  // wait_group counts stay uniform). Lane (g, t): K of slots g and 8 + g, dims 8t.. of each 32;
+  // V of slots 2t, 2t+1, 2t+8, 2t+9, dims 8g.. of each 64.
+  auto issue = [&](int i) {
+    const int c = warp + i * ATTD_WARPS;
+    if (c < n_chunks) {
+      const int slot0 = begin + c * ATTD_CHUNK;
+      const unsigned stage = ring_addr + (i % S::stages) * S::stage_bytes + lane * 16;
 #pragma unroll
-  for (int k = 0; k < S::out_heads; ++k) acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
-
-  for (int tile = begin; tile < end; tile += ATTN_TILE) {
-    const int nt = min(ATTN_TILE, end - tile);
-    __syncthreads();  // the previous tile's readers are done; m_run and l_run are set
-    for (int i = tid; i < nt * (D / 8); i += S::threads) {
-      const int p = i / (D / 8), c = i % (D / 8);
-      const long long at = ((seq_base + tile + p) * n_head_kv + kvh) * D + c * 8;
-      attn_copy16(ks + p * S::k_stride + c * 8, k_cache + at);
-      attn_copy16(vs + p * D + c * 8, v_cache + at);
-    }
-    attn_copy_wait();
-    __syncthreads();
-
-    {  // scores: thread = one slot, heads set, set + score_sets, ...
-      const int p = tid % ATTN_TILE, set = tid / ATTN_TILE;
-      float dot[S::score_heads];
+      for (int j = 0; j < 2; ++j) {
+        const int slot = slot0 + j * 8 + g;
+        const bool valid = slot < end;
+        const __half* src = k_cache + ((seq_slot0 + (valid ? slot : begin)) * n_head_kv + kvh) * D + t * 8;
 #pragma unroll
-      for (int k = 0; k < S::score_heads; ++k) dot[k] = 0.0f;
-      if (p < nt) {
-        for (int c = 0; c < D / 8; ++c) {
-          const uint4 raw = *reinterpret_cast<const uint4*>(ks + p * S::k_stride + c * 8);
-          const __half2* h2 = reinterpret_cast<const __half2*>(&raw);
-          float kf[8];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const float2 f = __half22float2(h2[j]);
-            kf[2 * j] = f.x;
-            kf[2 * j + 1] = f.y;
-          }
-#pragma unroll
-          for (int k = 0; k < S::score_heads; ++k) {
-            const int g = set + k * S::score_sets;
-            if (g < group) {
-              const float4 a = *reinterpret_cast<const float4*>(qs + g * D + c * 8);
-              const float4 b = *reinterpret_cast<const float4*>(qs + g * D + c * 8 + 4);
-              dot[k] += a.x * kf[0] + a.y * kf[1] + a.z * kf[2] + a.w * kf[3] + b.x * kf[4] +
-                        b.y * kf[5] + b.z * kf[6] + b.w * kf[7];
-            }
-          }
-        }
+        for (int b = 0; b < KB; ++b) attd_copy16(stage + (j * KB + b) * 512, src + b * 32, valid);
       }
 #pragma unroll
-      for (int k = 0; k < S::score_heads; ++k) {
-        const int g = set + k * S::score_sets;
-        if (g < group) {
-          float s = dot[k] * scale;
-          if (cap > 0.0f) s = cap * tanhf(s / cap);
-          ss[g * S::s_stride + p] = p < nt ? s : ATTN_NEG_INF;
-        }
+      for (int r = 0; r < 4; ++r) {
+        const int slot = slot0 + 2 * t + (r & 1) + 8 * (r >> 1);
+        const bool valid = slot < end;
+        const __half* src = v_cache + ((seq_slot0 + (valid ? slot : begin)) * n_head_kv + kvh) * D + g * 8;
+#pragma unroll
+        for (int e = 0; e < VB; ++e) attd_copy16(stage + (S::k_pieces + e * 4 + r) * 512, src + e * 64, valid);
       }
     }
-    __syncthreads();
-
-    {  // online softmax, one warp per head
-      const int warp = tid >> 5, lane = tid & 31;
-      for (int g = warp; g < group; g += S::threads / 32) {
-        float* sg = ss + g * S::s_stride;
-        const float a = sg[lane], b = sg[lane + 32];
-        const float m_old = m_run[g];
-        const float m_new = fmaxf(m_old, lathe_warp_max(fmaxf(a, b)));
-        const float wa = expf(a - m_new), wb = expf(b - m_new);
-        sg[lane] = wa;
-        sg[lane + 32] = wb;
-        const float sum = lathe_warp_sum(wa + wb);
-        if (lane == 0) {
-          const float f = expf(m_old - m_new);  // 0 on the first tile (m_old = -inf)
-          alpha[g] = f;
-          l_run[g] = l_run[g] * f + sum;
-          m_run[g] = m_new;
-        }
-      }
-    }
-    __syncthreads();
-
-    // output: thread = 4 dims (out_lane) of heads out_set, out_set + out_sets, ...
+    attd_commit();
+  };
 #pragma unroll
-    for (int k = 0; k < S::out_heads; ++k) {
-      const int g = out_set + k * S::out_sets;
-      if (g < group) {
-        const float f = alpha[g];
-        acc[k].x *= f; acc[k].y *= f; acc[k].z *= f; acc[k].w *= f;
-      }
-    }
-    for (int p = 0; p < nt; ++p) {
-      const uint2 raw = *reinterpret_cast<const uint2*>(vs + p * D + out_lane * 4);
-      const float2 v01 = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
-      const float2 v23 = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
+  for (int i = 0; i < S::stages; ++i) issue(i);
+
+  // q of head g as A fragments (hi rows g, lo rows g + 8), dims permuted as the keys'.
+  unsigned qf[KB][8];
+  {
+    const float qscale = cap > 0.0f ? scale : scale * ATTD_LOG2E;
+    const bool has = g < n_heads_here;
+    const float* qh = q + ((long long)row * n_head + head0 + (has ? g : 0)) * D + t * 8;
 #pragma unroll
-      for (int k = 0; k < S::out_heads; ++k) {
-        const int g = out_set + k * S::out_sets;
-        if (g < group) {
-          const float w = ss[g * S::s_stride + p];
-          acc[k].x += w * v01.x; acc[k].y += w * v01.y; acc[k].z += w * v23.x; acc[k].w += w * v23.y;
-        }
+    for (int b = 0; b < KB; ++b) {
+      float4 x0 = make_float4(0.f, 0.f, 0.f, 0.f), x1 = x0;
+      if (has) {
+        x0 = *reinterpret_cast<const float4*>(qh + b * 32);
+        x1 = *reinterpret_cast<const float4*>(qh + b * 32 + 4);
       }
+      attd_split2(x0.x * qscale, x0.y * qscale, qf[b][0], qf[b][1]);
+      attd_split2(x0.z * qscale, x0.w * qscale, qf[b][2], qf[b][3]);
+      attd_split2(x1.x * qscale, x1.y * qscale, qf[b][4], qf[b][5]);
+      attd_split2(x1.z * qscale, x1.w * qscale, qf[b][6], qf[b][7]);
     }
   }
-  __syncthreads();  // m_run, l_run final
+  const float cap_log2 = cap * ATTD_LOG2E;
 
+  float acc[VB][8][4];
 #pragma unroll
-  for (int k = 0; k < S::out_heads; ++k) {
-    const int g = out_set + k * S::out_sets;
-    if (g >= group) continue;
-    const int h = head0 + g;
+  for (int e = 0; e < VB; ++e)
+#pragma unroll
+    for (int jj = 0; jj < 8; ++jj) acc[e][jj][0] = acc[e][jj][1] = acc[e][jj][2] = acc[e][jj][3] = 0.0f;
+  float m_run = ATTD_NEG_INF, l_run = 0.0f;  // head g's; l_run is this lane's share of the sum
+
+  for (int i = 0; i < my_chunks; ++i) {
+    attd_wait<S::stages - 1>();
+    const unsigned char* stage = ring + (i % S::stages) * S::stage_bytes + lane * 16;
+    float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+    for (int b = 0; b < KB; ++b) {
+      const uint4 k0 = *reinterpret_cast<const uint4*>(stage + b * 512);
+      const uint4 k1 = *reinterpret_cast<const uint4*>(stage + (KB + b) * 512);
+      attd_mma(sc[0], qf[b][0], qf[b][1], qf[b][2], qf[b][3], k0.x, k0.y);
+      attd_mma(sc[0], qf[b][4], qf[b][5], qf[b][6], qf[b][7], k0.z, k0.w);
+      attd_mma(sc[1], qf[b][0], qf[b][1], qf[b][2], qf[b][3], k1.x, k1.y);
+      attd_mma(sc[1], qf[b][4], qf[b][5], qf[b][6], qf[b][7], k1.z, k1.w);
+    }
+    // Head g's scores of slots 2t, 2t+1, 8+2t, 9+2t of the chunk.
+    const int slot0 = begin + (warp + i * ATTD_WARPS) * ATTD_CHUNK + 2 * t;
+    float s[4] = {sc[0][0] + sc[0][2], sc[0][1] + sc[0][3], sc[1][0] + sc[1][2], sc[1][1] + sc[1][3]};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (cap > 0.0f) s[e] = cap_log2 * tanhf(s[e] / cap);
+      if (slot0 + (e & 1) + 8 * (e >> 1) >= end) s[e] = ATTD_NEG_INF;
+    }
+    float mx = fmaxf(fmaxf(s[0], s[1]), fmaxf(s[2], s[3]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m_run, mx);
+    const float m_use = m_new == ATTD_NEG_INF ? 0.0f : m_new;
+    const float alpha = exp2f(m_run - m_use);  // 0 on the first chunk (m_run = -inf)
+    float p[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) p[e] = exp2f(s[e] - m_use);
+    l_run = l_run * alpha + ((p[0] + p[1]) + (p[2] + p[3]));
+    m_run = m_new;
+    if (__any_sync(0xffffffffu, alpha != 1.0f)) {
+#pragma unroll
+      for (int e = 0; e < VB; ++e)
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) acc[e][jj][c] *= alpha;
+    }
+    // A rows g (hi) and g+8 (lo), k pairs 2t (slots 2t, 2t+1) and 2t+8 (slots 8+2t, 9+2t).
+    unsigned p01_hi, p01_lo, p23_hi, p23_lo;
+    attd_split2(p[0], p[1], p01_hi, p01_lo);
+    attd_split2(p[2], p[3], p23_hi, p23_lo);
+#pragma unroll
+    for (int e = 0; e < VB; ++e) {
+      const uint4 va = *reinterpret_cast<const uint4*>(stage + (S::k_pieces + e * 4 + 0) * 512);
+      const uint4 vb = *reinterpret_cast<const uint4*>(stage + (S::k_pieces + e * 4 + 1) * 512);
+      const uint4 vc = *reinterpret_cast<const uint4*>(stage + (S::k_pieces + e * 4 + 2) * 512);
+      const uint4 vd = *reinterpret_cast<const uint4*>(stage + (S::k_pieces + e * 4 + 3) * 512);
+      const unsigned wa[4] = {va.x, va.y, va.z, va.w}, wb[4] = {vb.x, vb.y, vb.z, vb.w};
+      const unsigned wc[4] = {vc.x, vc.y, vc.z, vc.w}, wd[4] = {vd.x, vd.y, vd.z, vd.w};
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj) {
+        const unsigned sel = (jj & 1) ? 0x7632u : 0x5410u;
+        const unsigned b0 = __byte_perm(wa[jj >> 1], wb[jj >> 1], sel);
+        const unsigned b1 = __byte_perm(wc[jj >> 1], wd[jj >> 1], sel);
+        attd_mma(acc[e][jj], p01_hi, p01_lo, p23_hi, p23_lo, b0, b1);
+      }
+    }
+    issue(i + S::stages);
+  }
+  attd_wait<0>();
+  l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);
+  l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
+
+  // The block's warps combine: [warp][head][out_stride] outputs, then [warp][head] (m, l).
+  __syncthreads();  // every warp is done with its ring
+  float* ob = reinterpret_cast<float*>(smem);
+  float* mls = ob + ATTD_WARPS * ATTD_HEADS * S::out_stride;
+  {
+    float* o_w = ob + (warp * ATTD_HEADS + g) * S::out_stride + 16 * t;
+#pragma unroll
+    for (int e = 0; e < VB; ++e)
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj) {
+        o_w[e * 64 + jj] = acc[e][jj][0] + acc[e][jj][2];
+        o_w[e * 64 + 8 + jj] = acc[e][jj][1] + acc[e][jj][3];
+      }
+    if (t == 0) {
+      mls[(warp * ATTD_HEADS + g) * 2] = m_run;
+      mls[(warp * ATTD_HEADS + g) * 2 + 1] = l_run;
+    }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < n_heads_here * D; idx += ATTD_THREADS) {
+    const int hi = idx / D, dim = idx % D;
+    float m = ATTD_NEG_INF;
+#pragma unroll
+    for (int w = 0; w < ATTD_WARPS; ++w) m = fmaxf(m, mls[(w * ATTD_HEADS + hi) * 2]);
+    float l = 0.0f, o = 0.0f;
+#pragma unroll
+    for (int w = 0; w < ATTD_WARPS; ++w) {
+      const float mw = mls[(w * ATTD_HEADS + hi) * 2];
+      const float f = mw == ATTD_NEG_INF ? 0.0f : exp2f(mw - m);  // a warp with no chunk adds nothing
+      l += f * mls[(w * ATTD_HEADS + hi) * 2 + 1];
+      o += f * ob[(w * ATTD_HEADS + hi) * S::out_stride + dim];
+    }
+    const int h = head0 + hi;
     const long long head_row = (long long)row * n_head + h;
     if (n_split == 1) {
-      float m = m_run[g], l = l_run[g], f = 1.0f;
       if (sinks) {
-        const float m_all = fmaxf(m, sinks[h]);
-        f = expf(m - m_all);
-        l = l * f + expf(sinks[h] - m_all);
+        const float sk = sinks[h] * ATTD_LOG2E, m_all = fmaxf(m, sk), f = exp2f(m - m_all);
+        l = l * f + exp2f(sk - m_all);
+        o *= f;
       }
-      const float r = f / l;
-      *reinterpret_cast<float4*>(out + head_row * D + out_lane * 4) =
-          make_float4(acc[k].x * r, acc[k].y * r, acc[k].z * r, acc[k].w * r);
+      out[head_row * D + dim] = o / l;
     } else {
       const long long at = head_row * n_split + split;
-      *reinterpret_cast<float4*>(part_o + at * D + out_lane * 4) = acc[k];
-      if (out_lane == 0) part_ml[at] = make_float2(m_run[g], l_run[g]);
+      part_o[at * D + dim] = o;
+      if (dim == 0) part_ml[at] = make_float2(m, l);
     }
   }
 }
 
-#define ATTN_DECODE_ENTRY(D)                                                                       \
-  extern "C" __global__ void __launch_bounds__(AttnShape<D>::threads) lathe_attn_decode_##D(        \
-      const float* q, const __half* k_cache, const __half* v_cache, const int* sequences,          \
-      const int* positions, float* out, float* part_o, float2* part_ml, int n_head, int n_head_kv, \
-      int n_ctx, int window, int split_len, int n_split, float scale, float cap,                  \
-      const float* sinks) { lathe_pdl_entry();                                                                        \
-    attn_decode<D>(q, k_cache, v_cache, sequences, positions, out, part_o, part_ml, n_head,       \
-                   n_head_kv, n_ctx, window, split_len, n_split, scale, cap, sinks);              \
+#define ATTD_DECODE_ENTRY(D)                                                                        \
+  extern "C" __global__ void __launch_bounds__(ATTD_THREADS) lathe_attn_decode_##D(                 \
+      const float* q, const __half* k_cache, const __half* v_cache, const int* sequences,           \
+      const int* positions, float* out, float* part_o, float2* part_ml, int n_head, int n_head_kv,  \
+      int n_ctx, int window, int split_min, int n_split, float scale, float cap,                    \
+      const float* sinks) {                                                                         \
+    lathe_pdl_entry();                                                                              \
+    attd_decode<D>(q, k_cache, v_cache, sequences, positions, out, part_o, part_ml, n_head,        \
+                   n_head_kv, n_ctx, window, split_min, n_split, scale, cap, sinks);               \
   }
-ATTN_DECODE_ENTRY(64)
-ATTN_DECODE_ENTRY(128)
-ATTN_DECODE_ENTRY(256)
+ATTD_DECODE_ENTRY(64)
+ATTD_DECODE_ENTRY(128)
+ATTD_DECODE_ENTRY(256)
 
-// Combines the splits of lathe_attn_decode: grid (n_head, rows), d threads (d <= 1024).
-// out = sum_s e_s o_s / (sum_s e_s l_s + exp(sink - m)), e_s = exp(m_s - m), m the largest m_s and sink.
+// Combines the splits of lathe_attn_decode: grid (n_head, rows), d threads (d <= 1024). m and the
+// partial maxima are in log2 units. out = sum_s e_s o_s / (sum_s e_s l_s + 2^(sink log2 e - m)),
+// e_s = 2^(m_s - m), m the largest m_s and the sink.
 extern "C" __global__ void lathe_attn_merge(const float* __restrict__ part_o,
                                             const float2* __restrict__ part_ml,
                                             const int* __restrict__ positions, float* __restrict__ out,
-                                            int n_head, int d, int window, int split_len, int n_split,
-                                            const float* __restrict__ sinks) { lathe_pdl_entry();
+                                            int n_head, int d, int window, int split_min, int n_split,
+                                            const float* __restrict__ sinks) {
+  lathe_pdl_entry();
   const int h = blockIdx.x, row = blockIdx.y, i = threadIdx.x;
   const int pos = positions[row];
   const int first = window > 0 ? max(0, pos - window + 1) : 0;
-  const int used = min(n_split, (pos - first + split_len) / split_len);
+  const int visible = pos - first + 1;
+  const int len = attd_split_len(visible, n_split, split_min);
+  const int used = min(n_split, (visible + len - 1) / len);
   const long long head_row = (long long)row * n_head + h;
   const float2* ml = part_ml + head_row * n_split;
-  float m = sinks ? sinks[h] : ATTN_NEG_INF;
+  const float sk = sinks ? sinks[h] * ATTD_LOG2E : ATTD_NEG_INF;
+  float m = sk;
   for (int s = 0; s < used; ++s) m = fmaxf(m, ml[s].x);
-  float l = sinks ? expf(sinks[h] - m) : 0.0f, o = 0.0f;
+  float l = sinks ? exp2f(sk - m) : 0.0f, o = 0.0f;
   for (int s = 0; s < used; ++s) {
-    const float e = expf(ml[s].x - m);
+    const float e = exp2f(ml[s].x - m);
     l += e * ml[s].y;
     o += e * part_o[(head_row * n_split + s) * d + i];
   }

@@ -9,17 +9,20 @@
 namespace lathe::kernels {
 namespace {
 
-constexpr int64_t kTile = 64;      // ATTN_TILE in attention.cuh
-constexpr int64_t kMaxGroup = 32;  // ATTN_MAX_GROUP
+constexpr int64_t kChunk = 16;     // ATTD_CHUNK in attention.cuh: slots a warp takes per step
+constexpr int64_t kGranule = 64;   // split lengths are multiples of this: a chunk for each of the 4 warps
+constexpr int64_t kSetHeads = 8;   // ATTD_HEADS: query heads of a block
+constexpr int64_t kMaxGroup = 32;
+constexpr unsigned kThreads = 128;  // ATTD_THREADS
+constexpr size_t kSharedPerSm = 227 * 1024;  // Hopper's shared memory a multiprocessor gives its blocks
 
-// attn_shared_floats in attention.cuh: q of the group, the K tile (padded rows), the V tile, the
-// group's scores, and three floats a head (running max, running sum, rescale).
-size_t shared_bytes(int64_t d, int64_t group) {
-  return static_cast<size_t>(group * d + kTile * (d + 8) / 2 + kTile * d / 2 + group * (kTile + 4) + 3 * group) *
-         sizeof(float);
+// attd_shared_bytes in attention.cuh: 4 warps' rings of 4, 3 or 2 chunks of K and V.
+size_t shared_bytes(int64_t d) {
+  const int64_t stages = d <= 64 ? 4 : d <= 128 ? 3 : 2;
+  return static_cast<size_t>(4 * stages * (d / 8) * 32 * 16);
 }
 
-unsigned threads_for(int64_t d) { return d >= 256 ? 256 : 128; }
+int64_t head_sets(const AttentionShape& s) { return (s.n_head / s.n_head_kv + kSetHeads - 1) / kSetHeads; }
 
 void check_shape(const AttentionShape& s, const AttentionOptionsGpu& o) {
   if (s.d != 64 && s.d != 128 && s.d != 256)
@@ -29,7 +32,7 @@ void check_shape(const AttentionShape& s, const AttentionOptionsGpu& o) {
   if (s.n_head / s.n_head_kv > kMaxGroup)
     fail("decode attention: {} query heads per kv head; the kernel takes at most {}",
          s.n_head / s.n_head_kv, kMaxGroup);
-  if (s.n_ctx <= 0 || s.n_ctx > INT32_MAX || s.rows < 0 || s.rows > 65535 || s.n_head_kv > 65535)
+  if (s.n_ctx <= 0 || s.n_ctx > INT32_MAX || s.rows < 0 || s.rows > 65535 || s.n_head_kv * head_sets(s) > 65535)
     fail("decode attention: {} rows, {} kv heads, {} slots are out of the kernel's range", s.rows,
          s.n_head_kv, s.n_ctx);
   if (o.window < 0 || o.window > INT32_MAX || o.cap < 0)
@@ -41,16 +44,18 @@ void check_shape(const AttentionShape& s, const AttentionOptionsGpu& o) {
 AttentionSplit plan_attention_split(const AttentionShape& shape, const AttentionOptionsGpu& options,
                                     int64_t target_blocks) {
   check_shape(shape, options);
-  if (target_blocks <= 0) target_blocks = 4 * int64_t{cuda::Context::get().info().sm_count};
+  if (target_blocks <= 0) {
+    // One wave of resident blocks: a second, partial wave would cost as much as the first.
+    const int64_t per_sm = std::clamp<int64_t>(static_cast<int64_t>(kSharedPerSm / (shared_bytes(shape.d) + 1024)), 1, 4);
+    target_blocks = per_sm * int64_t{cuda::Context::get().info().sm_count};
+  }
   int64_t visible = std::clamp<int64_t>(shape.max_visible, 1, shape.n_ctx);
   if (options.window > 0) visible = std::min(visible, options.window);
-  const int64_t base_blocks = std::max<int64_t>(1, shape.rows * shape.n_head_kv);
-  const int64_t want_splits = std::max<int64_t>(1, (target_blocks + base_blocks - 1) / base_blocks);
-  int64_t len = (visible + want_splits - 1) / want_splits;
-  len = std::max(kTile, (len + kTile - 1) / kTile * kTile);
+  const int64_t base_blocks = std::max<int64_t>(1, shape.rows * shape.n_head_kv * head_sets(shape));
+  const int64_t most = (visible + kGranule - 1) / kGranule;
   AttentionSplit split;
-  split.split_len = len;
-  split.n_split = (visible + len - 1) / len;
+  split.split_len = kGranule;
+  split.n_split = std::clamp<int64_t>(target_blocks / base_blocks, 1, most);
   if (split.n_split > 1)
     split.workspace_bytes = static_cast<size_t>(shape.rows * shape.n_head * split.n_split) *
                             static_cast<size_t>(shape.d + 2) * sizeof(float);
@@ -62,7 +67,7 @@ void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdev
                       const AttentionOptionsGpu& options, const AttentionSplit& split,
                       CUdeviceptr workspace, CUstream stream) {
   check_shape(shape, options);
-  LATHE_CHECK(split.split_len % kTile == 0 && split.split_len > 0 && split.n_split >= 1);
+  LATHE_CHECK(split.split_len % kChunk == 0 && split.split_len > 0 && split.n_split >= 1);
   LATHE_CHECK(split.n_split == 1 || workspace != 0);
   if (shape.rows == 0) return;
   int n_head = static_cast<int>(shape.n_head), n_head_kv = static_cast<int>(shape.n_head_kv);
@@ -77,9 +82,9 @@ void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdev
       split.n_split > 1 ? workspace + static_cast<CUdeviceptr>(shape.rows * shape.n_head * split.n_split * shape.d) * sizeof(float)
                         : 0;
   const std::string name = "lathe_attn_decode_" + std::to_string(shape.d);
-  cuda::launch(kernel(name), {static_cast<unsigned>(split.n_split), static_cast<unsigned>(shape.n_head_kv),
+  cuda::launch(kernel(name), {static_cast<unsigned>(split.n_split), static_cast<unsigned>(shape.n_head_kv * head_sets(shape)),
                               static_cast<unsigned>(shape.rows)},
-               {threads_for(shape.d)}, static_cast<unsigned>(shared_bytes(shape.d, shape.n_head / shape.n_head_kv)),
+               {kThreads}, static_cast<unsigned>(shared_bytes(shape.d)),
                stream,
                {&q, &k_cache, &v_cache, &sequences, &positions, &out, &part_o, &part_ml, &n_head, &n_head_kv,
                 &n_ctx, &window, &split_len, &n_split, &scale, &cap, &sinks},

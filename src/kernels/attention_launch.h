@@ -1,4 +1,5 @@
-// Host launchers of decode attention over the f16 KV caches (attention.cuh), split along the cache.
+// Host launchers of decode attention over the f16 KV caches (attention.cuh), split along the cache,
+// on tensor cores with f32-accurate arithmetic (each f32 operand split into two f16).
 #pragma once
 
 #include "runtime/cuda_driver.h"
@@ -25,14 +26,18 @@ struct AttentionOptionsGpu {
   CUdeviceptr sinks = 0;    // 0, or n_head f32 logits
 };
 
-// How the cache is split: n_split blocks of split_len slots per (row, kv head); workspace_bytes of
-// device memory for the partial results (0 when n_split == 1).
+// How the cache is split: up to n_split blocks per (row, kv head, set of 8 query heads). The kernels
+// size the splits on the device from each row's position: an even share of its visible slots,
+// rounded up to a multiple of split_len, so a row at a short position uses few splits (the other
+// blocks exit at once) even when the launch was planned for n_ctx slots (a captured graph).
+// workspace_bytes of device memory hold the partial results (0 when n_split == 1).
 struct AttentionSplit {
-  int64_t split_len = 0;
+  int64_t split_len = 0;  // the granule of a split's length, in slots
   int64_t n_split = 1;
   size_t workspace_bytes = 0;
 };
-// Splits so that about `target_blocks` blocks run (0: four per multiprocessor of this device).
+// Splits so that about `target_blocks` blocks run (0: as many as are resident at once on this
+// device, which for one row at 4,096 slots is about 32 splits of 128 slots per kv head).
 AttentionSplit plan_attention_split(const AttentionShape& shape, const AttentionOptionsGpu& options,
                                     int64_t target_blocks = 0);
 
