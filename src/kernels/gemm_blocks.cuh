@@ -5,10 +5,11 @@
 //
 // Unpacked form of one weight row of a 256-value k-tile (what the mma loop reads):
 //   levels  int8 [256], 16-byte chunks XOR-swizzled by (row & 7) so ldmatrix is conflict-free;
-//   scale   float [8]: the factor of block j's (32 values) integer sums (q8_0: d; q4_K: d * sc_j;
+//   scale   float [8][BN]: the factor of block j's (32 values) integer sums (q8_0: d; q4_K: d * sc_j;
 //           q6_K: d, with the 16-value sub-block scales applied to the int32 sums);
-//   minus   float [8]: q4_K's dmin * m_j (the term that multiplies the activation block sum);
-//   sub     int8 [16]: q6_K's sub-block scales.
+//   minus   float [8][BN]: q4_K's dmin * m_j (the term that multiplies the activation block sum);
+//   sub     int8 [16][BN]: q6_K's sub-block scales.
+// (Block-major, so the lanes of a warp, reading neighbouring outputs, hit distinct banks.)
 // Every level is exact, so the mma's int32 sums are exact.
 
 __device__ __forceinline__ void lathe_gemm_cp16(void* smem, const void* g, bool valid) {
@@ -26,13 +27,19 @@ __device__ __forceinline__ void lathe_gemm_ldsm4(const void* smem, uint32_t* r) 
                : "r"(s));
 }
 
-// d = a (16x32, row) . b (32x8, col), int8 inputs, int32 sums from zero.
-__device__ __forceinline__ void lathe_gemm_mma_k32(int* d, const uint32_t* a, const uint32_t* b) {
+// d = a (16x32, row) . b (32x8, col) + c0, int8 inputs, int32 sums.
+__device__ __forceinline__ void lathe_gemm_mma_k32(int* d, const uint32_t* a, const uint32_t* b, int c0) {
   asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%10, %10, %10, %10};\n"
       : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(0));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c0));
 }
+
+// An int32 sum started from kLatheGemmMagic is the bit pattern of the float 1.5 * 2^23 + S while
+// |S| < 2^22 (one 32-value block of int8 levels: |S| <= 32 * 127 * 127), so S comes out as a float
+// with one FADD instead of a conversion (I2F runs at a quarter of the FMA rate).
+#define LATHE_GEMM_MAGIC 0x4B400000
+__device__ __forceinline__ float lathe_gemm_magic_to_float(int d) { return __int_as_float(d) - 12582912.0f; }
 
 // d = a (16x16) . b (16x8): half of a k32 fragment (a0, a1 with b0, or a2, a3 with b1).
 __device__ __forceinline__ void lathe_gemm_mma_k16(int* d, uint32_t a0, uint32_t a1, uint32_t b0) {
@@ -45,6 +52,22 @@ __device__ __forceinline__ void lathe_gemm_mma_k16(int* d, uint32_t a0, uint32_t
 __device__ __forceinline__ uint32_t lathe_gemm_ld32_a2(const uint8_t* p) {
   const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
   return static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
+}
+
+// N words from a 2-byte aligned shared address: N + 1 aligned loads and funnel shifts (it may read
+// up to 3 bytes past the last word, inside the staged row's padding).
+template <int N>
+__device__ __forceinline__ void lathe_gemm_words(const uint8_t* p, uint32_t* out) {
+  const size_t a = reinterpret_cast<size_t>(p);
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~static_cast<size_t>(3));
+  const unsigned sh = static_cast<unsigned>(a & 3) * 8;
+  uint32_t prev = w[0];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const uint32_t next = w[i + 1];
+    out[i] = __funnelshift_r(prev, next, sh);
+    prev = next;
+  }
 }
 
 __device__ __forceinline__ float lathe_gemm_f16_a2(const uint8_t* p) {
@@ -66,9 +89,10 @@ __device__ __forceinline__ void lathe_gemm_put16(uint8_t* levels, int r, int c, 
 // levels are zero-filled, and 0 * a stray f16 inf would be NaN).
 struct LatheGemmUnpacked {
   uint8_t* levels;  // [BN][256] swizzled
-  float* scale;     // [BN][8]
-  float* minus;     // [BN][8]
-  int8_t* sub;      // [BN][16]
+  float* scale;     // [8][BN]
+  float* minus;     // [8][BN]
+  int8_t* sub;      // [16][BN]
+  int bn;
 };
 
 // q8_0, 34-byte blocks (d:f16, qs:int8[32]); 8 blocks a tile (272 bytes), rows start at even offsets.
@@ -83,11 +107,10 @@ struct lathe_gemm_q8_0 {
       const int j = 2 * part + h;
       const uint8_t* b = raw + 34 * j;
       uint32_t q[8];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) q[i] = lathe_gemm_ld32_a2(b + 2 + 4 * i);
+      lathe_gemm_words<8>(b + 2, q);
       lathe_gemm_put16(u.levels, row, 2 * j, q[0], q[1], q[2], q[3]);
       lathe_gemm_put16(u.levels, row, 2 * j + 1, q[4], q[5], q[6], q[7]);
-      u.scale[row * 8 + j] = j < n_blocks ? lathe_gemm_f16_a2(b) : 0.0f;
+      u.scale[j * u.bn + row] = j < n_blocks ? lathe_gemm_f16_a2(b) : 0.0f;
     }
   }
 };
@@ -121,8 +144,8 @@ struct lathe_gemm_q4_k {
     for (int h = 0; h < 2; ++h) {
       int sc, m;
       scale_min(raw + 4, 2 * part + h, sc, m);
-      u.scale[row * 8 + 2 * part + h] = d * static_cast<float>(sc);
-      u.minus[row * 8 + 2 * part + h] = dmin * static_cast<float>(m);
+      u.scale[(2 * part + h) * u.bn + row] = d * static_cast<float>(sc);
+      u.minus[(2 * part + h) * u.bn + row] = dmin * static_cast<float>(m);
     }
   }
 };
@@ -137,12 +160,12 @@ struct lathe_gemm_q6_k {
   static constexpr bool sub16 = true, has_min = false;
   static __device__ __forceinline__ void unpack(const uint8_t* raw, int part, int, int row, LatheGemmUnpacked u) {
     const int h = part >> 1, e = part & 1;
-    uint32_t out[16];
+    uint32_t out[16], ql[16], qh[8];
+    lathe_gemm_words<16>(raw + 64 * h, ql);
+    lathe_gemm_words<8>(raw + 128 + 32 * h, qh);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const uint32_t hi = lathe_gemm_ld32_a2(raw + 128 + 32 * h + 4 * i) >> (4 * e);
-      const uint32_t lo0 = lathe_gemm_ld32_a2(raw + 64 * h + 4 * i) >> (4 * e);
-      const uint32_t lo1 = lathe_gemm_ld32_a2(raw + 64 * h + 32 + 4 * i) >> (4 * e);
+      const uint32_t hi = qh[i] >> (4 * e), lo0 = ql[i] >> (4 * e), lo1 = ql[8 + i] >> (4 * e);
       out[i] = __vsub4((lo0 & 0x0F0F0F0Fu) | ((hi & 0x03030303u) << 4), 0x20202020u);
       out[8 + i] = __vsub4((lo1 & 0x0F0F0F0Fu) | ((hi & 0x0C0C0C0Cu) << 2), 0x20202020u);
     }
@@ -150,9 +173,10 @@ struct lathe_gemm_q6_k {
     for (int c = 0; c < 4; ++c)
       lathe_gemm_put16(u.levels, row, 4 * part + c, out[4 * c], out[4 * c + 1], out[4 * c + 2], out[4 * c + 3]);
     const float d = lathe_gemm_f16_a2(raw + 208);
-    u.scale[row * 8 + 2 * part] = d;
-    u.scale[row * 8 + 2 * part + 1] = d;
+    u.scale[(2 * part) * u.bn + row] = d;
+    u.scale[(2 * part + 1) * u.bn + row] = d;
     const uint32_t s = lathe_gemm_ld32_a2(raw + 192 + 4 * part);
-    *reinterpret_cast<uint32_t*>(u.sub + row * 16 + 4 * part) = s;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) u.sub[(4 * part + i) * u.bn + row] = static_cast<int8_t>(s >> (8 * i));
   }
 };

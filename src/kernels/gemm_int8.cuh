@@ -22,9 +22,10 @@
 
 template <class F, bool X2, int BM, int BN>
 struct LatheGemmLayout {
-  static constexpr int w_bytes = BN * F::lines * 16;
+  static constexpr int w_stride = (F::lines | 1) * 16;  // an odd count of lines: 8 rows, 8 bank groups
+  static constexpr int w_bytes = BN * w_stride;
   static constexpr int x_bytes = BM * 256;
-  static constexpr int ds_bytes = BM * 128;
+  static constexpr int ds_bytes = BM * 128;  // [8][BM] float4: a warp's rows are neighbours
   static constexpr int stage_bytes = w_bytes + x_bytes * (X2 ? 2 : 1) + ds_bytes;
   static constexpr int levels_at = LATHE_GEMM_STAGES * stage_bytes;
   static constexpr int scale_at = levels_at + BN * 256;
@@ -45,7 +46,7 @@ __device__ __forceinline__ void lathe_gemm_load(uint8_t* stage, const uint8_t* w
     const int r = i / F::lines, l = i - r * F::lines;
     const long long base = static_cast<long long>(n0 + r) * row_bytes + static_cast<long long>(kt) * F::tile_bytes;
     const bool valid = n0 + r < n_out && l * 16 < static_cast<int>(base & 15) + need;
-    lathe_gemm_cp16(stage + i * 16, valid ? w + (base & ~15ll) + l * 16 : w, valid);
+    lathe_gemm_cp16(stage + r * L::w_stride + l * 16, valid ? w + (base & ~15ll) + l * 16 : w, valid);
   }
   const int k0 = kt * 256;
   for (int i = t; i < BM * 16; i += LATHE_GEMM_THREADS) {
@@ -60,7 +61,7 @@ __device__ __forceinline__ void lathe_gemm_load(uint8_t* stage, const uint8_t* w
     const int r = i >> 3, b = i & 7;
     const bool valid = m0 + r < n_rows && b < n_blocks;
     const float4* src = ds + static_cast<long long>(m0 + r) * (k >> 5) + kt * 8 + b;
-    lathe_gemm_cp16(sds + i * 16, valid ? src : ds, valid);
+    lathe_gemm_cp16(sds + (b * BM + r) * 16, valid ? src : ds, valid);
   }
 }
 
@@ -73,7 +74,8 @@ __device__ __forceinline__ void lathe_gemm_body(const uint8_t* w, long long row_
   extern __shared__ __align__(16) uint8_t lathe_gemm_smem[];
   uint8_t* smem = lathe_gemm_smem;
   const LatheGemmUnpacked u{smem + L::levels_at, reinterpret_cast<float*>(smem + L::scale_at),
-                            reinterpret_cast<float*>(smem + L::minus_at), reinterpret_cast<int8_t*>(smem + L::sub_at)};
+                            reinterpret_cast<float*>(smem + L::minus_at), reinterpret_cast<int8_t*>(smem + L::sub_at),
+                            BN};
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
   const int g = lane >> 2, tq = lane & 3;
   const int wm0 = (warp >> 2) * (BM / 2), wn0 = (warp & 3) * (BN / 4);
@@ -102,9 +104,9 @@ __device__ __forceinline__ void lathe_gemm_body(const uint8_t* w, long long row_
       const int n_blocks = min(8, (k >> 5) - kt * 8);
 #pragma unroll
       for (int i = 0; i < BN / 64; ++i) {
-        const int unit = t * (BN / 64) + i, r = unit >> 2, part = unit & 3;
+        const int unit = i * LATHE_GEMM_THREADS + t, r = unit >> 2, part = unit & 3;  // a warp: 8 rows
         const long long base = static_cast<long long>(n0 + r) * row_bytes + static_cast<long long>(kt) * F::tile_bytes;
-        F::unpack(stage + r * F::lines * 16 + static_cast<int>(base & 15), part, n_blocks, r, u);
+        F::unpack(stage + r * L::w_stride + static_cast<int>(base & 15), part, n_blocks, r, u);
       }
     }
     __syncthreads();
@@ -124,15 +126,25 @@ __device__ __forceinline__ void lathe_gemm_body(const uint8_t* w, long long row_
       float ws[NT][2], wmn[NT][2];
       int sa[NT][2], sb[NT][2];
 #pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const int col = wn0 + 8 * j + 2 * tq + c;
-          ws[j][c] = u.scale[col * 8 + kk];
-          wmn[j][c] = F::has_min ? -u.minus[col * 8 + kk] : 0.0f;
-          sa[j][c] = F::sub16 ? u.sub[col * 16 + 2 * kk] : 0;
-          sb[j][c] = F::sub16 ? u.sub[col * 16 + 2 * kk + 1] : 0;
+      for (int j = 0; j < NT; ++j) {
+        const int col = wn0 + 8 * j + 2 * tq;  // and col + 1
+        const float2 sc = *reinterpret_cast<const float2*>(u.scale + kk * BN + col);
+        ws[j][0] = sc.x;
+        ws[j][1] = sc.y;
+        if (F::has_min) {
+          const float2 mn = *reinterpret_cast<const float2*>(u.minus + kk * BN + col);
+          wmn[j][0] = -mn.x;
+          wmn[j][1] = -mn.y;
         }
+        if (F::sub16) {
+          const char2 a = *reinterpret_cast<const char2*>(u.sub + 2 * kk * BN + col);
+          const char2 b2 = *reinterpret_cast<const char2*>(u.sub + (2 * kk + 1) * BN + col);
+          sa[j][0] = a.x;
+          sa[j][1] = a.y;
+          sb[j][0] = b2.x;
+          sb[j][1] = b2.y;
+        }
+      }
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
         const int ra = wm0 + 16 * i + (lane & 7) + 8 * ((lane >> 3) & 1);
@@ -140,10 +152,22 @@ __device__ __forceinline__ void lathe_gemm_body(const uint8_t* w, long long row_
         uint32_t a1[4], a2[4];
         lathe_gemm_ldsm4(xs1 + lathe_gemm_swz(ra, ca), a1);
         if (X2) lathe_gemm_ldsm4(xs2 + lathe_gemm_swz(ra, ca), a2);
-        const float4 dxa = sds[(wm0 + 16 * i + g) * 8 + kk], dxb = sds[(wm0 + 16 * i + g + 8) * 8 + kk];
+        float4 dxa, dxb;  // only the words the contract and format use are read
+        const float4* pa = sds + kk * BM + wm0 + 16 * i + g;
+        if (F::has_min) {
+          dxa = pa[0];
+          dxb = pa[8];
+        } else if (X2) {
+          const float2 a = *reinterpret_cast<const float2*>(pa), b2 = *reinterpret_cast<const float2*>(pa + 8);
+          dxa = make_float4(a.x, a.y, 0.0f, 0.0f);
+          dxb = make_float4(b2.x, b2.y, 0.0f, 0.0f);
+        } else {
+          dxa = make_float4(pa[0].x, 0.0f, 0.0f, 0.0f);
+          dxb = make_float4(pa[8].x, 0.0f, 0.0f, 0.0f);
+        }
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
-          int s1[4], s2[4];
+          int s1[4], s2[4];  // q6_K: the block's sums; otherwise magic-biased (lathe_gemm_magic_to_float)
           if (F::sub16) {
             int h1[4], h2[4];
             lathe_gemm_mma_k16(h1, a1[0], a1[1], b[j][0]);
@@ -157,14 +181,16 @@ __device__ __forceinline__ void lathe_gemm_body(const uint8_t* w, long long row_
               for (int c = 0; c < 4; ++c) s2[c] = h1[c] * sa[j][c & 1] + h2[c] * sb[j][c & 1];
             }
           } else {
-            lathe_gemm_mma_k32(s1, a1, b[j]);
-            if (X2) lathe_gemm_mma_k32(s2, a2, b[j]);
+            lathe_gemm_mma_k32(s1, a1, b[j], LATHE_GEMM_MAGIC);
+            if (X2) lathe_gemm_mma_k32(s2, a2, b[j], LATHE_GEMM_MAGIC);
           }
 #pragma unroll
           for (int c = 0; c < 4; ++c) {
             const float4 dx = c < 2 ? dxa : dxb;
-            float v = static_cast<float>(s1[c]) * dx.x;  // |s| < 2^24: exact in f32
-            if (X2) v = fmaf(static_cast<float>(s2[c]), dx.y, v);
+            // |sums| < 2^24: exact in f32 either way
+            const float f1 = F::sub16 ? static_cast<float>(s1[c]) : lathe_gemm_magic_to_float(s1[c]);
+            float v = f1 * dx.x;
+            if (X2) v = fmaf(F::sub16 ? static_cast<float>(s2[c]) : lathe_gemm_magic_to_float(s2[c]), dx.y, v);
             float a = fmaf(v, ws[j][c & 1], acc[i][j][c]);
             if (F::has_min) a = fmaf(wmn[j][c & 1], dx.z, a);
             acc[i][j][c] = a;

@@ -20,10 +20,10 @@
 // int8x2 runs two mma passes (q1, q2) over the same weight fragments: twice the tensor work.
 //
 // Launch shape: 256 threads (8 warps) per BM x BN tile of y, k in tiles of 256 values, two cp.async
-// stages, ~200 KB of shared memory (one block per SM). Tiles: int8 128 x 128 (or 64 rows when rows <= 64);
-// int8x2 64 x 128 (its second level word leaves no room for 128 rows); BN 64 when 128-wide tiles
-// would not fill every SM, then int8 BM 64. A per-card autotuner (cached per card and shape) is a
-// later step. Speed: see tests/test_gemm_gpu.cpp TimingPrintsTops and docs/perf.md.
+// stages, ~100-220 KB of shared memory. Tiles (gemm_tile): the first of int8 128x128, 128x64, 64x128,
+// 64x64 (int8x2: 64x128, 64x64; its second level word leaves no room for 128 rows) that makes at
+// least 3/4 as many blocks as the card has SMs, else the smallest. A per-card autotuner (cached per
+// card and shape) is a later step. Speed: tests/test_gemm_gpu.cpp TimingPrintsTops.
 #pragma once
 
 #include "kernels/gemv_launch.h"
