@@ -160,6 +160,9 @@ TEST(GpuAttention, DecodeMatchesTheInterpreter) {
       {16, 16, 256, 600, 1, {{0, 512}}},
       {24, 8, 128, 4096, 2, {{0, 4095}, {1, 4094}, {0, 4000}, {1, 17}, {0, 2048}, {1, 4095}, {0, 63}, {1, 64}}, 0, 0,
        false, true},
+      // A decode graph's plan for a large cache, rows at short and long positions.
+      {32, 8, 128, 32768, 1, {{0, 0}, {0, 127}, {0, 128}, {0, 5000}, {0, 32767}}, 0, 0, false, true},
+      {16, 2, 64, 32768, 1, {{0, 300}, {0, 32767}}, 4096, 0, true, true},
   };
   uint32_t seed = 1000;
   for (const AttnCase& c : cases) {
@@ -238,40 +241,6 @@ TEST(GpuCache, AppendRoundsToNearestEvenAndTouchesOnlyItsSlots) {
   }
 }
 
-// The kernel before issue 6 (attention_decode_legacy.cuh), launched as its launcher did, to time
-// against: splits of whole 64-slot tiles, four blocks per multiprocessor, sized for max_visible.
-struct LegacyPlan {
-  int64_t split_len = 0, n_split = 1;
-};
-LegacyPlan legacy_plan(const kernels::AttentionShape& s) {
-  const int64_t target = 4 * int64_t{cuda::Context::get().info().sm_count};
-  const int64_t visible = std::clamp<int64_t>(s.max_visible, 1, s.n_ctx);
-  const int64_t want = std::max<int64_t>(1, (target + s.rows * s.n_head_kv - 1) / (s.rows * s.n_head_kv));
-  int64_t len = (visible + want - 1) / want;
-  len = std::max<int64_t>(64, (len + 63) / 64 * 64);
-  return {len, (visible + len - 1) / len};
-}
-void legacy_decode(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdeviceptr seqs, CUdeviceptr pos,
-                   const kernels::AttentionShape& s, const LegacyPlan& plan, CUdeviceptr work, CUstream stream) {
-  int n_head = int(s.n_head), n_head_kv = int(s.n_head_kv), n_ctx = int(s.n_ctx), window = 0, d = int(s.d);
-  int split_len = int(plan.split_len), n_split = int(plan.n_split);
-  float scale = float(1.0 / std::sqrt(double(s.d))), cap = 0;
-  CUdeviceptr sinks = 0, part_o = plan.n_split > 1 ? work : 0;
-  CUdeviceptr part_ml = part_o ? work + CUdeviceptr(s.rows * s.n_head * plan.n_split * s.d * 4) : 0;
-  const int64_t g = s.n_head / s.n_head_kv;
-  const unsigned shared = unsigned((g * d + 64 * (d + 8) / 2 + 64 * d / 2 + g * 68 + 3 * g) * 4);
-  cuda::launch(kernels::kernel("lathe_attn_legacy_decode_" + std::to_string(d)),
-               {unsigned(plan.n_split), unsigned(s.n_head_kv), unsigned(s.rows)}, {d >= 256 ? 256u : 128u}, shared,
-               stream,
-               {&q, &k, &v, &seqs, &pos, &out, &part_o, &part_ml, &n_head, &n_head_kv, &n_ctx, &window, &split_len,
-                &n_split, &scale, &cap, &sinks},
-               "legacy attention");
-  if (plan.n_split > 1)
-    cuda::launch(kernels::kernel("lathe_attn_legacy_merge"), {unsigned(s.n_head), unsigned(s.rows)}, {unsigned(d)}, 0,
-                 stream, {&part_o, &part_ml, &pos, &out, &n_head, &d, &window, &split_len, &n_split, &sinks},
-                 "legacy merge");
-}
-
 // Microseconds a launch of `launch(l)` takes, l = 0..launches-1 captured as one graph (as the runtime
 // replays a step, so the host's launch cost is not timed): the median of 5 replays.
 template <typename Launch>
@@ -294,7 +263,9 @@ double graph_us(cuda::Stream& s, int launches, Launch launch) {
 // Decode attention timed as a decode graph runs it: planned for n_ctx slots (the positions are known
 // only on the device), rows at position ctx - 1. GB/s counts the f16 K and V slots the rows see,
 // against the H200's 4,630 GB/s. Launches rotate through distinct parts of the cache (over 160 MB
-// read per graph, more than L2 holds), as layers do. The kernel before issue 6 runs the same way.
+// read per graph, more than L2 holds), as layers do. (The kernel before issue 6, measured so on the
+// H200: 1 row 13.6 / 17.3 / 30.4 us at 128 / 512 / 4,096 slots, 8 rows 31 / 120 / 138 us; with
+// n_ctx 32,768 1 row 23 / 86 / 109 / 137 us at 128 / 512 / 4,096 / 16,384, 8 rows 32 / 120 / 731 / 918.)
 TEST(GpuAttentionSpeed, DecodeReadsTheCacheNearBandwidth) {
   REQUIRE_GPU();
   struct SpeedCase {
@@ -313,8 +284,8 @@ TEST(GpuAttentionSpeed, DecodeReadsTheCacheNearBandwidth) {
   cuda::Stream s;
   std::printf("  device: %s, %d multiprocessors\n", cuda::Context::get().info().name.c_str(),
               cuda::Context::get().info().sm_count);
-  std::printf("  %-22s %5s %6s %6s | %9s %7s %5s %8s | %9s %7s %5s\n", "heads/d", "rows", "ctx", "n_ctx", "new us",
-              "GB/s", "%", "splits", "old us", "GB/s", "%");
+  std::printf("  %-22s %5s %6s %6s | %9s %7s %5s %8s\n", "heads/d", "rows", "ctx", "n_ctx", "us", "GB/s", "%",
+              "splits");
   for (const SpeedCase& c : cases) {
     const int64_t slot_bytes = c.n_head_kv * c.d * 2;
     const double read = 2.0 * double(c.rows * c.ctx * slot_bytes);
@@ -332,23 +303,53 @@ TEST(GpuAttentionSpeed, DecodeReadsTheCacheNearBandwidth) {
     kernels::AttentionShape shape{c.rows, c.n_head, c.n_head_kv, c.d, c.n_ctx, c.n_ctx};
     kernels::AttentionOptionsGpu opt;
     const kernels::AttentionSplit split = kernels::plan_attention_split(shape, opt);
-    const LegacyPlan old = legacy_plan(shape);
-    cuda::DeviceBuffer work(std::max<size_t>({split.workspace_bytes, size_t(c.rows * c.n_head * old.n_split * (c.d + 2) * 4), 16}),
-                            "attention workspace");
+    cuda::DeviceBuffer work(std::max<size_t>(split.workspace_bytes, 16), "attention workspace");
     auto at = [&](const cuda::DeviceBuffer& b, int l) { return b.ptr() + CUdeviceptr(l * c.ctx * slot_bytes); };
     const double us = graph_us(s, launches, [&](int l) {
       kernels::decode_attention(dout.ptr(), dq.ptr(), at(k, l), at(v, l), dseq.ptr(), dpos.ptr(), shape, opt, split,
                                 work.ptr(), s.handle());
     });
-    const double old_us = graph_us(s, launches, [&](int l) {
-      legacy_decode(dout.ptr(), dq.ptr(), at(k, l), at(v, l), dseq.ptr(), dpos.ptr(), shape, old, work.ptr(), s.handle());
-    });
-    const double gbs = read / (us * 1e-6) / 1e9, old_gbs = read / (old_us * 1e-6) / 1e9;
-    std::printf("  %-22s %5lld %6lld %6lld | %9.2f %7.0f %4.0f%% %8lld | %9.2f %7.0f %4.0f%%\n",
+    const double gbs = read / (us * 1e-6) / 1e9;
+    std::printf("  %-22s %5lld %6lld %6lld | %9.2f %7.0f %4.0f%% %8lld\n",
                 fmt::format("h{}/{} d{}", c.n_head, c.n_head_kv, c.d).c_str(), (long long)c.rows, (long long)c.ctx,
-                (long long)c.n_ctx, us, gbs, 100.0 * gbs / 4630.0, (long long)split.n_split, old_us, old_gbs,
-                100.0 * old_gbs / 4630.0);
+                (long long)c.n_ctx, us, gbs, 100.0 * gbs / 4630.0, (long long)split.n_split);
     EXPECT_GT(gbs, 0.0);
+  }
+}
+
+// How the time of 32/8 heads d 128 at 4,096 slots depends on the blocks the plan aims at (the default
+// is one a multiprocessor).
+TEST(GpuAttentionSpeed, SplitCountsAtFourThousandSlots) {
+  REQUIRE_GPU();
+  cuda::Stream s;
+  const int sms = cuda::Context::get().info().sm_count;
+  for (int64_t rows : {1, 8}) {
+    const int64_t slot_bytes = 8 * 128 * 2, ctx = 4096;
+    const double read = 2.0 * double(rows * ctx * slot_bytes);
+    const int launches = int(std::clamp<double>(std::ceil(160e6 / read), 2, 256));
+    const size_t cache_bytes = size_t(rows * ctx + launches * ctx) * size_t(slot_bytes);
+    cuda::DeviceBuffer k(cache_bytes, "speed k"), v(cache_bytes, "speed v");
+    k.zero();
+    v.zero();
+    std::vector<int32_t> seq(rows), pos(rows, int32_t(ctx - 1));
+    for (int64_t r = 0; r < rows; ++r) seq[r] = int32_t(r);
+    auto dseq = to_device(seq), dpos = to_device(pos);
+    auto dq = to_device(random_values(rows * 32 * 128, 5)), dout = to_device(std::vector<float>(rows * 32 * 128));
+    kernels::AttentionShape shape{rows, 32, 8, 128, ctx, ctx};
+    kernels::AttentionOptionsGpu opt;
+    std::string line = fmt::format("  split counts, rows {}:", rows);
+    for (int per_sm : {1, 2, 3, 4, 8}) {
+      const kernels::AttentionSplit split = kernels::plan_attention_split(shape, opt, int64_t{per_sm} * sms);
+      cuda::DeviceBuffer work(std::max<size_t>(split.workspace_bytes, 16), "attention workspace");
+      const double us = graph_us(s, launches, [&](int l) {
+        kernels::decode_attention(dout.ptr(), dq.ptr(), k.ptr() + CUdeviceptr(l * ctx * slot_bytes),
+                                  v.ptr() + CUdeviceptr(l * ctx * slot_bytes), dseq.ptr(), dpos.ptr(), shape, opt,
+                                  split, work.ptr(), s.handle());
+      });
+      line += fmt::format("  {}x{}: {:.2f} us ({:.0f}%)", split.n_split, split.split_len, us,
+                          100.0 * read / (us * 1e-6) / 1e9 / 4630.0);
+    }
+    std::printf("%s\n", line.c_str());
   }
 }
 

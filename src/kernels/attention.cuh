@@ -25,8 +25,8 @@
 //     two slots' values of one dim paired by byte_perm; lane (g, t) ends with dims 16t..16t+15 of
 //     each 64 for head g.
 // Softmax runs in log2 units (q carries scale * log2 e, or the cap's tanh is scaled after).
-// The block's warps combine through shared memory; with n_split == 1 the block finishes the row
-// (sinks, division), else it writes its unnormalized output and (max, sum) to the partials and
+// The block's warps combine through shared memory; when the row uses one split the block finishes
+// it (sinks, division), else it writes its unnormalized output and (max, sum) to the partials and
 // lathe_attn_merge combines the splits the row used.
 // Invariants (the launcher checks them): G <= 32, split_min a multiple of ATTD_CHUNK, caches and q
 // 16-byte aligned, D in {64, 128, 256}.
@@ -264,6 +264,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     }
   }
   __syncthreads();
+  const bool finish = len >= pos - first + 1;  // the row's only split: no merge (it skips the row)
   for (int idx = threadIdx.x; idx < n_heads_here * D; idx += ATTD_THREADS) {
     const int hi = idx / D, dim = idx % D;
     float m = ATTD_NEG_INF;
@@ -279,7 +280,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     }
     const int h = head0 + hi;
     const long long head_row = (long long)row * n_head + h;
-    if (n_split == 1) {
+    if (finish) {
       if (sinks) {
         const float sk = sinks[h] * ATTD_LOG2E, m_all = fmaxf(m, sk), f = exp2f(m - m_all);
         l = l * f + exp2f(sk - m_all);
@@ -308,31 +309,79 @@ ATTD_DECODE_ENTRY(64)
 ATTD_DECODE_ENTRY(128)
 ATTD_DECODE_ENTRY(256)
 
-// Combines the splits of lathe_attn_decode: grid (n_head, rows), d threads (d <= 1024). m and the
-// partial maxima are in log2 units. out = sum_s e_s o_s / (sum_s e_s l_s + 2^(sink log2 e - m)),
-// e_s = 2^(m_s - m), m the largest m_s and the sink.
-extern "C" __global__ void lathe_attn_merge(const float* __restrict__ part_o,
-                                            const float2* __restrict__ part_ml,
-                                            const int* __restrict__ positions, float* __restrict__ out,
-                                            int n_head, int d, int window, int split_min, int n_split,
-                                            const float* __restrict__ sinks) {
+// Block-wide max or sum (blockDim.x a multiple of 32); `scratch` is 32 floats of shared memory.
+__device__ __forceinline__ float attd_block_reduce(float v, float* scratch, bool is_max) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+  for (int o = 16; o > 0; o >>= 1) {
+    const float u = __shfl_xor_sync(0xffffffffu, v, o);
+    v = is_max ? fmaxf(v, u) : v + u;
+  }
+  __syncthreads();  // scratch is free
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < n_warps ? scratch[lane] : (is_max ? ATTD_NEG_INF : 0.0f);
+  for (int o = 16; o > 0; o >>= 1) {
+    const float u = __shfl_xor_sync(0xffffffffu, v, o);
+    v = is_max ? fmaxf(v, u) : v + u;
+  }
+  return v;
+}
+
+// Combines the splits of lathe_attn_decode for rows that used more than one: grid (n_head, rows),
+// ATTD_MERGE_THREADS threads, dynamic shared memory (2 n_split + 32 + ATTD_MERGE_THREADS) floats.
+// m and the partial maxima are in log2 units. out = sum_s e_s o_s / (sum_s e_s l_s + 2^(sink log2 e
+// - m)), e_s = 2^(m_s - m), m the largest m_s and the sink. Every load of a phase is in flight at
+// once: the weights by one thread a split, the outputs by ATTD_MERGE_THREADS / d groups of d threads
+// that each take every groups-th split, eight loads at a time.
+#define ATTD_MERGE_THREADS 512
+extern "C" __global__ void __launch_bounds__(ATTD_MERGE_THREADS)
+    lathe_attn_merge(const float* __restrict__ part_o, const float2* __restrict__ part_ml,
+                     const int* __restrict__ positions, float* __restrict__ out, int n_head, int d,
+                     int window, int split_min, int n_split, const float* __restrict__ sinks) {
   lathe_pdl_entry();
-  const int h = blockIdx.x, row = blockIdx.y, i = threadIdx.x;
+  extern __shared__ float attd_merge_shared[];
+  float* wgt = attd_merge_shared;     // [n_split] maxima, then weights e_s
+  float* sum_l = wgt + n_split;       // [n_split]
+  float* scratch = sum_l + n_split;   // [32]
+  float* sums = scratch + 32;         // [groups][d]
+  const int h = blockIdx.x, row = blockIdx.y, tid = threadIdx.x;
   const int pos = positions[row];
   const int first = window > 0 ? max(0, pos - window + 1) : 0;
   const int visible = pos - first + 1;
   const int len = attd_split_len(visible, n_split, split_min);
   const int used = min(n_split, (visible + len - 1) / len);
+  if (used <= 1) return;  // the decode block wrote this row
   const long long head_row = (long long)row * n_head + h;
   const float2* ml = part_ml + head_row * n_split;
   const float sk = sinks ? sinks[h] * ATTD_LOG2E : ATTD_NEG_INF;
   float m = sk;
-  for (int s = 0; s < used; ++s) m = fmaxf(m, ml[s].x);
-  float l = sinks ? exp2f(sk - m) : 0.0f, o = 0.0f;
-  for (int s = 0; s < used; ++s) {
-    const float e = exp2f(ml[s].x - m);
-    l += e * ml[s].y;
-    o += e * part_o[(head_row * n_split + s) * d + i];
+  for (int s = tid; s < used; s += ATTD_MERGE_THREADS) {
+    const float2 v = ml[s];
+    wgt[s] = v.x;
+    sum_l[s] = v.y;
+    m = fmaxf(m, v.x);
   }
-  out[head_row * d + i] = o / l;
+  m = attd_block_reduce(m, scratch, true);
+  float l = 0.0f;
+  for (int s = tid; s < used; s += ATTD_MERGE_THREADS) {
+    const float e = exp2f(wgt[s] - m);
+    wgt[s] = e;
+    l += e * sum_l[s];
+  }
+  l = attd_block_reduce(l, scratch, false);  // its barriers also publish wgt
+  if (sinks) l += exp2f(sk - m);
+  const int groups = ATTD_MERGE_THREADS / d, grp = tid / d, i = tid % d;
+  if (grp < groups) {
+    const float* po = part_o + head_row * n_split * d + i;
+    float o = 0.0f;
+#pragma unroll 8
+    for (int s = grp; s < used; s += groups) o += wgt[s] * po[(long long)s * d];
+    sums[grp * d + i] = o;
+  }
+  __syncthreads();
+  if (grp == 0) {
+    float o = 0.0f;
+    for (int k = 0; k < groups; ++k) o += sums[k * d + i];
+    out[head_row * d + i] = o / l;
+  }
 }

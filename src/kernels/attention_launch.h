@@ -36,8 +36,8 @@ struct AttentionSplit {
   int64_t n_split = 1;
   size_t workspace_bytes = 0;
 };
-// Splits so that about `target_blocks` blocks run (0: as many as are resident at once on this
-// device, which for one row at 4,096 slots is about 32 splits of 128 slots per kv head).
+// Splits so that about `target_blocks` blocks run (0: one a multiprocessor, which for one row of
+// 8 kv heads at 4,096 slots is 16 splits of 256 slots per kv head).
 AttentionSplit plan_attention_split(const AttentionShape& shape, const AttentionOptionsGpu& options,
                                     int64_t target_blocks = 0);
 
