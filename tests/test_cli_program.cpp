@@ -88,10 +88,10 @@ TEST(CliProgram, GraphShowsTheLiftedOpsAndTheFusionGroups) {
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("constant  blk.1.attn_q.weight[64,64] matrix f32"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("state     cache.keys.1[1,64,2,16]"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("add_norm          4 groups"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("add_norm             4 groups"), std::string::npos) << r.out;
   Ran held = run("program " + data("transformers/qwen3.gguf") + " --graph --ctx 64 --hold add_norm");
   ASSERT_EQ(held.status, 0) << held.out;
-  EXPECT_NE(held.out.find("add_norm          0 groups"), std::string::npos) << held.out;
+  EXPECT_NE(held.out.find("add_norm             0 groups"), std::string::npos) << held.out;
   Ran bad = run("program " + data("transformers/qwen3.gguf") + " --graph --hold nonsense");
   EXPECT_EQ(bad.status, 1);
   EXPECT_NE(bad.out.find("unknown fusion rule 'nonsense'"), std::string::npos) << bad.out;

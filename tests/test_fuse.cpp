@@ -13,7 +13,7 @@
 namespace lathe {
 namespace {
 
-graph::Graph lift_shape(const std::string& shape, const std::string& cut) {
+graph::Graph lift_shape(const std::string& shape, const std::string& cut, const std::string& program_file = "") {
   const std::string path = testing::TempDir() + "/fuse-" + shape + ".gguf";
   SynthOptions o;
   o.shape = shape;
@@ -21,7 +21,7 @@ graph::Graph lift_shape(const std::string& shape, const std::string& cut) {
   static std::vector<std::unique_ptr<GgufFile>> keep;
   keep.push_back(std::make_unique<GgufFile>(GgufFile::open(path)));
   const GgufFile& f = *keep.back();
-  const ModelProgram mp = model_program(f, read_model_spec(f), 64);
+  const ModelProgram mp = model_program(f, read_model_spec(f), 64, program_file);
   return graph::lift(lang::make_cut(mp.program, lang::parse_cut(cut)), mp.bindings,
                      [&f](const std::string& name) -> std::optional<graph::CheckpointTensor> {
                        const GgufTensor* t = f.find_tensor(name);
@@ -58,6 +58,58 @@ TEST(Fuse, Qwen3DecodeGroups) {
   EXPECT_EQ(no_add.groups.size(), all.groups.size() + 4);
   const fuse::FusionPlan none = fuse::fuse(g, {"add_norm", "qk_norm_rope", "kv_append"});
   EXPECT_EQ(none.groups.size(), g.nodes.size());
+  EXPECT_EQ(all.count("elementwise_run"), 0);  // qwen3's SwiGLU is one op
+}
+
+// The names of the values a plan quantizes in their producers' epilogue.
+std::set<std::string> quantized_names(const graph::Graph& g, const fuse::FusionPlan& p) {
+  std::set<std::string> out;
+  for (int t : p.quantized_by_producer) out.insert(g.tensor(t).name.substr(0, g.tensor(t).name.find('#')));
+  return out;
+}
+
+TEST(Fuse, QuantizeEpilogueMarksWhatProductsRead) {
+  const graph::Graph g = lift_shape("qwen3-tiny", "decode");
+  const fuse::FusionPlan all = fuse::fuse(g);
+  // Per layer: the attention norm's h (q, k, v read it), the ffn norm's h (gate, up), SwiGLU's f
+  // (down); then the output norm's x (logits). Not the attention's output: its kernel cannot yet.
+  EXPECT_EQ(all.quantized_by_producer.size(), 2u * 3u + 1u);
+  EXPECT_EQ(quantized_names(g, all), (std::set<std::string>{"h", "f", "x"}));
+  for (int t : all.quantized_by_producer) {
+    const graph::Node& producer = g.nodes[static_cast<size_t>(g.tensor(t).producer)];
+    EXPECT_TRUE(producer.kind == lang::OpKind::rms_norm || producer.kind == lang::OpKind::swiglu) << producer.text;
+  }
+  // The same values whether or not the norm is fused with the sum before it.
+  EXPECT_EQ(fuse::fuse(g, {"add_norm"}).quantized_by_producer, all.quantized_by_producer);
+  const fuse::FusionPlan held = fuse::fuse(g, {"quantize_epilogue"});
+  EXPECT_TRUE(held.quantized_by_producer.empty());
+  EXPECT_EQ(held.groups.size(), all.groups.size());
+}
+
+TEST(Fuse, ElementwiseRunsCarryValuesInRegisters) {
+  const graph::Graph g =
+      lift_shape("qwen3-tiny", "decode", std::string(LATHE_TEST_DATA) + "/programs/qwen3_elementwise_runs.lathe");
+  const fuse::FusionPlan all = fuse::fuse(g);
+  expect_partition(g, all);
+  // Per layer SiLU -> multiplied by -> scaled by (the `f plus f` after it reads f twice: a run
+  // boundary); then the logits' cap and scale.
+  ASSERT_EQ(all.count("elementwise_run"), 3);
+  std::vector<std::vector<lang::OpKind>> runs;
+  for (const fuse::Group& grp : all.groups) {
+    if (grp.rule != "elementwise_run") continue;
+    runs.emplace_back();
+    for (int n : grp.nodes) runs.back().push_back(g.nodes[static_cast<size_t>(n)].kind);
+  }
+  using lang::OpKind;
+  EXPECT_EQ(runs[0], (std::vector<OpKind>{OpKind::silu, OpKind::multiply, OpKind::scale}));
+  EXPECT_EQ(runs[1], runs[0]);
+  EXPECT_EQ(runs[2], (std::vector<OpKind>{OpKind::soft_cap, OpKind::scale}));
+  // `f plus f` (the down product's input) is quantized in its kernel's epilogue.
+  EXPECT_EQ(all.quantized_by_producer.size(), 7u);
+  const fuse::FusionPlan held = fuse::fuse(g, {"elementwise_run"});
+  expect_partition(g, held);
+  EXPECT_EQ(held.count("elementwise_run"), 0);
+  EXPECT_EQ(held.groups.size(), all.groups.size() + 2 + 2 + 1);
 }
 
 TEST(Fuse, LlamaHasNoQkNorm) {
@@ -74,7 +126,8 @@ TEST(Fuse, UnknownRuleIsRefusedByName) {
     fuse::fuse(g, {"add_nrom"});
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: add_norm, qk_norm_rope, kv_append)"),
+    EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: add_norm, qk_norm_rope, kv_append, "
+                                         "elementwise_run, quantize_epilogue)"),
               std::string::npos) << e.what();
   }
 }

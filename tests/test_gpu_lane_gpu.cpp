@@ -39,17 +39,17 @@ std::vector<float> trace(Engine& e) {
 
 class GpuLane : public testing::TestWithParam<std::string> {};
 
-TEST_P(GpuLane, HeldBackRulesAndTheInterpreterAgree) {
-  std::string why;
-  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
-  const std::string path = testing::TempDir() + "/lane-" + GetParam() + ".gguf";
+// Every rule held back alone against the fused plan, then the fused plan against the interpreter.
+void check_rules_and_interpreter(const std::string& shape, const std::string& program_file) {
+  const std::string path = testing::TempDir() + "/lane-" + shape + ".gguf";
   SynthOptions o;
-  o.shape = GetParam();
+  o.shape = shape;
   write_synthetic_checkpoint(o, path);
   const GgufFile f = GgufFile::open(path);
   GpuEngineOptions go;
   go.n_ctx = 64;
   go.max_chunk = 8;
+  go.program_file = program_file;
   GpuEngine fused(f, go);
   const std::vector<float> base = trace(fused);
   for (const fuse::Rule& r : fuse::fusion_rules()) {
@@ -59,14 +59,28 @@ TEST_P(GpuLane, HeldBackRulesAndTheInterpreterAgree) {
     const double err = normalized(trace(e), base);
     // A fused kernel sums in another order than the kernels it replaces; f32 rounding differences
     // then flip a few f16 roundings of the KV cache. Measured on the H200: add_norm 2.6e-5 to 4.1e-5,
-    // qk_norm_rope and kv_append 0 (the same arithmetic).
+    // qk_norm_rope, kv_append and quantize_epilogue 0 (the same arithmetic); elementwise_run may
+    // contract a product and a sum into one FMA.
     EXPECT_LT(err, 1e-4) << r.name << " held back";
-    std::printf("[ lane ] %-14s %-13s held: %.2e\n", GetParam().c_str(), std::string(r.name).c_str(), err);
+    std::printf("[ lane ] %-14s %-17s held: %.2e\n", shape.c_str(), std::string(r.name).c_str(), err);
   }
-  CpuEngine cpu(f, 64, 8);
+  CpuEngine cpu(f, 64, 8, program_file);
   const double err = normalized(base, trace(cpu));
   EXPECT_LT(err, 2e-3);  // int8x2 (docs/numerics.md)
-  std::printf("[ lane ] %-14s gpu vs interpreter: %.2e\n", GetParam().c_str(), err);
+  std::printf("[ lane ] %-14s gpu vs interpreter: %.2e%s\n", shape.c_str(), err, program_file.empty() ? "" : " (program file)");
+}
+
+TEST_P(GpuLane, HeldBackRulesAndTheInterpreterAgree) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  check_rules_and_interpreter(GetParam(), "");
+}
+
+// A program with runs of elementwise statements (tests/data/programs/): elementwise_run applies.
+TEST(GpuLaneProgram, ElementwiseRunsAgree) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  check_rules_and_interpreter("qwen3-tiny", std::string(LATHE_TEST_DATA) + "/programs/qwen3_elementwise_runs.lathe");
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuLane,

@@ -1,5 +1,6 @@
-// lathe check MODEL: the GPU lane against the reference interpreter on the same tokens: a prompt run
-// as a prefill chunk, then decode steps fed the interpreter's greedy tokens. Prints the largest
+// lathe check MODEL | PROGRAM --weights MODEL: the GPU lane against the reference interpreter on the
+// same tokens (the checkpoint's own program, or a program file run on the checkpoint's weights): a
+// prompt run as a prefill chunk, then decode steps fed the interpreter's greedy tokens. Prints the largest
 // difference of the logits per step and overall, normalized by the largest logit, against the bound
 // of the numerics contract in use; exits 1 when the bound is broken.
 #include "cli/commands.h"
@@ -53,24 +54,36 @@ Action add_check_command(CLI::App& app) {
   auto o = std::make_shared<EngineOptions>();
   auto prompt = std::make_shared<int64_t>(16);
   auto steps = std::make_shared<int64_t>(32);
-  cmd->add_option("model", *path, "the GGUF checkpoint")->required();
+  auto weights = std::make_shared<std::string>();
+  cmd->add_option("model", *path, "the GGUF checkpoint, or a .lathe program file (then --weights)")->required();
+  cmd->add_option("--weights", *weights, "the checkpoint whose constants a program file reads");
   cmd->add_option("--prompt-tokens", *prompt, "tokens in the prompt (random ids, seeded)")->capture_default_str();
   cmd->add_option("--steps", *steps, "decode steps after the prompt")->capture_default_str();
   add_engine_options(cmd, *o);
   o->n_ctx = 256;
-  return [path, o, prompt, steps] {
+  return [path, o, prompt, steps, weights] {
     if (*prompt <= 0 || *steps < 0) fail("--prompt-tokens must be positive and --steps at least 0");
     if (*prompt + *steps > o->n_ctx) o->n_ctx = *prompt + *steps;
-    const GgufFile file = GgufFile::open(*path);
-    CpuEngine cpu(file, o->n_ctx, o->max_chunk);
+    std::string checkpoint = *path;
+    if (path->ends_with(".lathe")) {
+      if (weights->empty()) fail("{} is a program: say which checkpoint's weights it runs on with --weights M.gguf", *path);
+      if (!o->program.empty()) fail("give the program once: as the file to check or as --program, not both");
+      o->program = *path;
+      checkpoint = *weights;
+    } else if (!weights->empty()) {
+      fail("--weights goes with a program file; {} is a checkpoint", *path);
+    }
+    const GgufFile file = GgufFile::open(checkpoint);
+    CpuEngine cpu(file, o->n_ctx, o->max_chunk, o->program);
     std::unique_ptr<Engine> gpu = make_gpu_engine(file, *o);
     const int64_t n_vocab = cpu.n_vocab();
     std::mt19937 rng(1234);
     std::vector<int32_t> ids(static_cast<size_t>(*prompt));
     for (int32_t& t : ids) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(std::min<int64_t>(n_vocab, 1000)));
     const double bound = contract_bound(o->activations);
-    fmt::print("check {} on {} against {}: {} prompt tokens, {} decode steps, bound {:.0e} ({})\n", *path,
-               gpu->name(), cpu.name(), *prompt, *steps, bound, o->activations);
+    fmt::print("check {}{} on {} against {}: {} prompt tokens, {} decode steps, bound {:.0e} ({})\n", *path,
+               o->program.empty() ? "" : " (weights " + checkpoint + ")", gpu->name(), cpu.name(), *prompt, *steps,
+               bound, o->activations);
     std::vector<float> lc = cpu.run(ids, 0, true);
     std::vector<float> lg = gpu->run(ids, 0, true);
     Diff worst = compare(lg, lc, n_vocab);

@@ -1,7 +1,7 @@
 // lathe program MODEL.gguf [--cut C] [--ctx N]: the program the checkpoint's architecture runs, cut,
 // bound to the checkpoint's spec and checked with its numbers; printed canonically with its identity.
 // lathe program FILE.lathe [--cut C]: a program file's canonical text and identity, or its
-// diagnostics (exit 1).
+// diagnostics (exit 1); with --weights M.gguf, bound to that checkpoint as MODEL.gguf's is.
 #include "cli/commands.h"
 #include "fuse/fusion.h"
 #include "gguf/gguf_file.h"
@@ -50,8 +50,12 @@ void print_lowered(const GgufFile& file, const lang::Program& cut, const lang::B
   fmt::print("{}", graph::print_graph(g));
   const fuse::FusionPlan plan = fuse::fuse(g, std::set<std::string>(hold.begin(), hold.end()));
   fmt::print("fusion: {} groups for {} ops\n", plan.groups.size(), g.nodes.size());
-  for (const fuse::Rule& r : fuse::fusion_rules())
-    fmt::print("  {:<14} {:>4} groups  {}\n", r.name, plan.count(r.name), r.what);
+  for (const fuse::Rule& r : fuse::fusion_rules()) {
+    if (r.annotate)  // quantize_epilogue marks tensors rather than grouping nodes
+      fmt::print("  {:<17} {:>4} values  {}\n", r.name, plan.quantized_by_producer.size(), r.what);
+    else
+      fmt::print("  {:<17} {:>4} groups  {}\n", r.name, plan.count(r.name), r.what);
+  }
 }
 
 }  // namespace
@@ -63,16 +67,19 @@ Action add_program_command(CLI::App& app) {
   auto ctx = std::make_shared<int64_t>(4096);
   auto lowered = std::make_shared<bool>(false);
   auto hold = std::make_shared<std::vector<std::string>>();
+  auto weights = std::make_shared<std::string>();
   cmd->add_option("file", *path, "a GGUF checkpoint, or a .lathe program file")->required();
+  cmd->add_option("--weights", *weights, "for a program file: the checkpoint it is bound to (then --graph works)");
   cmd->add_option("--cut", *cut, "decode, prefill:R or batch:B")->capture_default_str();
   cmd->add_option("--ctx", *ctx, "positions each cache holds (n_ctx), for a checkpoint")->capture_default_str();
   cmd->add_flag("--graph", *lowered, "for a checkpoint: also print the lifted tensor graph and the fusion groups");
   cmd->add_option("--hold", *hold, "with --graph: hold back a fusion rule by name");
-  return [path, cut, ctx, lowered, hold] {
+  return [path, cut, ctx, lowered, hold, weights] {
     const lang::Cut c = lang::parse_cut(*cut);
-    if (is_gguf(*path)) {
-      const GgufFile file = GgufFile::open(*path);
-      const ModelProgram mp = model_program(file, read_model_spec(file), *ctx);
+    if (is_gguf(*path) || !weights->empty()) {
+      if (!weights->empty() && is_gguf(*path)) fail("--weights goes with a program file; {} is a checkpoint", *path);
+      const GgufFile file = GgufFile::open(weights->empty() ? *path : *weights);
+      const ModelProgram mp = model_program(file, read_model_spec(file), *ctx, weights->empty() ? "" : *path);
       const lang::Program p = lang::make_cut(mp.program, c);
       lang::check(p, &mp.bindings);
       print_program(p, &mp.bindings);

@@ -16,7 +16,10 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
   cmd->add_option("--ctx", o.n_ctx, "context length: positions the KV cache holds")->capture_default_str();
   cmd->add_option("--activations", o.activations, "GPU numerics contract: f32, int8, int8x2")
       ->capture_default_str()->check(CLI::IsMember({"f32", "int8", "int8x2"}));
-  cmd->add_option("--hold", o.hold, "hold back a fusion rule by name (repeatable): add_norm, qk_norm_rope, kv_append");
+  cmd->add_option("--hold", o.hold,
+                  "hold back a fusion rule by name (repeatable): add_norm, qk_norm_rope, kv_append, elementwise_run, "
+                  "quantize_epilogue");
+  cmd->add_option("--program", o.program, "a .lathe program file to run instead of the checkpoint architecture's");
   cmd->add_option("--max-chunk", o.max_chunk, "the largest prefill chunk (rows)")->capture_default_str();
 }
 
@@ -35,6 +38,7 @@ std::unique_ptr<Engine> make_gpu_engine(const GgufFile& file, const EngineOption
   g.max_chunk = o.max_chunk;
   g.activations = parse_activations(o.activations);
   g.held = std::set<std::string>(o.hold.begin(), o.hold.end());
+  g.program_file = o.program;
   return std::make_unique<GpuEngine>(file, g);
 }
 
@@ -64,7 +68,7 @@ std::unique_ptr<Engine> make_engine(const GgufFile& file, const EngineOptions& o
       fmt::print(stderr, "note: the GPU lane cannot run this model ({}); running on the CPU\n", e.what());
     }
   }
-  return std::make_unique<CpuEngine>(file, o.n_ctx);
+  return std::make_unique<CpuEngine>(file, o.n_ctx, 64, o.program);
 }
 
 }  // namespace lathe::cli

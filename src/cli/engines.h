@@ -21,6 +21,7 @@ struct EngineOptions {
   std::string activations = "int8x2";  // the GPU lane's numerics contract
   std::vector<std::string> hold;       // fusion rules held back (GPU lane)
   int64_t max_chunk = 512;             // the largest prefill chunk
+  std::string program;                 // a program file run instead of the architecture's
 };
 
 void add_engine_options(CLI::App* cmd, EngineOptions& options);

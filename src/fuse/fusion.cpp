@@ -9,12 +9,17 @@ namespace lathe::fuse {
 void add_norm_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void qk_norm_rope_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void kv_append_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
+void elementwise_run_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
+void quantize_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 
 const std::vector<Rule>& fusion_rules() {
   static const std::vector<Rule> rules = {
       {"add_norm", "a sum and the RMS norm of it in one kernel (the residual written back)", add_norm_pass},
       {"qk_norm_rope", "a per-head RMS norm and the rope after it in one kernel", qk_norm_rope_pass},
       {"kv_append", "a layer's key and value appends in one kernel", kv_append_pass},
+      {"elementwise_run", "a run of elementwise ops carried in registers in one kernel", elementwise_run_pass},
+      {"quantize_epilogue", "the activation a quantized product reads, quantized in its producer's last pass",
+       nullptr, quantize_epilogue_pass},
   };
   return rules;
 }
@@ -49,7 +54,7 @@ FusionPlan fuse(const graph::Graph& g, const std::set<std::string>& held) {
   std::vector<bool> claimed(g.nodes.size(), false);
   std::vector<Group> fused;
   for (const Rule& r : fusion_rules())
-    if (!held.count(std::string(r.name))) r.pass(g, claimed, fused);
+    if (r.pass && !held.count(std::string(r.name))) r.pass(g, claimed, fused);
   // Every group runs where its last node stood; the nodes between were independent of it (the rules
   // only group a node with its consumer, so the order of the rest is kept).
   std::vector<int> group_at_last(g.nodes.size(), -1);
@@ -67,6 +72,8 @@ FusionPlan fuse(const graph::Graph& g, const std::set<std::string>& held) {
     }
     for (int id : plan.groups.back().nodes) plan.group_of[static_cast<size_t>(id)] = static_cast<int>(plan.groups.size()) - 1;
   }
+  for (const Rule& r : fusion_rules())
+    if (r.annotate && !held.count(std::string(r.name))) r.annotate(g, plan);
   return plan;
 }
 

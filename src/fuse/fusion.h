@@ -24,14 +24,18 @@ struct Group {
 struct FusionPlan {
   std::vector<Group> groups;     // in execution order, every node in exactly one group
   std::vector<int> group_of;     // node id -> group index
+  std::set<int> quantized_by_producer;  // tensors whose producing group also writes their int8 form
   int count(std::string_view rule) const;
 };
 
 struct Rule {
   std::string_view name;
   std::string_view what;  // one line for `lathe program --graph` and the docs
-  // Claims groups of unclaimed nodes; `claimed[node]` marks nodes already in a group.
-  void (*pass)(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
+  // Claims groups of unclaimed nodes; `claimed[node]` marks nodes already in a group. Or, for a rule
+  // that changes what groups' kernels do rather than which nodes they hold, `annotate`, run on the
+  // finished plan.
+  void (*pass)(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups) = nullptr;
+  void (*annotate)(const graph::Graph& g, FusionPlan& plan) = nullptr;
 };
 
 // The rules, in the order they run.
@@ -40,6 +44,9 @@ const std::vector<Rule>& fusion_rules();
 void check_rule_names(const std::set<std::string>& names);
 
 FusionPlan fuse(const graph::Graph& g, const std::set<std::string>& held = {});
+
+// Whether an op is elementwise (arithmetic, SwiGLU, the activations, scale, soft cap).
+bool is_elementwise(lang::OpKind kind);
 
 // Helpers for the rules: the single consumer of a tensor, or -1 when it has none or several.
 int only_consumer(const graph::Graph& g, int tensor);

@@ -53,3 +53,31 @@ __device__ __forceinline__ float lathe_block_sum(float v, float* scratch) {
   v = lane < n_warps ? scratch[lane] : 0.0f;
   return lathe_warp_sum(v);
 }
+
+// ---- the int8 contracts' form of an activation (quantize_act.cuh documents it), made by whichever
+// kernel produces the values: the quantizer itself, or a norm's or an elementwise run's epilogue.
+__device__ __forceinline__ int lathe_quantize_level(float v, float d) {
+  if (d == 0.0f) return 0;
+  const int q = __float2int_rn(__fdiv_rn(v, d));
+  return max(-127, min(127, q));
+}
+
+// Called by a whole warp whose lane j holds value j of one 32-value block; `i` is the value's index
+// in the [rows][k] array (so block i >> 5). q2 is written when two_words (int8x2).
+__device__ __forceinline__ void lathe_quantize_block32(float v, long long i, int two_words, int8_t* q1,
+                                                       int8_t* q2, float4* ds) {
+  const int lane = threadIdx.x & 31;
+  const float d1 = lathe_warp_max(fabsf(v)) / 127.0f;
+  const int l1 = lathe_quantize_level(v, d1);
+  q1[i] = static_cast<int8_t>(l1);
+  float d2 = 0.0f;
+  int l2 = 0;
+  if (two_words) {
+    const float res = fmaf(-d1, static_cast<float>(l1), v);
+    d2 = lathe_warp_max(fabsf(res)) / 127.0f;
+    l2 = lathe_quantize_level(res, d2);
+    q2[i] = static_cast<int8_t>(l2);
+  }
+  const float s1 = lathe_warp_sum(static_cast<float>(l1)), s2 = lathe_warp_sum(static_cast<float>(l2));  // exact
+  if (lane == 0) ds[i >> 5] = make_float4(d1, d2, fmaf(d1, s1, d2 * s2), 0.0f);
+}

@@ -61,3 +61,33 @@ extern "C" __global__ void lathe_elem_unary(int op, const float* x, float* out, 
     for (; i < n; i += stride) out[i] = elem_unary_op(op, x[i], param);
   }
 }
+
+// A run of elementwise ops carried in registers (fusion rule elementwise_run): v = x[i], then up to
+// four steps, each a unary op or a binary op with a second operand b[i % period] (on either side:
+// `swap` puts v second), then out[i] = v; one read of x and of each operand, one write. Step s is
+// byte s of `codes`: bits 0-3 the op code, bit 4 unary, bit 5 swap. Where q1 is not null the result
+// is also written in the int8 contracts' form (quantize_epilogue; n % 32 == 0, so each warp's
+// 32 consecutive values are one block of the [rows][k] array whatever k % 32 == 0 is).
+__device__ __forceinline__ float lathe_chain_step(int code, float v, float param, const float* b,
+                                                  long long period, long long i) {
+  if (code & 16) return elem_unary_op(code & 15, v, param);
+  const float o = b[i % period];
+  return (code & 32) ? elem_binary_op(code & 15, o, v) : elem_binary_op(code & 15, v, o);
+}
+
+extern "C" __global__ void lathe_elem_chain(const float* x, float* out, long long n, int n_steps, int codes,
+                                            float p0, float p1, float p2, float p3, const float* b0,
+                                            const float* b1, const float* b2, const float* b3, long long period0,
+                                            long long period1, long long period2, long long period3,
+                                            int8_t* q1, int8_t* q2, float4* ds, int two_words) { lathe_pdl_entry();
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    float v = x[i];
+    v = lathe_chain_step(codes & 255, v, p0, b0, period0, i);
+    if (n_steps > 1) v = lathe_chain_step((codes >> 8) & 255, v, p1, b1, period1, i);
+    if (n_steps > 2) v = lathe_chain_step((codes >> 16) & 255, v, p2, b2, period2, i);
+    if (n_steps > 3) v = lathe_chain_step((codes >> 24) & 255, v, p3, b3, period3, i);
+    out[i] = v;
+    if (q1) lathe_quantize_block32(v, i, two_words, q1, q2, ds);
+  }
+}

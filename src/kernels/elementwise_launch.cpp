@@ -42,4 +42,37 @@ void elementwise_unary(ElemUnary op, CUdeviceptr out, CUdeviceptr x, int64_t n, 
                {&code, &x, &out, &nn, &param, &vec4}, "elementwise");
 }
 
+void elementwise_run(CUdeviceptr out, CUdeviceptr x, int64_t n, const std::vector<ElemStep>& steps, CUstream stream,
+                     const QuantizedOut& quantized, int64_t k) {
+  if (steps.empty() || steps.size() > kMaxElemSteps)
+    fail("an elementwise run of {} ops (1 to {} run in one kernel)", steps.size(), kMaxElemSteps);
+  if (n < 0) fail("elementwise: {} values", n);
+  QuantizedPointers q;
+  if (quantized.q != 0) {
+    if (k <= 0 || n % k != 0) fail("elementwise run: {} values are not rows of {}", n, k);
+    q = quantized_pointers(quantized, n / k, k);
+  }
+  if (n == 0) return;
+  int n_steps = static_cast<int>(steps.size()), codes = 0;
+  float param[kMaxElemSteps] = {};
+  CUdeviceptr b[kMaxElemSteps] = {};
+  long long period[kMaxElemSteps] = {1, 1, 1, 1};
+  for (size_t s = 0; s < steps.size(); ++s) {
+    const ElemStep& e = steps[s];
+    if (!e.unary && (e.period <= 0 || n % e.period != 0))
+      fail("elementwise: {} values do not repeat a second operand of {}", n, e.period);
+    if (e.unary && e.code == static_cast<int>(ElemUnary::soft_cap) && !(e.param > 0))
+      fail("soft cap must be positive, got {}", e.param);
+    codes |= ((e.code & 15) | (e.unary ? 16 : 0) | (e.swap ? 32 : 0)) << (8 * s);
+    param[s] = e.param;
+    b[s] = e.unary ? 0 : e.b;
+    period[s] = e.unary ? 1 : e.period;
+  }
+  long long nn = n;
+  cuda::launch(kernel("lathe_elem_chain"), {blocks_for(n)}, {kThreads}, 0, stream,
+               {&x, &out, &nn, &n_steps, &codes, &param[0], &param[1], &param[2], &param[3], &b[0], &b[1], &b[2],
+                &b[3], &period[0], &period[1], &period[2], &period[3], &q.q1, &q.q2, &q.ds, &q.two_words},
+               "elementwise run");
+}
+
 }  // namespace lathe::kernels

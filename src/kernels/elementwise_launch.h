@@ -1,9 +1,11 @@
 // Host launchers of the elementwise ops (elementwise.cuh) on f32 device arrays of n values.
 #pragma once
 
+#include "kernels/activations.h"
 #include "runtime/cuda_driver.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace lathe::kernels {
 
@@ -20,5 +22,23 @@ void elementwise_binary(ElemBinary op, CUdeviceptr out, CUdeviceptr a, CUdevicep
 // out may equal x.
 void elementwise_unary(ElemUnary op, CUdeviceptr out, CUdeviceptr x, int64_t n, float param,
                        CUstream stream);
+
+// One step of an elementwise run: a unary op, or a binary op with b (n values, or a vector of
+// `period` values broadcast over rows) as its second operand, or its first where `swap`.
+struct ElemStep {
+  bool unary = false;
+  int code = 0;  // an ElemUnary or ElemBinary
+  bool swap = false;
+  float param = 0;
+  CUdeviceptr b = 0;
+  int64_t period = 0;
+};
+constexpr size_t kMaxElemSteps = 4;
+
+// out[i] = steps applied in order to x[i], carried in registers: one kernel for a run of 1 to
+// kMaxElemSteps ops. `quantized` (k: the row length, n % k == 0, k % 32 == 0): out also written in
+// the int8 contracts' form. out may equal x; an operand b may not overlap out unless it equals x.
+void elementwise_run(CUdeviceptr out, CUdeviceptr x, int64_t n, const std::vector<ElemStep>& steps, CUstream stream,
+                     const QuantizedOut& quantized = {}, int64_t k = 0);
 
 }  // namespace lathe::kernels

@@ -197,6 +197,18 @@ int64_t quantized_activation_bytes(int64_t rows, int64_t k, Activations a) {
   return rows * k * (a == Activations::int8x2 ? 2 : 1) + rows * (k / 32) * 16;
 }
 
+QuantizedPointers quantized_pointers(const QuantizedOut& out, int64_t rows, int64_t k) {
+  QuantizedPointers p;
+  if (out.q == 0 || out.a == Activations::f32) return p;
+  if (k % 32 != 0 || out.q % 16 != 0) fail("a quantized output needs rows of a multiple of 32 values, got {}", k);
+  const ActPointers a = act_pointers(out.a, out.q, rows, k);
+  p.q1 = a.q1;
+  p.q2 = a.q2;
+  p.ds = a.ds;
+  p.two_words = out.a == Activations::int8x2;
+  return p;
+}
+
 void quantize_activations(CUdeviceptr x, int64_t rows, int64_t k, Activations a, CUdeviceptr q, CUstream stream) {
   LATHE_CHECK(a != Activations::f32 && k % 32 == 0 && rows > 0 && q % 16 == 0);
   const ActPointers p = act_pointers(a, q, rows, k);

@@ -22,22 +22,13 @@
 #pragma once
 
 #include "gguf/ggml_type.h"
+#include "kernels/activations.h"
 
 #include <cuda.h>
 
 #include <cstdint>
-#include <string_view>
 
 namespace lathe::kernels {
-
-// The numerics contracts (../shared/design.md): how activations enter a product.
-//   f32:    f32 activations; weights dequantized exactly; f32 products and sums.
-//   int8:   activations quantized per 32 values to int8 with an f32 scale (like llama.cpp's q8_1);
-//           products of levels with __dp4a, scales applied per block.
-//   int8x2: two int8 words per value (the second quantizes the first's residual), ~14 bits.
-// Float weight formats use f32 products under every contract (int contracts: x rebuilt from levels).
-enum class Activations { f32, int8, int8x2 };
-std::string_view activations_name(Activations a);
 
 // Whether the products and the gather read this format.
 bool gemv_supports(GgmlType type);
@@ -50,11 +41,7 @@ struct WeightMatrix {
   int64_t n_expert = 1;  // > 1: a stack [n_expert][n_out][k]
 };
 
-// ---- activations for the int8 contracts
-// Bytes of the quantized form of rows x k activations: q1 [rows][k] int8, then (int8x2) q2
-// [rows][k] int8, then ds [rows][k / 32] float4 (d1, d2, block sum, 0). 0 for Activations::f32.
-int64_t quantized_activation_bytes(int64_t rows, int64_t k, Activations a);
-
+// ---- activations for the int8 contracts (their layout: kernels/activations.h)
 // x [rows][k] f32 -> q (quantized_activation_bytes(rows, k, a) bytes, 16-byte aligned).
 // |x - x^| <= d1 / 2 per value for int8 and <= d2 / 2 (about max|block| / 64516) for int8x2.
 void quantize_activations(CUdeviceptr x, int64_t rows, int64_t k, Activations a, CUdeviceptr q, CUstream stream);

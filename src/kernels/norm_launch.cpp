@@ -23,29 +23,31 @@ void check_shape(int64_t rows, int64_t n, const char* what) {
 }  // namespace
 
 void rms_norm(CUdeviceptr h, CUdeviceptr x, CUdeviceptr weight, int64_t rows, int64_t n, float eps,
-              CUstream stream) {
+              CUstream stream, const QuantizedOut& quantized) {
   check_shape(rows, n, "rms norm");
   if (rows == 0) return;
   int nn = static_cast<int>(n);
+  QuantizedPointers q = quantized_pointers(quantized, rows, n);
   if (n <= kWarpRowLimit) {
     long long rr = rows;
     const unsigned warps = 8;
     unsigned blocks = static_cast<unsigned>((rows + warps - 1) / warps);
     cuda::launch(kernel("lathe_rms_norm_warp"), {blocks}, {32 * warps}, 0, stream,
-                 {&x, &weight, &h, &rr, &nn, &eps}, "rms norm");
+                 {&x, &weight, &h, &rr, &nn, &eps, &q.q1, &q.q2, &q.ds, &q.two_words}, "rms norm");
   } else {
     cuda::launch(kernel("lathe_rms_norm"), {static_cast<unsigned>(rows)}, {block_threads(n)}, 0, stream,
-                 {&x, &weight, &h, &nn, &eps}, "rms norm");
+                 {&x, &weight, &h, &nn, &eps, &q.q1, &q.q2, &q.ds, &q.two_words}, "rms norm");
   }
 }
 
 void add_rms_norm(CUdeviceptr x, CUdeviceptr h, CUdeviceptr y, CUdeviceptr weight, int64_t rows,
-                  int64_t n, float eps, CUstream stream) {
+                  int64_t n, float eps, CUstream stream, const QuantizedOut& quantized) {
   check_shape(rows, n, "add and rms norm");
   if (rows == 0) return;
   int nn = static_cast<int>(n);
+  QuantizedPointers q = quantized_pointers(quantized, rows, n);
   cuda::launch(kernel("lathe_add_rms_norm"), {static_cast<unsigned>(rows)}, {block_threads(n)}, 0, stream,
-               {&x, &y, &weight, &h, &nn, &eps}, "add and rms norm");
+               {&x, &y, &weight, &h, &nn, &eps, &q.q1, &q.q2, &q.ds, &q.two_words}, "add and rms norm");
 }
 
 void head_rms_norm(CUdeviceptr h, CUdeviceptr x, CUdeviceptr weight, int64_t rows, int64_t heads,

@@ -2,20 +2,22 @@
 // vector of the normed dimension or 0 for none. h = x / sqrt(mean(x^2) + eps) * weight per row.
 #pragma once
 
+#include "kernels/activations.h"
 #include "runtime/cuda_driver.h"
 
 #include <cstdint>
 
 namespace lathe::kernels {
 
-// h, x [rows, n]. h may equal x (in place).
+// h, x [rows, n]. h may equal x (in place). `quantized`: h also written in the int8 contracts' form
+// (activations.h; n % 32 == 0), as quantize_activations would make it from h, value for value.
 void rms_norm(CUdeviceptr h, CUdeviceptr x, CUdeviceptr weight, int64_t rows, int64_t n, float eps,
-              CUstream stream);
+              CUstream stream, const QuantizedOut& quantized = {});
 
 // The sum and the norm after it in one kernel: x += y (x written back), then h = rms_norm(x) * weight.
 // x, y, h [rows, n], pairwise distinct.
 void add_rms_norm(CUdeviceptr x, CUdeviceptr h, CUdeviceptr y, CUdeviceptr weight, int64_t rows,
-                  int64_t n, float eps, CUstream stream);
+                  int64_t n, float eps, CUstream stream, const QuantizedOut& quantized = {});
 
 // Per-head norm: h, x [rows, heads, d], weight [d] or 0; each head's d values normed alone.
 // h may equal x.

@@ -8,31 +8,11 @@
 // Layout: q1 [rows][k] int8, q2 [rows][k] int8 (int8x2 only), ds [rows][k / 32] float4.
 // One warp per block, lane i holding value i; blocks of 256 threads (8 blocks of x each).
 
-__device__ __forceinline__ int lathe_quantize_level(float v, float d) {
-  if (d == 0.0f) return 0;
-  const int q = __float2int_rn(__fdiv_rn(v, d));
-  return max(-127, min(127, q));
-}
-
 extern "C" __global__ void __launch_bounds__(256) lathe_quantize_act(const float* x, int k, int n_rows, int two_words,
                                                                      int8_t* q1, int8_t* q2, float4* ds) { lathe_pdl_entry();
-  const int lane = threadIdx.x & 31;
   const long long block = static_cast<long long>(blockIdx.x) * 8 + (threadIdx.x >> 5);
   const long long n_blocks = static_cast<long long>(n_rows) * (k >> 5);
   if (block >= n_blocks) return;  // whole warps leave together
-  const long long i = block * 32 + lane;  // rows are contiguous and k % 32 == 0: block b is values 32 b ..
-  const float v = x[i];
-  const float d1 = lathe_warp_max(fabsf(v)) / 127.0f;
-  const int l1 = lathe_quantize_level(v, d1);
-  q1[i] = static_cast<int8_t>(l1);
-  float d2 = 0.0f;
-  int l2 = 0;
-  if (two_words) {
-    const float res = fmaf(-d1, static_cast<float>(l1), v);
-    d2 = lathe_warp_max(fabsf(res)) / 127.0f;
-    l2 = lathe_quantize_level(res, d2);
-    q2[i] = static_cast<int8_t>(l2);
-  }
-  const float s1 = lathe_warp_sum(static_cast<float>(l1)), s2 = lathe_warp_sum(static_cast<float>(l2));  // exact
-  if (lane == 0) ds[block] = make_float4(d1, d2, fmaf(d1, s1, d2 * s2), 0.0f);
+  const long long i = block * 32 + (threadIdx.x & 31);  // rows are contiguous and k % 32 == 0: block b is values 32 b ..
+  lathe_quantize_block32(x[i], i, two_words, q1, q2, ds);
 }

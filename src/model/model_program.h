@@ -13,6 +13,7 @@
 #include "model/model_spec.h"
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace lathe {
@@ -34,6 +35,9 @@ struct ModelProgram {
 // checkpoint that needs what the program does not say (partial rotary, linear rope scaling,
 // unnormalized expert weights, a tensor the program does not read) is refused, naming what, rather
 // than run wrongly. Llama 3.1's rope_freqs.weight is read when present (an optional constant).
-ModelProgram model_program(const GgufFile& file, const ModelSpec& spec, int64_t n_ctx);
+// `program_file` non-empty: that program file instead of the built-in one (checked the same way
+// against the checkpoint: `lathe check PROGRAM --weights M.gguf`, `--program` of the commands).
+ModelProgram model_program(const GgufFile& file, const ModelSpec& spec, int64_t n_ctx,
+                           const std::string& program_file = "");
 
 }  // namespace lathe

@@ -26,8 +26,12 @@ StepPlan::Builder::Builder(const graph::Graph& graph, const DeviceModel& model, 
     : g(graph), m(model), o(options), p(plan) {
   root.assign(g.tensors.size(), -1);
   last_consumer.assign(g.tensors.size(), -1);
+  // A consumer reads where its group runs: at the group's last node (fuse::fuse's order).
   for (const graph::Tensor& t : g.tensors)
-    for (int c : t.consumers) last_consumer[static_cast<size_t>(t.id)] = std::max(last_consumer[static_cast<size_t>(t.id)], c);
+    for (int c : t.consumers) {
+      const int at = p.fusion_.groups[static_cast<size_t>(p.fusion_.group_of[static_cast<size_t>(c)])].nodes.back();
+      last_consumer[static_cast<size_t>(t.id)] = std::max(last_consumer[static_cast<size_t>(t.id)], at);
+    }
 }
 
 void StepPlan::Builder::own(int tensor, int group) {
@@ -80,6 +84,9 @@ void StepPlan::Builder::assign_storage() {
     } else if (grp.rule == "qk_norm_rope") {
       in_place(first, gi);
       view(g.nodes[static_cast<size_t>(grp.nodes[1])].output, first.output);
+    } else if (grp.rule == "elementwise_run") {
+      copy_first.push_back(false);
+      own(g.nodes[static_cast<size_t>(grp.nodes.back())].output, gi);  // the values between stay in registers
     } else {
       const graph::Node& n = first;
       copy_first.push_back(false);
@@ -95,7 +102,8 @@ void StepPlan::Builder::assign_storage() {
     group_scratch.push_back(scratch_for(gi));
     for (int n : grp.nodes) {
       const int out = g.nodes[static_cast<size_t>(n)].output;
-      if (out >= 0) stores.at(root[static_cast<size_t>(out)]).last = std::max(stores.at(root[static_cast<size_t>(out)]).last, gi);
+      const int r = out >= 0 ? root[static_cast<size_t>(out)] : -1;
+      if (r >= 0) stores.at(r).last = std::max(stores.at(r).last, gi);
     }
   }
 }

@@ -1,5 +1,6 @@
 // Each group of the fusion plan becomes its launches. The kernels' launchers (src/kernels/*_launch.h)
 // check what they cover; here each op's operands become pointers and shapes.
+#include "fuse/fusion.h"
 #include "kernels/argmax_launch.h"
 #include "kernels/attention_launch.h"
 #include "kernels/cache_launch.h"
@@ -35,6 +36,34 @@ int64_t quantized_bytes(int64_t rows, int64_t kk, k::Activations a) {
 
 }  // namespace
 
+k::ElemStep StepPlan::Builder::elem_step(const graph::Node& e, int value) const {
+  k::ElemStep st;
+  switch (e.kind) {
+    case OpKind::add: st.code = static_cast<int>(k::ElemBinary::add); break;
+    case OpKind::subtract: st.code = static_cast<int>(k::ElemBinary::subtract); break;
+    case OpKind::multiply: st.code = static_cast<int>(k::ElemBinary::multiply); break;
+    case OpKind::divide: st.code = static_cast<int>(k::ElemBinary::divide); break;
+    case OpKind::swiglu: st.code = static_cast<int>(k::ElemBinary::swiglu); break;
+    default: st.unary = true;
+  }
+  if (st.unary) {
+    st.code = static_cast<int>(e.kind == OpKind::scale ? k::ElemUnary::scale
+                               : e.kind == OpKind::silu ? k::ElemUnary::silu
+                               : e.kind == OpKind::gelu ? k::ElemUnary::gelu
+                               : e.kind == OpKind::sigmoid ? k::ElemUnary::sigmoid
+                               : e.kind == OpKind::relu ? k::ElemUnary::relu : k::ElemUnary::soft_cap);
+    st.param = e.args.size() > 1 ? static_cast<float>(e.args[1].number) : 0.0f;
+    return st;
+  }
+  // The run's value is one operand; the other is read from memory (the value second: swapped).
+  st.swap = e.args[0].tensor != value;
+  const graph::Tensor& b = g.tensor(e.args[st.swap ? 0 : 1].tensor);
+  const int64_t count = numel(g.tensor(e.output));
+  st.b = ptr(b.id);
+  st.period = numel(b) == count ? count : b.shape.back();
+  return st;
+}
+
 void StepPlan::Builder::add(std::string what, const graph::Node& n, std::function<void(CUstream)> run) {
   p.launches_.push_back({fmt::format("{}  (line {}{})", what, n.line, n.layer >= 0 ? fmt::format(", layer {}", n.layer) : ""),
                          std::move(run)});
@@ -60,6 +89,17 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
   const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
   const graph::Node& n = g.nodes[static_cast<size_t>(grp.nodes.front())];
   std::vector<int> out;
+  // quantize_epilogue: this group writes its output's int8 form too; the products find it made.
+  const int last_out = g.nodes[static_cast<size_t>(grp.nodes.back())].output;
+  if (last_out >= 0 && p.fusion_.quantized_by_producer.count(last_out)) {
+    const graph::Tensor& x = g.tensor(last_out);
+    const int64_t bytes = quantized_bytes(x.shape[0], x.shape[1], o.activations);
+    if (bytes > 0) {
+      quantize_out[gi] = static_cast<int>(out.size());
+      quantized.emplace(last_out, scratch(gi, bytes));
+      out.push_back(quantized.at(last_out));
+    }
+  }
   if (!grp.rule.empty()) return out;
   if (n.kind == OpKind::product) {
     // The int8 form of an activation is made once, by the first product that reads it, and kept
@@ -132,6 +172,9 @@ void StepPlan::Builder::emit(int gi) {
         k::make_rope_table(n_rot, number(r, ModKind::base, 10000.0), scaling)));
     return *p.rope_tables_.back();
   };
+  // The int8 form this group writes in its epilogue (quantize_epilogue), or none.
+  k::QuantizedOut qout;
+  if (auto it = quantize_out.find(gi); it != quantize_out.end()) qout = {scratch_ptr(gi, it->second), o.activations};
   auto order_of = [](const graph::Node& r) { return r.find(ModKind::neox_order) ? RopeOrder::neox : RopeOrder::normal; };
   auto weight_ptr = [&](const graph::Node& node, ModKind kind) -> CUdeviceptr {
     const graph::Attr* a = node.find(kind);
@@ -146,9 +189,9 @@ void StepPlan::Builder::emit(int gi) {
     const CUdeviceptr h = ptr(norm.output), w = weight_ptr(norm, ModKind::weighted_by);
     const float eps = static_cast<float>(number(norm, ModKind::epsilon, 1e-6));
     const bool copy_in = copy_first[static_cast<size_t>(gi)];
-    add(fmt::format("add_rms_norm [{} x {}]", rows, cols), n, [=](CUstream s) {
+    add(fmt::format("add_rms_norm{} [{} x {}]", qout.q ? " quantized" : "", rows, cols), n, [=](CUstream s) {
       if (copy_in) copy(sum, res, rows * cols * 4, s);
-      k::add_rms_norm(sum, h, y, w, rows, cols, eps, s);
+      k::add_rms_norm(sum, h, y, w, rows, cols, eps, s, qout);
     });
     return;
   }
@@ -179,6 +222,25 @@ void StepPlan::Builder::emit(int gi) {
     const int64_t n_ctx = m.cache_shape().n_ctx;
     add(fmt::format("cache_append keys and values [{} x {}]", rows, k_slot), n,
         [=](CUstream s) { k::cache_append(kc, vc, kp, vp, seqs, positions, rows, n_ctx, k_slot, v_slot, s); });
+    return;
+  }
+
+  if (grp.rule == "elementwise_run" || (grp.rule.empty() && qout.q && fuse::is_elementwise(n.kind))) {
+    // One kernel for the run (or for a single op whose output is quantized in its epilogue).
+    const graph::Tensor& x = g.tensor(n.args[0].tensor);
+    const graph::Tensor& result = g.tensor(g.nodes[static_cast<size_t>(grp.nodes.back())].output);
+    const int64_t count = numel(x);
+    std::vector<k::ElemStep> steps;
+    int value = x.id;
+    for (int id : grp.nodes) {
+      const graph::Node& e = g.nodes[static_cast<size_t>(id)];
+      steps.push_back(elem_step(e, value));
+      value = e.output;
+    }
+    const CUdeviceptr xp = ptr(x.id), out = ptr(result.id);
+    const int64_t row = result.shape.back();
+    add(fmt::format("elementwise run of {}{} [{}]", steps.size(), qout.q ? " quantized" : "", count), n,
+        [=](CUstream s) { k::elementwise_run(out, xp, count, steps, s, qout, row); });
     return;
   }
 
@@ -266,8 +328,8 @@ void StepPlan::Builder::emit(int gi) {
             [=](CUstream s) { k::head_rms_norm(h, xp, w, rows, heads, d, eps, s); });
       } else {
         const int64_t cols = x.shape.back(), rows = numel(x) / cols;
-        add(fmt::format("rms_norm [{} x {}]", rows, cols), n,
-            [=](CUstream s) { k::rms_norm(h, xp, w, rows, cols, eps, s); });
+        add(fmt::format("rms_norm{} [{} x {}]", qout.q ? " quantized" : "", rows, cols), n,
+            [=](CUstream s) { k::rms_norm(h, xp, w, rows, cols, eps, s, qout); });
       }
       return;
     }

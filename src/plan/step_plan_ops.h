@@ -2,6 +2,7 @@
 // step_plan_ops.cpp).
 #pragma once
 
+#include "kernels/elementwise_launch.h"
 #include "plan/arena.h"
 #include "plan/step_plan.h"
 
@@ -37,6 +38,7 @@ struct StepPlan::Builder {
   std::vector<bool> copy_first;     // group -> copy the input into the output before working in place
   std::map<int, int> quantized;     // activation tensor -> the scratch request holding its int8 form
   std::map<int, bool> quantize_in;  // product group -> it quantizes its input (the first to read it)
+  std::map<int, int> quantize_out;  // producer group -> its scratch slot for its output's int8 form
 
   void own(int tensor, int group);
   void view(int tensor, int of);
@@ -54,6 +56,7 @@ struct StepPlan::Builder {
     return scratch_ptrs.at(static_cast<size_t>(group_scratch.at(static_cast<size_t>(group)).at(static_cast<size_t>(k))));
   }
   void emit(int group);  // step_plan_ops.cpp
+  kernels::ElemStep elem_step(const graph::Node& e, int value) const;  // e's op on the run's value
   void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);
   [[noreturn]] void no_kernel(const graph::Node& n, const std::string& why) const;
 };

@@ -7,11 +7,11 @@
 
 namespace lathe {
 
-CpuEngine::CpuEngine(const GgufFile& file, int64_t n_ctx, int64_t max_chunk)
+CpuEngine::CpuEngine(const GgufFile& file, int64_t n_ctx, int64_t max_chunk, const std::string& program_file)
     : file_(file), n_ctx_(n_ctx), max_chunk_(std::max<int64_t>(1, max_chunk)) {
   const ModelSpec spec = read_model_spec(file);
   n_vocab_ = spec.n_vocab;
-  program_ = model_program(file, spec, n_ctx);
+  program_ = model_program(file, spec, n_ctx, program_file);
   state_ = cut(1).new_state();
 }
 

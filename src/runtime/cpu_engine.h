@@ -14,7 +14,8 @@ namespace lathe {
 
 class CpuEngine : public Engine {
  public:
-  CpuEngine(const GgufFile& file, int64_t n_ctx, int64_t max_chunk = 64);
+  // program_file: a program file to run instead of the architecture's (model_program).
+  CpuEngine(const GgufFile& file, int64_t n_ctx, int64_t max_chunk = 64, const std::string& program_file = "");
   std::vector<float> run(std::span<const int32_t> tokens, int64_t start, bool all_logits) override;
   int64_t n_ctx() const override { return n_ctx_; }
   int64_t n_vocab() const override { return n_vocab_; }

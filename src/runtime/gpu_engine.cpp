@@ -23,7 +23,7 @@ GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : fi
   if (options_.n_ctx <= 0) fail("--ctx must be positive");
   const ModelSpec spec = read_model_spec(file);
   n_vocab_ = spec.n_vocab;
-  program_ = model_program(file, spec, options_.n_ctx);
+  program_ = model_program(file, spec, options_.n_ctx, options_.program_file);
   fuse::check_rule_names(options_.held);
   const graph::Graph decode = lift_cut(file, program_, 1);
   const graph::Graph chunk = lift_cut(file, program_, options_.max_chunk);

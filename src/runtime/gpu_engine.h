@@ -22,6 +22,7 @@ struct GpuEngineOptions {
   kernels::Activations activations = kernels::Activations::int8x2;
   std::set<std::string> held;  // fusion rules held back
   bool use_graph = true;       // capture the decode step as a CUDA graph
+  std::string program_file;    // a program file to run instead of the architecture's
 };
 
 class GpuEngine : public Engine {
