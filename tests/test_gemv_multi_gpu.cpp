@@ -386,6 +386,10 @@ TEST(GemvMultiGpu, TimingMergedVsSeparate) {
       {"qwen3-0.6b q8_0 gate/up", {GgmlType::Q8_0, GgmlType::Q8_0}, {3072, 3072}, 1024, true},
       {"qwen3-8b q4_K_M q/k/v", {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, {4096, 1024, 1024}, 4096, false},
       {"qwen3-8b q4_K_M gate/up", {GgmlType::Q4_K, GgmlType::Q4_K}, {12288, 12288}, 4096, true},
+      // One matrix (o, down): the merged kernel with n = 1 against gemv's decode kernel.
+      {"qwen3-8b q8_0 o", {GgmlType::Q8_0}, {4096}, 4096, false},
+      {"qwen3-8b q8_0 down", {GgmlType::Q8_0}, {4096}, 12288, false},
+      {"qwen3-8b q6_K down", {GgmlType::Q6_K}, {4096}, 12288, false},
   };
   std::printf("merged vs separate decode GEMVs: us per set, GB/s of weights, %% of %.0f GB/s\n", limit_gbs);
   for (const Case& c : cases) {

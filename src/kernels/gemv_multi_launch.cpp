@@ -122,7 +122,7 @@ int choose_group(int64_t n_items, int64_t min_chunks, int64_t max_chunks, int64_
 void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUdeviceptr x, const CUdeviceptr* y,
                    CUstream stream) {
   LATHE_CHECK(x % 16 == 0);
-  for (int m = 0; m < n; ++m) LATHE_CHECK(w[m].data % 16 == 0 && y[m] % 4 == 0);
+  for (int m = 0; m < n; ++m) LATHE_CHECK(w[m].data % 16 == 0 && y[swiglu ? 0 : m] % 4 == 0);  // swiglu: one y
   const KernelChoice kc = choose_kernel(w, n, a);
   const int64_t k64 = w[0].k;
   const int64_t sm_count = cuda::Context::get().info().sm_count;
