@@ -266,7 +266,7 @@ TEST(GemvMultiGpu, MergedQkvMatchesCpuAndSeparate) {
   cuda::Stream s;
   std::mt19937 rng(21);
   // 8B and 0.6B attention, 8B-wide square, ragged rows and k (11008: chunks of 24 / 11 / 7 units
-  // at the ends), two matrices, one, and a few rows over several warps a row (group 4).
+  // at the ends), two matrices, one (routed to gemv), and a few rows over several warps a row (group 4).
   const MultiShape shapes[] = {{{4096, 1024, 1024}, 4096}, {{2048, 512, 512}, 1024}, {{4096, 4096, 4096}, 4096},
                                {{1000, 7, 300}, 2816},     {{1000, 333}, 11008},    {{5}, 256},
                                {{7, 3}, 11008}};
@@ -386,10 +386,6 @@ TEST(GemvMultiGpu, TimingMergedVsSeparate) {
       {"qwen3-0.6b q8_0 gate/up", {GgmlType::Q8_0, GgmlType::Q8_0}, {3072, 3072}, 1024, true},
       {"qwen3-8b q4_K_M q/k/v", {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, {4096, 1024, 1024}, 4096, false},
       {"qwen3-8b q4_K_M gate/up", {GgmlType::Q4_K, GgmlType::Q4_K}, {12288, 12288}, 4096, true},
-      // One matrix (o, down): the merged kernel with n = 1 against gemv's decode kernel.
-      {"qwen3-8b q8_0 o", {GgmlType::Q8_0}, {4096}, 4096, false},
-      {"qwen3-8b q8_0 down", {GgmlType::Q8_0}, {4096}, 12288, false},
-      {"qwen3-8b q6_K down", {GgmlType::Q6_K}, {4096}, 12288, false},
   };
   std::printf("merged vs separate decode GEMVs: us per set, GB/s of weights, %% of %.0f GB/s\n", limit_gbs);
   for (const Case& c : cases) {

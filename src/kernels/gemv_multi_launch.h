@@ -9,8 +9,17 @@
 // gate/up, the elementwise swiglu), so callers can always use them. Results equal the separate
 // products' up to f32 rounding order (each product's sum is split into the same chunks).
 //
-// Speed (H200, weights cycled past L2, launches in a graph; tests/test_gemv_multi_gpu.cpp
-// TimingMergedVsSeparate prints the table): see docs/perf.md once measured.
+// Speed (H200, weights cycled past L2, launches in a graph, each set after the activation quantizer
+// as in a decode step; tests/test_gemv_multi_gpu.cpp TimingMergedVsSeparate), us per set, separate
+// launches -> merged, int8 / int8x2 (% of 4,630 GB/s: merged int8x2):
+//   qwen3-8b q8_0   q/k/v 4096,1024,1024 x 4096  14.4 -> 11.6 / 15.7 -> 12.5 us (46%; 55% w/o quantizer)
+//   qwen3-8b q8_0   gate/up 12288 x 4096         34.2 -> 30.1 / 34.8 -> 33.3 us (70%)
+//   qwen3-0.6b q8_0 q/k/v 2048,1024,1024 x 1024   7.8 ->  4.8 /  8.5 ->  4.9 us (20%)
+//   qwen3-0.6b q8_0 gate/up 3072 x 1024           8.4 ->  6.4 /  9.2 ->  6.6 us (22%)
+//   qwen3-8b q4_K_M q/k/v (q6_K v)               14.0 -> 11.3 / 15.7 -> 12.2 us (27%)
+//   qwen3-8b q4_K_M gate/up                      25.4 -> 24.9 / 30.4 -> 26.3 us (47%)
+// One matrix alone is slower merged than in gemv's decode kernel (q8_0 4096 x 4096: 7.4 vs 6.4 us;
+// the merged kernel spends more instructions a chunk), so gemv_multi of one matrix calls gemv.
 #pragma once
 
 #include "kernels/gemv_launch.h"
@@ -45,7 +54,8 @@ void set_merged_gemv_enabled(bool enabled);
 // measuring what the early requests save. Not thread-safe.
 void set_merged_gemv_early_weights(bool early);
 
-// Whether the merged kernel takes these matrices under contract a for one row (no launch).
+// Whether gemv_multi takes the merged kernel for these matrices under contract a, one row (no launch);
+// false for one matrix (gemv's decode kernel is faster). The gate/up pair: pass both.
 bool merged_gemv_applies(const WeightMatrix* w, int n_matrices, Activations a);
 
 }  // namespace lathe::kernels
