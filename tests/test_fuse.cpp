@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace lathe {
 namespace {
 
@@ -56,9 +58,24 @@ TEST(Fuse, Qwen3DecodeGroups) {
   EXPECT_EQ(no_add.count("add_norm"), 0);
   EXPECT_EQ(no_add.count("qk_norm_rope"), 4);
   EXPECT_EQ(no_add.groups.size(), all.groups.size() + 4);
-  const fuse::FusionPlan none = fuse::fuse(g, {"add_norm", "qk_norm_rope", "kv_append"});
-  EXPECT_EQ(none.groups.size(), g.nodes.size());
+  EXPECT_EQ(all.count("gate_up_swiglu"), 2);   // one a layer
+  EXPECT_EQ(all.count("merged_products"), 2);  // q, k and v of each layer
+  for (const fuse::Group& grp : all.groups)
+    if (grp.rule == "merged_products") EXPECT_EQ(grp.nodes.size(), 3u);
   EXPECT_EQ(all.count("elementwise_run"), 0);  // qwen3's SwiGLU is one op
+  std::set<std::string> every;
+  for (const fuse::Rule& r : fuse::fusion_rules()) every.insert(std::string(r.name));
+  const fuse::FusionPlan none = fuse::fuse(g, every);
+  EXPECT_EQ(none.groups.size(), g.nodes.size());
+  EXPECT_TRUE(none.quantized_by_producer.empty());
+  // Held alone, each grouping rule gives back exactly its nodes as singles.
+  const fuse::FusionPlan no_merge = fuse::fuse(g, {"merged_products"});
+  expect_partition(g, no_merge);
+  EXPECT_EQ(no_merge.groups.size(), all.groups.size() + 2 * 2);
+  const fuse::FusionPlan no_gate_up = fuse::fuse(g, {"gate_up_swiglu"});
+  expect_partition(g, no_gate_up);
+  EXPECT_EQ(no_gate_up.count("merged_products"), 4);  // gate and up then merge as a pair
+  EXPECT_EQ(no_gate_up.groups.size(), all.groups.size() + 2);
 }
 
 // The names of the values a plan quantizes in their producers' epilogue.
@@ -71,10 +88,14 @@ std::set<std::string> quantized_names(const graph::Graph& g, const fuse::FusionP
 TEST(Fuse, QuantizeEpilogueMarksWhatProductsRead) {
   const graph::Graph g = lift_shape("qwen3-tiny", "decode");
   const fuse::FusionPlan all = fuse::fuse(g);
-  // Per layer: the attention norm's h (q, k, v read it), the ffn norm's h (gate, up), SwiGLU's f
-  // (down); then the output norm's x (logits). Not the attention's output: its kernel cannot yet.
-  EXPECT_EQ(all.quantized_by_producer.size(), 2u * 3u + 1u);
-  EXPECT_EQ(quantized_names(g, all), (std::set<std::string>{"h", "f", "x"}));
+  // Per layer: the attention norm's h (q, k, v read it), the ffn norm's h (gate, up); then the
+  // output norm's x (logits). Not the attention's output: its kernel cannot yet; nor SwiGLU's f
+  // while gate_up_swiglu makes it (its work items are single outputs, not 32-value blocks).
+  EXPECT_EQ(all.quantized_by_producer.size(), 2u * 2u + 1u);
+  EXPECT_EQ(quantized_names(g, all), (std::set<std::string>{"h", "x"}));
+  const fuse::FusionPlan unmerged = fuse::fuse(g, {"gate_up_swiglu"});
+  EXPECT_EQ(unmerged.quantized_by_producer.size(), 2u * 3u + 1u);  // the SwiGLU's f too
+  EXPECT_EQ(quantized_names(g, unmerged), (std::set<std::string>{"h", "f", "x"}));
   for (int t : all.quantized_by_producer) {
     const graph::Node& producer = g.nodes[static_cast<size_t>(g.tensor(t).producer)];
     EXPECT_TRUE(producer.kind == lang::OpKind::rms_norm || producer.kind == lang::OpKind::swiglu) << producer.text;
@@ -127,7 +148,7 @@ TEST(Fuse, UnknownRuleIsRefusedByName) {
     FAIL();
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: add_norm, qk_norm_rope, kv_append, "
-                                         "elementwise_run, quantize_epilogue)"),
+                                         "gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue)"),
               std::string::npos) << e.what();
   }
 }

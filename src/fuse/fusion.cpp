@@ -9,6 +9,8 @@ namespace lathe::fuse {
 void add_norm_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void qk_norm_rope_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void kv_append_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
+void gate_up_swiglu_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
+void merged_products_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void elementwise_run_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void quantize_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 
@@ -17,6 +19,9 @@ const std::vector<Rule>& fusion_rules() {
       {"add_norm", "a sum and the RMS norm of it in one kernel (the residual written back)", add_norm_pass},
       {"qk_norm_rope", "a per-head RMS norm and the rope after it in one kernel", qk_norm_rope_pass},
       {"kv_append", "a layer's key and value appends in one kernel", kv_append_pass},
+      {"gate_up_swiglu", "a feed-forward's gate and up products and the SwiGLU of them in one kernel",
+       gate_up_swiglu_pass},
+      {"merged_products", "products of one activation (q, k, v) in one launch over every SM", merged_products_pass},
       {"elementwise_run", "a run of elementwise ops carried in registers in one kernel", elementwise_run_pass},
       {"quantize_epilogue", "the activation a quantized product reads, quantized in its producer's last pass",
        nullptr, quantize_epilogue_pass},

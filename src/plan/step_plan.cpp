@@ -84,6 +84,9 @@ void StepPlan::Builder::assign_storage() {
     } else if (grp.rule == "qk_norm_rope") {
       in_place(first, gi);
       view(g.nodes[static_cast<size_t>(grp.nodes[1])].output, first.output);
+    } else if (grp.rule == "merged_products" || grp.rule == "gate_up_swiglu") {
+      copy_first.push_back(false);
+      for (int n : grp.nodes) own(g.nodes[static_cast<size_t>(n)].output, gi);  // all kept: another path may need them
     } else if (grp.rule == "elementwise_run") {
       copy_first.push_back(false);
       own(g.nodes[static_cast<size_t>(grp.nodes.back())].output, gi);  // the values between stay in registers

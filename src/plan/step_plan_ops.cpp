@@ -3,8 +3,11 @@
 #include "fuse/fusion.h"
 #include "kernels/argmax_launch.h"
 #include "kernels/attention_launch.h"
+#include "kernels/attention_prefill_launch.h"
 #include "kernels/cache_launch.h"
 #include "kernels/elementwise_launch.h"
+#include "kernels/gemm_launch.h"
+#include "kernels/gemv_multi_launch.h"
 #include "kernels/gemv_launch.h"
 #include "kernels/norm_launch.h"
 #include "kernels/rope_launch.h"
@@ -22,19 +25,113 @@ using lang::ModKind;
 using lang::OpKind;
 namespace k = kernels;
 
-constexpr int64_t kGemvRows = 8;  // the most rows the decode products take; more run as matmul
+constexpr int64_t kGemvRows = 8;  // the most rows the decode products take; more run as a GEMM
 
 double number(const graph::Node& n, ModKind kind, double fallback) {
   const graph::Attr* a = n.find(kind);
   return a ? a->args.at(0).number : fallback;
 }
 
-// The quantized form of an activation, or none (f32 contract, or rows too many for the GEMV).
+// The quantized form of an activation for the mixture's GEMVs, or none (f32 contract, or rows too
+// many for the GEMV).
 int64_t quantized_bytes(int64_t rows, int64_t kk, k::Activations a) {
   return rows > kGemvRows ? 0 : k::quantized_activation_bytes(rows, kk, a);
 }
 
 }  // namespace
+
+// A product reads its activation's int8 form under the int8 contracts: the GEMV for a few rows, the
+// tensor-core GEMM for a chunk when it takes the weights' format (else the f32 matmul).
+bool StepPlan::Builder::reads_quantized(const graph::Node& product) const {
+  if (product.kind != OpKind::product || o.activations == k::Activations::f32) return false;
+  const graph::Tensor& x = g.tensor(product.args[0].tensor);
+  const graph::Tensor& wt = g.tensor(product.args[1].tensor);
+  if (wt.role != graph::Role::constant) return false;
+  const int64_t rows = numel(x) / x.shape.back();
+  return rows <= kGemvRows || k::gemm_supports(weight_of(m, wt).type);
+}
+
+// One product: the GEMV (a few rows), the int8 GEMM or the f32 matmul (a chunk). `quantize`: this
+// launch first makes the int8 form of its input (no producer or earlier product made it); the form
+// is in the group's scratch slot 0.
+void StepPlan::Builder::emit_product(const graph::Node& n, int gi, bool quantize) {
+  const graph::Tensor& x = g.tensor(n.args[0].tensor);
+  const graph::Tensor& wt = g.tensor(n.args[1].tensor);
+  if (wt.role != graph::Role::constant) no_kernel(n, "a product with a matrix that is not a checkpoint constant");
+  const k::WeightMatrix w = weight_of(m, wt);
+  const int64_t kk = x.shape.back(), rows = numel(x) / kk;
+  const CUdeviceptr xp = ptr(x.id), y = ptr(n.output);
+  const k::Activations a = o.activations;
+  const std::string shape = fmt::format("{} [{} x {}] . [{} x {}]^T", ggml_type_name(w.type), rows, kk, w.n_out, kk);
+  if (!reads_quantized(n)) {
+    if (rows > kGemvRows)
+      add("matmul " + shape, n, [=](CUstream s) { k::matmul(w, xp, rows, y, s); });
+    else
+      add("gemv f32 " + shape, n, [=](CUstream s) { k::gemv(w, k::Activations::f32, xp, rows, y, s); });
+    return;
+  }
+  const CUdeviceptr q = scratch_ptr(gi, 0);
+  const bool gemm = rows > kGemvRows;
+  add(fmt::format("{} {} {}", gemm ? "gemm" : "gemv", k::activations_name(a), shape), n, [=](CUstream s) {
+    if (quantize) k::quantize_activations(xp, rows, kk, a, q, s);
+    if (gemm)
+      k::gemm_quantized(w, a, q, rows, y, s);
+    else
+      k::gemv(w, a, q, rows, y, s);
+  });
+}
+
+// merged_products and gate_up_swiglu: one merged kernel for a decode row under the int8 contracts,
+// else the group's products (and SwiGLU) one by one.
+void StepPlan::Builder::emit_merged(int gi) {
+  const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
+  const bool swiglu = grp.rule == "gate_up_swiglu";
+  const size_t n_products = swiglu ? 2 : grp.nodes.size();
+  const graph::Node& first = g.nodes[static_cast<size_t>(grp.nodes.front())];
+  const graph::Tensor& x = g.tensor(first.args[0].tensor);
+  const int64_t rows = numel(x) / x.shape.back();
+  std::vector<k::WeightMatrix> ws;
+  std::vector<CUdeviceptr> ys;
+  for (size_t i = 0; i < n_products; ++i) {
+    const graph::Node& pn = g.nodes[static_cast<size_t>(grp.nodes[i])];
+    ws.push_back(weight_of(m, g.tensor(pn.args[1].tensor)));
+    ys.push_back(ptr(pn.output));
+  }
+  const bool quantize = quantize_in.count(gi) && quantize_in.at(gi);
+  const k::Activations a = o.activations;
+  if (rows == 1 && reads_quantized(first) && k::merged_gemv_applies(ws.data(), static_cast<int>(ws.size()), a)) {
+    const CUdeviceptr xp = ptr(x.id), q = scratch_ptr(gi, 0);
+    const int64_t kk = x.shape.back();
+    std::string what = swiglu ? "gemv gate, up and swiglu" : fmt::format("gemv of {} matrices", ws.size());
+    for (const k::WeightMatrix& w : ws) what += fmt::format(" {} [{} x {}]", ggml_type_name(w.type), w.n_out, w.k);
+    const CUdeviceptr out = swiglu ? ptr(g.nodes[static_cast<size_t>(grp.nodes[2])].output) : 0;
+    add(fmt::format("{} {}", what, k::activations_name(a)), first, [=](CUstream s) {
+      if (quantize) k::quantize_activations(xp, 1, kk, a, q, s);
+      if (swiglu)
+        k::gemv_gate_up_swiglu(ws[0], ws[1], a, q, out, s);
+      else
+        k::gemv_multi(ws.data(), static_cast<int>(ws.size()), a, q, ys.data(), s);
+    });
+    return;
+  }
+  for (size_t i = 0; i < n_products; ++i)
+    emit_product(g.nodes[static_cast<size_t>(grp.nodes[i])], gi, quantize && i == 0);
+  if (swiglu) {
+    const graph::Node& sw = g.nodes[static_cast<size_t>(grp.nodes[2])];
+    const CUdeviceptr gp = ptr(sw.args[0].tensor), up = ptr(sw.args[1].tensor), out = ptr(sw.output);
+    const int64_t count = numel(g.tensor(sw.output));
+    add(fmt::format("swiglu [{}]", count), sw,
+        [=](CUstream s) { k::elementwise_binary(k::ElemBinary::swiglu, out, gp, up, count, count, s); });
+  }
+}
+
+// A prefill chunk's attention (one sequence, consecutive positions, several rows) on tensor cores,
+// flash style, under the int8 contracts; the f32 contract keeps the per-row kernel, whose products
+// keep f32 accuracy (the flash kernel's are f16).
+bool StepPlan::Builder::flash_prefill(const graph::Node& attention) const {
+  const graph::Tensor& q = g.tensor(attention.args[0].tensor);
+  return g.sequences == 1 && q.shape[0] > 1 && o.activations != k::Activations::f32;
+}
 
 k::ElemStep StepPlan::Builder::elem_step(const graph::Node& e, int value) const {
   k::ElemStep st;
@@ -93,22 +190,27 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
   const int last_out = g.nodes[static_cast<size_t>(grp.nodes.back())].output;
   if (last_out >= 0 && p.fusion_.quantized_by_producer.count(last_out)) {
     const graph::Tensor& x = g.tensor(last_out);
-    const int64_t bytes = quantized_bytes(x.shape[0], x.shape[1], o.activations);
-    if (bytes > 0) {
+    bool read = false;
+    for (int c : x.consumers) read = read || (g.nodes[static_cast<size_t>(c)].args[0].tensor == x.id &&
+                                              reads_quantized(g.nodes[static_cast<size_t>(c)]));
+    if (read) {
+      const int64_t bytes = k::quantized_activation_bytes(x.shape[0], x.shape[1], o.activations);
       quantize_out[gi] = static_cast<int>(out.size());
       quantized.emplace(last_out, scratch(gi, bytes));
       out.push_back(quantized.at(last_out));
     }
   }
-  if (!grp.rule.empty()) return out;
-  if (n.kind == OpKind::product) {
-    // The int8 form of an activation is made once, by the first product that reads it, and kept
-    // for the others (q, k and v read one normed row; gate and up another).
+  const bool merged = grp.rule == "merged_products" || grp.rule == "gate_up_swiglu";
+  if (!grp.rule.empty() && !merged) return out;
+  if (n.kind == OpKind::product && reads_quantized(n)) {
+    // The int8 form of an activation is made once, by its producer (quantize_epilogue) or the first
+    // product that reads it, and kept for the others (q, k and v read one normed row; gate and up
+    // another).
     const graph::Tensor& x = g.tensor(n.args[0].tensor);
     const int64_t kk = x.shape.back(), rows = numel(x) / kk;
     auto it = quantized.find(x.id);
     if (it == quantized.end()) {
-      it = quantized.emplace(x.id, scratch(gi, quantized_bytes(rows, kk, o.activations))).first;
+      it = quantized.emplace(x.id, scratch(gi, k::quantized_activation_bytes(rows, kk, o.activations))).first;
       quantize_in[gi] = true;
     } else {
       scratch_requests[static_cast<size_t>(it->second)].last = gi;
@@ -121,8 +223,9 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
                             m.cache_shape().n_ctx, m.cache_shape().n_ctx};
     k::AttentionOptionsGpu opt;
     opt.window = static_cast<int64_t>(number(n, ModKind::window, 0));
-    const k::AttentionSplit split = k::plan_attention_split(shape, opt);
-    out.push_back(scratch(gi, static_cast<int64_t>(split.workspace_bytes)));
+    const size_t bytes = flash_prefill(n) ? k::plan_prefill_split(shape, opt).workspace_bytes
+                                          : k::plan_attention_split(shape, opt).workspace_bytes;
+    out.push_back(scratch(gi, static_cast<int64_t>(bytes)));
   } else if (n.kind == OpKind::mixture) {
     const graph::Tensor& x = g.tensor(n.args[2].tensor);
     const graph::Attr* ex = n.find(ModKind::experts);
@@ -212,6 +315,10 @@ void StepPlan::Builder::emit(int gi) {
     return;
   }
 
+  if (grp.rule == "merged_products" || grp.rule == "gate_up_swiglu") {
+    emit_merged(gi);
+    return;
+  }
   if (grp.rule == "kv_append") {
     const graph::Node& v = g.nodes[static_cast<size_t>(grp.nodes[1])];
     const graph::Tensor& kx = g.tensor(n.args[0].tensor);
@@ -257,31 +364,9 @@ void StepPlan::Builder::emit(int gi) {
           [=](CUstream s) { k::gather_rows(table, idp, count, out, s); });
       return;
     }
-    case OpKind::product: {
-      const graph::Tensor& x = g.tensor(n.args[0].tensor);
-      const graph::Tensor& wt = g.tensor(n.args[1].tensor);
-      if (wt.role != graph::Role::constant) no_kernel(n, "a product with a matrix that is not a checkpoint constant");
-      const k::WeightMatrix w = weight_of(m, wt);
-      const int64_t kk = x.shape.back(), rows = numel(x) / kk;
-      const CUdeviceptr xp = ptr(x.id), y = ptr(n.output);
-      const k::Activations a = o.activations;
-      if (rows > kGemvRows) {
-        add(fmt::format("matmul {} [{} x {}] . [{} x {}]^T", ggml_type_name(w.type), rows, kk, w.n_out, kk), n,
-            [=](CUstream s) { k::matmul(w, xp, rows, y, s); });
-      } else if (a == k::Activations::f32) {
-        add(fmt::format("gemv f32 {} [{} x {}] . [{} x {}]^T", ggml_type_name(w.type), rows, kk, w.n_out, kk), n,
-            [=](CUstream s) { k::gemv(w, a, xp, rows, y, s); });
-      } else {
-        const CUdeviceptr q = scratch_ptr(gi, 0);
-        const bool quantize = quantize_in.at(gi);
-        add(fmt::format("gemv {} {} [{} x {}] . [{} x {}]^T", k::activations_name(a), ggml_type_name(w.type), rows,
-                        kk, w.n_out, kk), n, [=](CUstream s) {
-          if (quantize) k::quantize_activations(xp, rows, kk, a, q, s);
-          k::gemv(w, a, q, rows, y, s);
-        });
-      }
+    case OpKind::product:
+      emit_product(n, gi, quantize_in.count(gi) && quantize_in.at(gi));
       return;
-    }
     case OpKind::add:
     case OpKind::subtract:
     case OpKind::multiply:
@@ -365,11 +450,18 @@ void StepPlan::Builder::emit(int gi) {
       opt.window = static_cast<int64_t>(number(n, ModKind::window, 0));
       opt.cap = static_cast<float>(number(n, ModKind::capped_at, 0));
       opt.sinks = weight_ptr(n, ModKind::sinks);
-      const k::AttentionSplit split = k::plan_attention_split(shape, opt);
       const CUdeviceptr out = ptr(n.output), qp = ptr(q.id), kc = ptr(n.state[0]), vc = ptr(n.state[1]);
       const CUdeviceptr seqs = input_ptr(lang::ValueKind::sequences);
       const CUdeviceptr pos = n.find(ModKind::up_to) ? ptr(n.find(ModKind::up_to)->args[0].tensor) : positions;
       const CUdeviceptr ws = scratch_ptr(gi, 0);
+      if (flash_prefill(n)) {
+        const k::PrefillSplit split = k::plan_prefill_split(shape, opt);
+        add(fmt::format("prefill attention [{} x {} x {}] over {} slots in {} splits", shape.rows, shape.n_head,
+                        shape.d, shape.n_ctx, split.n_split), n,
+            [=](CUstream s) { k::prefill_attention(out, qp, kc, vc, seqs, pos, shape, opt, split, ws, s); });
+        return;
+      }
+      const k::AttentionSplit split = k::plan_attention_split(shape, opt);
       add(fmt::format("attention [{} x {} x {}] over {} slots in {} splits", shape.rows, shape.n_head, shape.d,
                       shape.n_ctx, split.n_split), n,
           [=](CUstream s) { k::decode_attention(out, qp, kc, vc, seqs, pos, shape, opt, split, ws, s); });

@@ -11,6 +11,7 @@
 namespace lathe::plan {
 
 int64_t numel(const graph::Tensor& t);
+kernels::WeightMatrix weight_of(const DeviceModel& m, const graph::Tensor& t);  // a constant as the kernels read it
 std::string base_name(const std::string& ssa);
 
 struct StepPlan::Builder {
@@ -57,6 +58,10 @@ struct StepPlan::Builder {
   }
   void emit(int group);  // step_plan_ops.cpp
   kernels::ElemStep elem_step(const graph::Node& e, int value) const;  // e's op on the run's value
+  bool reads_quantized(const graph::Node& product) const;
+  void emit_product(const graph::Node& n, int group, bool quantize);
+  void emit_merged(int group);  // merged_products, gate_up_swiglu
+  bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores  // the product reads its input's int8 form
   void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);
   [[noreturn]] void no_kernel(const graph::Node& n, const std::string& why) const;
 };
