@@ -23,7 +23,7 @@ for part in "$@"; do
   case $part in
   tests)
     for t in $C/test_*_gpu; do
-      echo "== $(basename $t)"; $t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure|\[ lane \]" | head -40
+      echo "== $(basename $t)"; $t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure|\[ lane \]" | head -80
     done ;;
   checks)
     for shape in qwen3-tiny qwen3moe-tiny qwen2-tiny llama-tiny; do

@@ -60,8 +60,10 @@ void check_rules_and_interpreter(const std::string& shape, const std::string& pr
     // A fused kernel sums in another order than the kernels it replaces; f32 rounding differences
     // then flip a few f16 roundings of the KV cache. Measured on the H200: add_norm 2.6e-5 to 4.1e-5,
     // qk_norm_rope, kv_append and quantize_epilogue 0 (the same arithmetic); elementwise_run may
-    // contract a product and a sum into one FMA.
-    EXPECT_LT(err, 1e-4) << r.name << " held back";
+    // contract a product and a sum into one FMA. The prompt's chunks run the flash attention, which
+    // rounds q and the softmax weights to f16: a last-bit change of q flips some of those roundings
+    // (add_norm held on qwen3moe-tiny: 1.17e-4 since then; 2.6e-5 to 4.3e-5 on the others).
+    EXPECT_LT(err, 2.5e-4) << r.name << " held back";
     std::printf("[ lane ] %-14s %-17s held: %.2e\n", shape.c_str(), std::string(r.name).c_str(), err);
   }
   CpuEngine cpu(f, 64, 8, program_file);

@@ -98,18 +98,26 @@ Action add_bench_command(CLI::App& app) {
                  100.0 * s.mean / limit, limit);
     }
     if (*profile) {
-      // Launch times by kind (the text before the first '['), summed over the step.
-      std::map<std::string, std::pair<double, int>> by_kind;
-      double total = 0;
-      for (const auto& [what, ms] : gpu.profile(1, 5)) {
-        auto& [t, n] = by_kind[what.substr(0, what.find('['))];
-        t += ms;
-        ++n;
-        total += ms;
+      // Launch times by kind (the text before the first '['), summed over the step: the decode step,
+      // then the prompt's largest chunk.
+      auto print_profile = [&gpu](int64_t rows, const std::string& title) {
+        std::map<std::string, std::pair<double, int>> by_kind;
+        double total = 0;
+        for (const auto& [what, ms] : gpu.profile(rows, rows == 1 ? 5 : 3)) {
+          auto& [t, n] = by_kind[what.substr(0, what.find('['))];
+          t += ms;
+          ++n;
+          total += ms;
+        }
+        fmt::print("{}, each launch timed alone: {:.3f} ms in all\n", title, total);
+        for (const auto& [kind, tn] : by_kind)
+          fmt::print("  {:<40} {:>4} launches {:>8.3f} ms  {:5.1f}%\n", kind, tn.second, tn.first, 100 * tn.first / total);
+      };
+      if (*tg > 0) print_profile(1, "decode step");
+      if (*pp > 0) {
+        const int64_t rows = prompt_chunks(*pp, o->max_chunk).front();
+        print_profile(rows, fmt::format("prefill chunk of {} rows", rows));
       }
-      fmt::print("decode step, each launch timed alone: {:.3f} ms in all\n", total);
-      for (const auto& [kind, tn] : by_kind)
-        fmt::print("  {:<40} {:>4} launches {:>8.3f} ms  {:5.1f}%\n", kind, tn.second, tn.first, 100 * tn.first / total);
     }
     return 0;
   };
