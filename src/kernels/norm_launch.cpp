@@ -35,7 +35,8 @@ void rms_norm(CUdeviceptr h, CUdeviceptr x, CUdeviceptr weight, int64_t rows, in
     cuda::launch(kernel("lathe_rms_norm_warp"), {blocks}, {32 * warps}, 0, stream,
                  {&x, &weight, &h, &rr, &nn, &eps, &q.q1, &q.q2, &q.ds, &q.two_words}, "rms norm");
   } else {
-    cuda::launch(kernel("lathe_rms_norm"), {static_cast<unsigned>(rows)}, {block_threads(n)}, 0, stream,
+    // With the quantized epilogue every warp quantizes whole 32-value blocks in turn: more warps, fewer turns.
+    cuda::launch(kernel("lathe_rms_norm"), {static_cast<unsigned>(rows)}, {q.q1 ? 1024u : block_threads(n)}, 0, stream,
                  {&x, &weight, &h, &nn, &eps, &q.q1, &q.q2, &q.ds, &q.two_words}, "rms norm");
   }
 }
@@ -46,7 +47,7 @@ void add_rms_norm(CUdeviceptr x, CUdeviceptr h, CUdeviceptr y, CUdeviceptr weigh
   if (rows == 0) return;
   int nn = static_cast<int>(n);
   QuantizedPointers q = quantized_pointers(quantized, rows, n);
-  cuda::launch(kernel("lathe_add_rms_norm"), {static_cast<unsigned>(rows)}, {block_threads(n)}, 0, stream,
+  cuda::launch(kernel("lathe_add_rms_norm"), {static_cast<unsigned>(rows)}, {q.q1 ? 1024u : block_threads(n)}, 0, stream,
                {&x, &y, &weight, &h, &nn, &eps, &q.q1, &q.q2, &q.ds, &q.two_words}, "add and rms norm");
 }
 

@@ -7,7 +7,8 @@
 // Angles and their sines and cosines are f64, as the interpreter's, then rounded to f32: positions of
 // 10^5 and more keep their accuracy. The rotation itself is f32.
 //
-// Launch: one block per row, any multiple of 32 threads; dynamic shared memory
+// Launch: grid (rows, ceil(heads / warps)), one warp a head (a decode row's heads spread over several
+// blocks, each making the row's sines and cosines); dynamic shared memory
 //   (n_rot / 2) * 2 floats (the row's cosines and sines) + (blockDim.x / 32) * d floats (a head per warp).
 
 extern "C" __global__ void lathe_rope_norm(float* x, const int* __restrict__ positions, int heads, int d,
@@ -31,7 +32,7 @@ extern "C" __global__ void lathe_rope_norm(float* x, const int* __restrict__ pos
   }
   __syncthreads();
 
-  for (int head = warp; head < heads; head += n_warps) {
+  for (int head = blockIdx.y * n_warps + warp; head < heads && head < (blockIdx.y + 1) * n_warps; head += n_warps) {
     float* xh = x + (row * heads + head) * (long long)d;
     float inv = 1.0f;
     if (norm) {

@@ -37,11 +37,12 @@ void launch_rope_norm(CUdeviceptr x, CUdeviceptr positions, CUdeviceptr weight, 
     fail("rope: n_rot {} must be even and at most the head size {}", n_rot, d);
   if (heads <= 0 || d <= 0 || d > 4096) fail("rope: {} heads of {} values are not supported", heads, d);
   if (rows == 0) return;
-  const unsigned warps = static_cast<unsigned>(std::min<int64_t>(heads, 8));
+  const unsigned warps = static_cast<unsigned>(std::min<int64_t>(heads, 4));
+  const unsigned head_blocks = static_cast<unsigned>((heads + warps - 1) / warps);
   const unsigned shared = static_cast<unsigned>((n_rot + warps * d) * sizeof(float));
   int h = static_cast<int>(heads), dd = static_cast<int>(d), nr = static_cast<int>(n_rot);
   int neox = order == RopeOrder::neox ? 1 : 0, do_norm = norm ? 1 : 0;
-  cuda::launch(kernel("lathe_rope_norm"), {static_cast<unsigned>(rows)}, {32 * warps}, shared, stream,
+  cuda::launch(kernel("lathe_rope_norm"), {static_cast<unsigned>(rows), head_blocks, 1}, {32 * warps}, shared, stream,
                {&x, &positions, &h, &dd, &nr, &freq, &position_scale, &neox, &weight, &do_norm, &eps},
                norm ? "rms norm and rope" : "rope");
 }

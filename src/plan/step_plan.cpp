@@ -216,20 +216,22 @@ CUdeviceptr StepPlan::output_ptr(const std::string& name) const {
 namespace {
 template <typename T>
 std::vector<T> read_output(const std::vector<std::pair<std::string, std::pair<CUdeviceptr, int64_t>>>& outputs,
-                           const std::string& name, CUstream stream) {
+                           const std::string& name, CUstream stream, int64_t last_values = -1) {
   for (const auto& [n, pv] : outputs) {
     if (n != name) continue;
-    std::vector<T> out(static_cast<size_t>(pv.second));
+    const int64_t count = last_values >= 0 ? std::min(last_values, pv.second) : pv.second;
+    std::vector<T> out(static_cast<size_t>(count));
+    const CUdeviceptr from = pv.first + static_cast<CUdeviceptr>((pv.second - count) * static_cast<int64_t>(sizeof(T)));
     cuda::check(cuda::driver().cuStreamSynchronize(stream), "running the step");
-    cuda::check(cuda::driver().cuMemcpyDtoH(out.data(), pv.first, out.size() * sizeof(T)), "reading the step's output");
+    cuda::check(cuda::driver().cuMemcpyDtoH(out.data(), from, out.size() * sizeof(T)), "reading the step's output");
     return out;
   }
   fail("the program returns no value named '{}'", name);
 }
 }  // namespace
 
-std::vector<float> StepPlan::read_f32(const std::string& name, CUstream stream) const {
-  return read_output<float>(outputs_, name, stream);
+std::vector<float> StepPlan::read_f32(const std::string& name, CUstream stream, int64_t last_values) const {
+  return read_output<float>(outputs_, name, stream, last_values);
 }
 
 std::vector<int32_t> StepPlan::read_ids(const std::string& name, CUstream stream) const {

@@ -43,8 +43,9 @@ class StepPlan {
   void set_inputs(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
                   const std::vector<int32_t>& sequences, CUstream stream);
   void run(CUstream stream) const;
-  // The returned values: f32 activations or int32 ids, row after row (synchronous copy).
-  std::vector<float> read_f32(const std::string& output, CUstream stream) const;
+  // The returned values: f32 activations or int32 ids, row after row (synchronous copy); read_f32
+  // copies only the last `last_values` values when that is >= 0.
+  std::vector<float> read_f32(const std::string& output, CUstream stream, int64_t last_values = -1) const;
   std::vector<int32_t> read_ids(const std::string& output, CUstream stream) const;
   CUdeviceptr output_ptr(const std::string& output) const;
   // Where set_inputs puts the rows' tokens, positions and sequences (int32 each; for `lathe emit`).

@@ -26,7 +26,7 @@ const Interpreter& CpuEngine::cut(int64_t rows) {
 
 std::vector<float> CpuEngine::run(std::span<const int32_t> tokens, int64_t start, bool all_logits) {
   return run_in_chunks(tokens, start, all_logits, n_ctx_, max_chunk_, n_vocab_,
-                       [this](std::span<const int32_t> chunk, int64_t at, bool) {
+                       [this](std::span<const int32_t> chunk, int64_t at, int64_t) {
                          StepInput in;
                          for (size_t r = 0; r < chunk.size(); ++r) {
                            in.tokens.push_back(chunk[r]);

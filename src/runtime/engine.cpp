@@ -26,8 +26,8 @@ std::vector<float> run_in_chunks(std::span<const int32_t> tokens, int64_t start,
   int64_t done = 0;
   for (int64_t rows : prompt_chunks(static_cast<int64_t>(tokens.size()), max_chunk)) {
     const bool last = done + rows == static_cast<int64_t>(tokens.size());
-    const std::vector<float> l =
-        step(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(rows)), start + done, all_logits || last);
+    const std::vector<float> l = step(tokens.subspan(static_cast<size_t>(done), static_cast<size_t>(rows)), start + done,
+                                      all_logits ? rows : last ? 1 : 0);
     if (all_logits) logits.insert(logits.end(), l.begin(), l.end());
     else if (last) logits.assign(l.end() - n_vocab, l.end());
     done += rows;

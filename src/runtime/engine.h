@@ -29,8 +29,10 @@ std::vector<int64_t> prompt_chunks(int64_t n, int64_t max_chunk);
 
 // Engine::run for an engine that runs one chunk at a time: checks that the tokens fit in n_ctx,
 // runs them as prompt_chunks(n, max_chunk), and assembles the logits. step(chunk, start, want)
-// runs one chunk and returns its logits [rows, n_vocab] when `want` (else anything).
-using ChunkStep = std::function<std::vector<float>(std::span<const int32_t> chunk, int64_t start, bool want)>;
+// runs one chunk and returns the logits of at least its last `want` rows, row after row (want 0:
+// anything; a 512-row chunk's logits are 311 MB for a 152k vocabulary, so an engine copies only
+// what is wanted).
+using ChunkStep = std::function<std::vector<float>(std::span<const int32_t> chunk, int64_t start, int64_t want)>;
 std::vector<float> run_in_chunks(std::span<const int32_t> tokens, int64_t start, bool all_logits,
                                  int64_t n_ctx, int64_t max_chunk, int64_t n_vocab, const ChunkStep& step);
 

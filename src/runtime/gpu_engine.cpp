@@ -107,10 +107,11 @@ void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start) {
 
 std::vector<float> GpuEngine::run(std::span<const int32_t> tokens, int64_t start, bool all_logits) {
   return run_in_chunks(tokens, start, all_logits, options_.n_ctx, options_.max_chunk, n_vocab_,
-                       [this](std::span<const int32_t> chunk, int64_t at, bool want) {
+                       [this](std::span<const int32_t> chunk, int64_t at, int64_t want) {
                          run_rows(chunk, at);
-                         return want ? plan(static_cast<int64_t>(chunk.size())).read_f32("logits", stream_->handle())
-                                     : std::vector<float>();
+                         return want > 0 ? plan(static_cast<int64_t>(chunk.size()))
+                                               .read_f32("logits", stream_->handle(), want * n_vocab_)
+                                         : std::vector<float>();
                        });
 }
 
