@@ -98,3 +98,32 @@ TEST(CliProgram, GraphShowsTheLiftedOpsAndTheFusionGroups) {
 }
 
 }  // namespace
+
+namespace {
+
+// A program file bound to a checkpoint's weights: `lathe program FILE --weights M --graph` lowers it
+// as a model's own program; `lathe check FILE` needs the weights and says so (no GPU needed to refuse).
+TEST(CliProgram, AProgramFileRunsOnACheckpointsWeights) {
+  const std::string program = data("programs/qwen3_elementwise_runs.lathe");
+  const std::string weights = testing::TempDir() + "/cli-program-qwen3-tiny.gguf";
+  ASSERT_EQ(run("synth --shape qwen3-tiny --type q8_0 -o " + weights).status, 0);
+  Ran r = run("program " + program + " --weights " + weights + " --graph");
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("elementwise_run      3 groups"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("quantize_epilogue    7 values"), std::string::npos) << r.out;
+  Ran held = run("program " + program + " --weights " + weights + " --graph --hold elementwise_run");
+  ASSERT_EQ(held.status, 0) << held.out;
+  EXPECT_NE(held.out.find("elementwise_run      0 groups"), std::string::npos) << held.out;
+  Ran no_weights = run("check " + program);
+  EXPECT_EQ(no_weights.status, 1);
+  EXPECT_NE(no_weights.out.find("is a program: say which checkpoint's weights it runs on with --weights"),
+            std::string::npos) << no_weights.out;
+  Ran weights_on_model = run("check " + weights + " --weights " + weights);
+  EXPECT_EQ(weights_on_model.status, 1);
+  EXPECT_NE(weights_on_model.out.find("--weights goes with a program file"), std::string::npos) << weights_on_model.out;
+  Ran twice = run("check " + program + " --weights " + weights + " --program " + program);
+  EXPECT_EQ(twice.status, 1);
+  EXPECT_NE(twice.out.find("give the program once"), std::string::npos) << twice.out;
+}
+
+}  // namespace
