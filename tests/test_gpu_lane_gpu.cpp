@@ -85,6 +85,42 @@ TEST(GpuLaneProgram, ElementwiseRunsAgree) {
   check_rules_and_interpreter("qwen3-tiny", std::string(LATHE_TEST_DATA) + "/programs/qwen3_elementwise_runs.lathe");
 }
 
+// Residence on a card of any size: a --gpu-memory cap just above what the caches and steps need
+// moves matrices to pinned host memory (the embedding first); the kernels read them there over
+// PCIe and the logits are those of the all-on-device plan, bit for bit. A cap below the fixed needs
+// is refused with the numbers.
+TEST(GpuLaneResidence, MatricesInPinnedHostMemoryGiveTheSameLogits) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  const std::string path = testing::TempDir() + "/lane-residence.gguf";
+  SynthOptions o;
+  o.shape = "qwen3-tiny";
+  write_synthetic_checkpoint(o, path);
+  const GgufFile f = GgufFile::open(path);
+  GpuEngineOptions go;
+  go.n_ctx = 64;
+  go.max_chunk = 8;
+  GpuEngine all(f, go);
+  ASSERT_EQ(all.device_model().host_bytes(), 0u);
+  const std::vector<float> base = trace(all);
+  const size_t weights = all.device_model().device_bytes(), fixed = all.device_model().fixed_bytes();
+  GpuEngineOptions capped = go;
+  capped.gpu_memory = fixed + weights / 2;  // about half the weights' bytes must move
+  GpuEngine half(f, capped);
+  std::printf("[ lane ] residence at cap %.3f GB: %s\n", capped.gpu_memory / 1e9, half.device_model().residence().c_str());
+  EXPECT_GE(half.device_model().host_bytes(), weights / 2);
+  EXPECT_LE(half.device_model().device_bytes() + fixed, capped.gpu_memory);
+  EXPECT_EQ(normalized(trace(half), base), 0.0);
+  capped.gpu_memory = fixed - 1;  // not even the caches and step buffers fit
+  try {
+    GpuEngine none(f, capped);
+    ADD_FAILURE() << "a cap below the caches and step buffers was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("too little GPU memory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(the --gpu-memory cap)"), std::string::npos) << e.what();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuLane,
                          testing::Values("qwen3-tiny", "qwen3moe-tiny", "qwen2-tiny", "llama-tiny"));
 

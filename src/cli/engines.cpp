@@ -20,6 +20,10 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
                   "hold back a fusion rule by name (repeatable): add_norm, qk_norm_rope, kv_append, elementwise_run, "
                   "quantize_epilogue");
   cmd->add_option("--program", o.program, "a .lathe program file to run instead of the checkpoint architecture's");
+  cmd->add_option("--gpu-memory", o.gpu_memory_gb,
+                  "the most GPU memory to take, in GB (default: what is free); matrices that do not fit are "
+                  "read from pinned host memory")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-chunk", o.max_chunk, "the largest prefill chunk (rows)")->capture_default_str();
 }
 
@@ -39,7 +43,11 @@ std::unique_ptr<Engine> make_gpu_engine(const GgufFile& file, const EngineOption
   g.activations = parse_activations(o.activations);
   g.held = std::set<std::string>(o.hold.begin(), o.hold.end());
   g.program_file = o.program;
-  return std::make_unique<GpuEngine>(file, g);
+  g.gpu_memory = static_cast<size_t>(o.gpu_memory_gb * 1e9);
+  auto engine = std::make_unique<GpuEngine>(file, g);
+  // Matrices read over PCIe make every token slow: say so where it happens.
+  if (engine->device_model().host_bytes() > 0) fmt::print(stderr, "note: {}\n", engine->device_model().residence());
+  return engine;
 }
 
 LoadedModel load_model(const std::string& path, const EngineOptions& o) {

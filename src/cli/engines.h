@@ -22,6 +22,7 @@ struct EngineOptions {
   std::vector<std::string> hold;       // fusion rules held back (GPU lane)
   int64_t max_chunk = 512;             // the largest prefill chunk
   std::string program;                 // a program file run instead of the architecture's
+  double gpu_memory_gb = 0;            // > 0: the most GPU memory to take, in GB (1e9 bytes)
 };
 
 void add_engine_options(CLI::App* cmd, EngineOptions& options);

@@ -11,7 +11,7 @@
 namespace lathe::plan {
 
 DeviceModel::DeviceModel(const GgufFile& file, const std::set<std::string>& tensors,
-                         const CacheShape& caches, size_t reserve)
+                         const CacheShape& caches, size_t reserve, size_t device_cap)
     : cache_shape_(caches) {
   cuda::Context& ctx = cuda::Context::get();
   std::vector<const GgufTensor*> list;
@@ -28,7 +28,12 @@ DeviceModel::DeviceModel(const GgufFile& file, const std::set<std::string>& tens
   request.n_ctx = caches.n_ctx;
   request.step_bytes = reserve;
   request.device_free = ctx.refresh_memory().free_memory;
+  if (device_cap > 0 && device_cap < request.device_free) {
+    request.device_free = device_cap;
+    request.device_limited = true;
+  }
   request.host_available = available_host_memory();
+  fixed_bytes_ = request.cache_bytes + request.step_bytes + request.margin;
   const Residence residence = plan_residence(request);
   const std::set<std::string>& to_host = residence.on_host;
   for (const GgufTensor* t : list) {

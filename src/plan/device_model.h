@@ -31,9 +31,10 @@ struct CacheShape {
 class DeviceModel {
  public:
   // Uploads the named tensors. `reserve` is the device memory the steps need beside (arenas,
-  // workspaces), kept free when deciding residence.
+  // workspaces), kept free when deciding residence. `device_cap` > 0: take at most that much of the
+  // device (--gpu-memory: share a card, or exercise residence on a large one).
   DeviceModel(const GgufFile& file, const std::set<std::string>& tensors, const CacheShape& caches,
-              size_t reserve);
+              size_t reserve, size_t device_cap = 0);
 
   const DeviceWeight& weight(const std::string& name) const;  // InternalError if not uploaded
   // The f32 values of an uploaded vector, kept on the host for what the plan computes there (rope
@@ -44,6 +45,8 @@ class DeviceModel {
   const CacheShape& cache_shape() const { return cache_shape_; }
   size_t device_bytes() const { return device_bytes_; }
   size_t host_bytes() const { return host_bytes_; }
+  // What residence keeps free on the device besides the weights: caches, step buffers, a margin.
+  size_t fixed_bytes() const { return fixed_bytes_; }
   const std::string& residence() const { return residence_; }  // a line: what lives where
 
  private:
@@ -53,7 +56,7 @@ class DeviceModel {
   std::vector<cuda::PinnedBuffer> pinned_;
   std::vector<cuda::DeviceBuffer> caches_;
   CacheShape cache_shape_;
-  size_t device_bytes_ = 0, host_bytes_ = 0;
+  size_t device_bytes_ = 0, host_bytes_ = 0, fixed_bytes_ = 0;
   std::string residence_;
 };
 

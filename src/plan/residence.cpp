@@ -17,14 +17,16 @@ int rank(const std::string& name) {
 
 double gb(uint64_t bytes) { return static_cast<double>(bytes) / 1e9; }
 
+const char* limited(const ResidenceRequest& r) { return r.device_limited ? " (the --gpu-memory cap)" : ""; }
+
 }  // namespace
 
 Residence plan_residence(const ResidenceRequest& r) {
   const uint64_t fixed = r.cache_bytes + r.step_bytes + r.margin;
   if (fixed > r.device_free)
     fail("too little GPU memory: the KV caches ({:.2f} GB at --ctx {}) and step buffers ({:.2f} GB) need "
-         "{:.2f} GB with a margin, {:.2f} GB are free; lower --ctx",
-         gb(r.cache_bytes), r.n_ctx, gb(r.step_bytes), gb(fixed), gb(r.device_free));
+         "{:.2f} GB with a margin, {:.2f} GB are free{}; lower --ctx",
+         gb(r.cache_bytes), r.n_ctx, gb(r.step_bytes), gb(fixed), gb(r.device_free), limited(r));
   Residence out;
   for (const auto& t : r.tensors) out.device_bytes += t.bytes;
   if (out.device_bytes + fixed <= r.device_free) return out;
@@ -43,9 +45,9 @@ Residence plan_residence(const ResidenceRequest& r) {
   const uint64_t weights = out.device_bytes + out.host_bytes;
   if (out.device_bytes + fixed > r.device_free || out.host_bytes > r.host_available)
     fail("too little memory for the model: {:.2f} GB of weights, {:.2f} GB of KV cache (--ctx {}) and "
-         "{:.2f} GB of step buffers; the GPU has {:.2f} GB free and {:.2f} GB of host memory can be "
+         "{:.2f} GB of step buffers; the GPU has {:.2f} GB free{} and {:.2f} GB of host memory can be "
          "pinned, but {:.2f} GB would have to move to the host{}",
-         gb(weights), gb(r.cache_bytes), r.n_ctx, gb(r.step_bytes), gb(r.device_free), gb(r.host_available),
+         gb(weights), gb(r.cache_bytes), r.n_ctx, gb(r.step_bytes), gb(r.device_free), limited(r), gb(r.host_available),
          gb(out.host_bytes),
          out.device_bytes + fixed > r.device_free ? " and the vectors alone do not fit on the GPU" : "");
   return out;

@@ -24,6 +24,7 @@ struct ResidenceRequest {
   uint64_t step_bytes = 0;       // arenas and workspaces
   uint64_t margin = 512ull << 20;  // the driver, the kernel module, fragmentation
   uint64_t device_free = 0;
+  bool device_limited = false;   // device_free is the user's cap (--gpu-memory), not all that is free
   uint64_t host_available = 0;   // pinned host memory that may be taken (0: none)
 };
 

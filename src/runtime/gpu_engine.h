@@ -23,6 +23,7 @@ struct GpuEngineOptions {
   std::set<std::string> held;  // fusion rules held back
   bool use_graph = true;       // capture the decode step as a CUDA graph
   std::string program_file;    // a program file to run instead of the architecture's
+  size_t gpu_memory = 0;       // > 0: the most device memory to take (residence moves the rest to the host)
 };
 
 class GpuEngine : public Engine {
