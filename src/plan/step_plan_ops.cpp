@@ -371,36 +371,26 @@ void StepPlan::Builder::emit(int gi) {
     case OpKind::subtract:
     case OpKind::multiply:
     case OpKind::divide:
-    case OpKind::swiglu: {
-      const k::ElemBinary op = n.kind == OpKind::add ? k::ElemBinary::add
-                               : n.kind == OpKind::subtract ? k::ElemBinary::subtract
-                               : n.kind == OpKind::multiply ? k::ElemBinary::multiply
-                               : n.kind == OpKind::divide ? k::ElemBinary::divide : k::ElemBinary::swiglu;
-      const graph::Tensor& a = g.tensor(n.args[0].tensor);
-      const graph::Tensor& b = g.tensor(n.args[1].tensor);
-      const int64_t count = numel(a), period = numel(b) == count ? count : b.shape.back();
-      const CUdeviceptr ap = ptr(a.id), bp = ptr(b.id), out = ptr(n.output);
-      add(fmt::format("{} [{}]", lang::op_info(n.kind).name, count), n,
-          [=](CUstream s) { k::elementwise_binary(op, out, ap, bp, count, period, s); });
-      return;
-    }
+    case OpKind::swiglu:
     case OpKind::scale:
     case OpKind::silu:
     case OpKind::gelu:
     case OpKind::sigmoid:
     case OpKind::relu:
     case OpKind::soft_cap: {
-      const k::ElemUnary op = n.kind == OpKind::scale ? k::ElemUnary::scale
-                              : n.kind == OpKind::silu ? k::ElemUnary::silu
-                              : n.kind == OpKind::gelu ? k::ElemUnary::gelu
-                              : n.kind == OpKind::sigmoid ? k::ElemUnary::sigmoid
-                              : n.kind == OpKind::relu ? k::ElemUnary::relu : k::ElemUnary::soft_cap;
-      const float param = n.args.size() > 1 ? static_cast<float>(n.args[1].number) : 0.0f;
+      // One op alone: the vectorized single-op kernels (a run, or an op whose output is quantized,
+      // took elementwise_run above).
+      const k::ElemStep st = elem_step(n, n.args[0].tensor);
       const graph::Tensor& x = g.tensor(n.args[0].tensor);
       const int64_t count = numel(x);
-      const CUdeviceptr xp = ptr(x.id), out = ptr(n.output);
-      add(fmt::format("{} [{}]", lang::op_info(n.kind).name, count), n,
-          [=](CUstream s) { k::elementwise_unary(op, out, xp, count, param, s); });
+      const CUdeviceptr xp = ptr(x.id), out = ptr(n.output), bp = st.b;
+      const int64_t period = st.period;
+      add(fmt::format("{} [{}]", lang::op_info(n.kind).name, count), n, [=](CUstream s) {
+        if (st.unary)
+          k::elementwise_unary(static_cast<k::ElemUnary>(st.code), out, xp, count, st.param, s);
+        else
+          k::elementwise_binary(static_cast<k::ElemBinary>(st.code), out, xp, bp, count, period, s);
+      });
       return;
     }
     case OpKind::rms_norm: {
