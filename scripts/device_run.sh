@@ -9,6 +9,9 @@
 #   depth   tg128 of qwen3-8b Q8_0 at 4,096 tokens of context
 #   big     `lathe check` (16-token prompt, 32 decode steps) of qwen3-0.6b, qwen3-8b and llama3-8b in
 #           Q8_0, Q4_K_M and F16 (the lane issue's criterion)
+#   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
+#           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
+#           greedy tokens on three prompts
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/build-dev/devlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -51,6 +54,14 @@ for part in "$@"; do
     done ;;
   depth)
     echo "== bench qwen3-8b q8_0 at depth 4096"; $L bench $(synth qwen3-8b q8_0) -p 0 -n 128 -d 4096 -r 3 --ctx 4608 2>&1 | tail -2 ;;
+  emit)
+    D=models/default/lathe-kjv-qwen3.gguf
+    for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do
+      ids=$($L tokenize $D "$p" --ids-only)
+      want=$($L run $D -p "$p" -n 24 --temp 0 --device gpu 2>/dev/null | head -c 2000)
+      got=$($C/emitted $D --prompt-tokens $ids -n 24 2>/dev/null | sed -n '/^text: /,$p' | sed '1s/^text: //')
+      echo "== emitted vs lathe run, \"$p\": $([ "$p$got" = "$want" ] && echo same || printf 'DIFFERENT\n  run:     %s\n  emitted: %s' "$want" "$got")"
+    done ;;
   big)
     for spec in "qwen3-0.6b q8_0" "qwen3-0.6b q4_k_m" "qwen3-0.6b f16" "qwen3-8b q8_0" "qwen3-8b q4_k_m" "qwen3-8b f16" "llama3-8b q8_0" "llama3-8b q4_k_m" "llama3-8b f16"; do
       set -- $spec
