@@ -1,0 +1,243 @@
+// The mixture's expert products for decode (1..8 rows, int8 / int8x2 contracts), built on the decode
+// GEMV's pieces (gemv_decode.cuh: format traits, 16-byte cp.async chunk copies into a per-warp ring of
+// LATHE_GEMV1_STAGES slots, piece dot products against x staged in shared memory) and on
+// gemv_multi.cuh's chunk dot. Only the chosen experts' rows are read: expert e's matrix starts
+// e * expert_bytes into the stacked tensor [n_expert][n_out][k].
+//
+// Both kernels: blocks of 16 warps, the grid `rows` x blocks_per_row (<= the SM count). Block b
+// serves row r = b % rows only, so it stages only that row's activation (x_r, or the row's k slots of
+// h) once in shared memory. A group of `group` warps owns an item at a time (items g, g + n_groups of
+// the row), its warps taking the item's chunks round-robin; partial sums meet in shared memory in a
+// fixed order: results are deterministic. Expert ids (and route weights) of the row are held one a
+// lane (top_k <= 32) and broadcast with shuffles.
+//
+// lathe_moe_gate_up_<fmt>_<contract>: item (j, o) of row r is output o of slot j (expert ids[r][j]):
+// gate row o's chunks, then up row o's; epilogue h[r * top_k + j][o] = silu(g) * u with
+// silu(g) = g / (1 + exp(-g)) (gemv_multi.cuh's formula). The ids come from the kernel just before
+// (the router), so nothing is requested before the programmatic-launch wait.
+//
+// lathe_moe_down_<fmt>_<contract>: item o of row r is output o; its chunks are row o of each slot's
+// expert, slot by slot; out[r][o] = sum_j route_w[r][j] * (down_ids[r][j][o] . h[r * top_k + j]),
+// the weight applied to each lane's share of each slot before the sums (no atomics). h is either the
+// quantized form of [rows * top_k][n_ff] (copied in) or f32, quantized by each block into shared memory
+// with lathe_quantize_block32 (bit-identical to the quantizer kernel). early != 0: ids and route_w were
+// written two launches back (the router, before the gate/up kernel), so they are read and the first
+// STAGES - 1 weight chunks requested BEFORE the programmatic-launch wait; h after it.
+// Dynamic shared memory: LATHE_GEMV1 stage bytes + the staged activation (x_r: k * C + k / 2;
+// h_r: top_k * n_ff * C + top_k * n_ff / 2), C = 1 (int8) or 2 (int8x2).
+
+// Chunk c of the row o of matrix w (expert base already applied) into slot; returns the head.
+template <class F>
+__device__ __forceinline__ int lathe_moe_chunk(const uint8_t* w, long long row_bytes, int units, int o, int c,
+                                               uint8_t* slot, bool issue) {
+  return lathe_gemv1_chunk<F>(w, row_bytes, units, o, c, slot, issue);
+}
+
+// The shared loop of both kernels: streams each item's chunks and hands the lane's share of each to
+// `dot(item, c, staged)`, which returns it already placed in acc0 (d = 0) or acc1 (d = 1) by
+// `which(item, c)`; `done(item, v0, v1)` is called by one lane per finished item with the group sums.
+// The loader prologue (STAGES - 1 chunks) has been issued by the caller; ld_item / ld_c continue it.
+template <class Locate, class Dot, class Done>
+__device__ __forceinline__ void lathe_moe_stream(int g0, int sub, int group, int n_groups, int n_items,
+                                                 int item_chunks, uint8_t* stage, int ld_item, int ld_c,
+                                                 Locate chunk, Dot dot, Done done) {
+  __shared__ float2 lathe_moe_partial[2][LATHE_GEMV1_WARPS];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  int item = g0, c = sub, slot = 0, parity = 0;
+  float acc0 = 0.0f, acc1 = 0.0f;
+  while (item < n_items) {
+    lathe_gemv1_wait<LATHE_GEMV1_STAGES - 2>();
+    __syncwarp();  // chunk `slot` landed for every lane; the slot refilled below was read last round
+    const int refill = slot == 0 ? LATHE_GEMV1_STAGES - 1 : slot - 1;
+    if (ld_item < n_items) chunk(ld_item, ld_c, stage + refill * LATHE_GEMV1_SLOT, true);
+    lathe_gemv1_commit();
+    ld_c += group;
+    if (ld_item < n_items && ld_c >= item_chunks) {
+      ld_c = sub;
+      ld_item += n_groups;
+    }
+    const uint8_t* s = stage + slot * LATHE_GEMV1_SLOT + chunk(item, c, nullptr, false);
+    dot(item, c, s, acc0, acc1);
+    slot = slot + 1 == LATHE_GEMV1_STAGES ? 0 : slot + 1;
+    c += group;
+    if (c >= item_chunks) {  // the group's item is done
+      float v0 = lathe_warp_sum(acc0), v1 = lathe_warp_sum(acc1);
+      acc0 = acc1 = 0.0f;
+      bool writer = lane == 0;
+      if (group > 1) {
+        // Double-buffered partials: a warp writes buffer `parity` again only after the next barrier,
+        // which the group's first warp reaches only after reading it.
+        if (lane == 0) lathe_moe_partial[parity][warp] = make_float2(v0, v1);
+        asm volatile("bar.sync %0, %1;\n" ::"r"(1 + warp / group), "r"(32 * group) : "memory");
+        writer = sub == 0 && lane == 0;
+        if (writer) {
+          v0 = v1 = 0.0f;
+          for (int i = 0; i < group; ++i) {
+            v0 += lathe_moe_partial[parity][warp + i].x;
+            v1 += lathe_moe_partial[parity][warp + i].y;
+          }
+        }
+        parity ^= 1;
+      }
+      if (writer) done(item, v0, v1);
+      c = sub;
+      item += n_groups;
+    }
+  }
+  lathe_gemv1_wait<0>();
+}
+
+template <class F, int C>
+__device__ __forceinline__ void lathe_moe_gate_up_body(const uint8_t* wg, const uint8_t* wu, long long row_bytes,
+                                                       long long expert_bytes, const int* ids, const int8_t* xq,
+                                                       float* h, int k, int n_ff, int rows, int top_k, int group) {
+  extern __shared__ uint4 lathe_moe_smem[];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int units = k / F::unit_values, nc = (units + F::chunk_units - 1) / F::chunk_units;
+  const int r = blockIdx.x % rows, bpr = gridDim.x / rows, br = blockIdx.x / rows;
+  uint8_t* stage = reinterpret_cast<uint8_t*>(lathe_moe_smem) + warp * (LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT);
+  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_moe_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
+  const int4* sq1 = reinterpret_cast<const int4*>(sx);
+  const int4* sq2 = reinterpret_cast<const int4*>(sx + k);
+  const float4* sds = reinterpret_cast<const float4*>(sx + k * C);
+  const int gpb = LATHE_GEMV1_WARPS / group, sub = warp % group;
+  const int n_groups = bpr * gpb, g0 = br * gpb + warp / group;
+  const int n_items = top_k * n_ff;
+  if (r >= rows || br >= bpr) return;  // a grid not a multiple of rows: whole blocks leave
+
+  lathe_pdl_entry();
+  {  // x_r: q1, q2 (int8x2), ds, as one commit group ahead of the weights
+    const int8_t* q1 = xq + static_cast<long long>(r) * k;
+    const int8_t* q2 = xq + static_cast<long long>(rows + r) * k;
+    const int8_t* dsp = xq + static_cast<long long>(rows) * k * C + static_cast<long long>(r) * (k >> 5) * 16;
+    for (int i = threadIdx.x; i < (k >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, q1 + 16 * i);
+    if (C == 2)
+      for (int i = threadIdx.x; i < (k >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + k + 16 * i, q2 + 16 * i);
+    for (int i = threadIdx.x; i < (k >> 5); i += blockDim.x) lathe_gemv1_cp16(sx + k * C + 16 * i, dsp + 16 * i);
+    lathe_gemv1_commit();
+  }
+  const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
+
+  auto chunk = [&](int item, int c, uint8_t* slot, bool issue) -> int {
+    const int j = item / n_ff, o = item - j * n_ff;
+    const long long e = __shfl_sync(0xffffffffu, my_id, j);
+    const bool is_up = c >= nc;
+    return lathe_moe_chunk<F>((is_up ? wu : wg) + e * expert_bytes, row_bytes, units, o, is_up ? c - nc : c, slot,
+                              issue);
+  };
+  int ld_item = g0, ld_c = sub;
+  for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
+    if (ld_item < n_items) chunk(ld_item, ld_c, stage + s * LATHE_GEMV1_SLOT, true);
+    lathe_gemv1_commit();
+    ld_c += group;
+    if (ld_item < n_items && ld_c >= 2 * nc) {
+      ld_c = sub;
+      ld_item += n_groups;
+    }
+  }
+  lathe_gemv1_wait<LATHE_GEMV1_STAGES - 1>();  // x's group, the oldest, has landed
+  __syncthreads();
+
+  auto dot = [&](int item, int c, const uint8_t* s, float& acc0, float& acc1) {
+    if (c < nc) acc0 += lathe_gemvm_chunk_dot<F, C>(s, units, c, sq1, sq2, sds);
+    else acc1 += lathe_gemvm_chunk_dot<F, C>(s, units, c - nc, sq1, sq2, sds);
+  };
+  auto done = [&](int item, float g, float u) {
+    h[static_cast<long long>(r) * top_k * n_ff + item] = g / (1.0f + expf(-g)) * u;
+  };
+  lathe_moe_stream(g0, sub, group, n_groups, n_items, 2 * nc, stage, ld_item, ld_c, chunk, dot, done);
+}
+
+template <class F, int C>
+__device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long row_bytes, long long expert_bytes,
+                                                    const int* ids, const float* route_w, const void* hin, int h_f32,
+                                                    float* out, int n_out, int n_ff, int rows, int top_k, int group,
+                                                    int early) {
+  extern __shared__ uint4 lathe_moe_smem[];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int units = n_ff / F::unit_values, nc = (units + F::chunk_units - 1) / F::chunk_units;
+  const int r = blockIdx.x % rows, bpr = gridDim.x / rows, br = blockIdx.x / rows;
+  const int K = top_k * n_ff;  // the row's staged activation: its top_k slots of h
+  uint8_t* stage = reinterpret_cast<uint8_t*>(lathe_moe_smem) + warp * (LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT);
+  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_moe_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
+  const int gpb = LATHE_GEMV1_WARPS / group, sub = warp % group;
+  const int n_groups = bpr * gpb, g0 = br * gpb + warp / group;
+  const int item_chunks = top_k * nc;
+  if (r >= rows || br >= bpr) return;
+
+  if (!early) lathe_pdl_entry();
+  const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
+  const float my_w = lane < top_k ? (route_w ? route_w[r * top_k + lane] : 1.0f) : 0.0f;
+  auto chunk = [&](int item, int c, uint8_t* slot, bool issue) -> int {
+    const int j = c / nc;
+    const long long e = __shfl_sync(0xffffffffu, my_id, j);
+    return lathe_moe_chunk<F>(w + e * expert_bytes, row_bytes, units, item, c - j * nc, slot, issue);
+  };
+  int ld_item = g0, ld_c = sub;
+  for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
+    if (ld_item < n_out) chunk(ld_item, ld_c, stage + s * LATHE_GEMV1_SLOT, true);
+    lathe_gemv1_commit();
+    ld_c += group;
+    if (ld_item < n_out && ld_c >= item_chunks) {
+      ld_c = sub;
+      ld_item += n_groups;
+    }
+  }
+  if (early) lathe_pdl_entry();  // now h, written by the kernel just before, may be read
+
+  if (h_f32) {
+    // Quantized here, one warp a 32-value block, into the quantizer's layout in shared memory.
+    const float* hf = reinterpret_cast<const float*>(hin) + static_cast<long long>(r) * K;
+    int8_t* q1 = reinterpret_cast<int8_t*>(sx);
+    int8_t* q2 = reinterpret_cast<int8_t*>(sx + K);
+    float4* ds = reinterpret_cast<float4*>(sx + K * C);
+    for (int b = warp; b < (K >> 5); b += LATHE_GEMV1_WARPS) {
+      const int i = 32 * b + lane;
+      lathe_quantize_block32(hf[i], i, C == 2, q1, q2, ds);
+    }
+  } else {
+    const int8_t* hq = reinterpret_cast<const int8_t*>(hin);
+    const int8_t* q1 = hq + static_cast<long long>(r) * K;
+    const int8_t* q2 = hq + static_cast<long long>(rows + r) * K;
+    const int8_t* dsp = hq + static_cast<long long>(rows) * K * C + static_cast<long long>(r) * (K >> 5) * 16;
+    for (int i = threadIdx.x; i < (K >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, q1 + 16 * i);
+    if (C == 2)
+      for (int i = threadIdx.x; i < (K >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + K + 16 * i, q2 + 16 * i);
+    for (int i = threadIdx.x; i < (K >> 5); i += blockDim.x) lathe_gemv1_cp16(sx + K * C + 16 * i, dsp + 16 * i);
+    lathe_gemv1_commit();
+  }
+  lathe_gemv1_wait<0>();
+  __syncthreads();  // h_r is in place for every warp
+
+  auto dot = [&](int item, int c, const uint8_t* s, float& acc0, float& acc1) {
+    const int j = c / nc;
+    const float wj = __shfl_sync(0xffffffffu, my_w, j);
+    const int4* sq1 = reinterpret_cast<const int4*>(sx + j * n_ff);
+    const int4* sq2 = reinterpret_cast<const int4*>(sx + K + j * n_ff);
+    const float4* sds = reinterpret_cast<const float4*>(sx + K * C) + j * (n_ff >> 5);
+    acc0 = fmaf(wj, lathe_gemvm_chunk_dot<F, C>(s, units, c - j * nc, sq1, sq2, sds), acc0);
+  };
+  auto done = [&](int item, float v, float) { out[static_cast<long long>(r) * n_out + item] = v; };
+  lathe_moe_stream(g0, sub, group, n_groups, n_out, item_chunks, stage, ld_item, ld_c, chunk, dot, done);
+}
+
+#define LATHE_MOE_KERNELS(FMT, C, CNAME)                                                                          \
+  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_moe_gate_up_##FMT##_##CNAME(      \
+      const uint8_t* wg, const uint8_t* wu, long long row_bytes, long long expert_bytes, const int* ids,         \
+      const int8_t* xq, float* h, int k, int n_ff, int rows, int top_k, int group) {                             \
+    lathe_moe_gate_up_body<lathe_gemv1_##FMT, C>(wg, wu, row_bytes, expert_bytes, ids, xq, h, k, n_ff, rows,     \
+                                                 top_k, group);                                                  \
+  }                                                                                                              \
+  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_moe_down_##FMT##_##CNAME(         \
+      const uint8_t* w, long long row_bytes, long long expert_bytes, const int* ids, const float* route_w,       \
+      const void* h, int h_f32, float* out, int n_out, int n_ff, int rows, int top_k, int group, int early) {    \
+    lathe_moe_down_body<lathe_gemv1_##FMT, C>(w, row_bytes, expert_bytes, ids, route_w, h, h_f32, out, n_out,    \
+                                              n_ff, rows, top_k, group, early);                                  \
+  }
+
+LATHE_MOE_KERNELS(q8_0, 1, int8)
+LATHE_MOE_KERNELS(q8_0, 2, int8x2)
+LATHE_MOE_KERNELS(q4_k, 1, int8)
+LATHE_MOE_KERNELS(q4_k, 2, int8x2)
+LATHE_MOE_KERNELS(q6_k, 1, int8)
+LATHE_MOE_KERNELS(q6_k, 2, int8x2)

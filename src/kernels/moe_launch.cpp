@@ -1,0 +1,251 @@
+#include "kernels/moe_launch.h"
+
+#include "gguf/block_format.h"
+#include "kernels/elementwise_launch.h"
+#include "kernels/library.h"
+#include "kernels/route_launch.h"
+#include "runtime/cuda_api.h"
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace lathe::kernels {
+namespace {
+
+// Mirrors moe_route.cuh (cluster, warps, rows) and gemv_decode.cuh (warps, stage bytes, chunk units).
+constexpr int kRouteCluster = 8, kRouteWarps = 16, kMaxRows = 8, kMaxTopK = 32;
+constexpr int kWarps = 16;
+constexpr int64_t kStageBytes = 16 * 4 * 2560;
+
+bool g_enabled = true;
+
+// The device's opt-in shared memory per block (0 when unknown, e.g. no driver while recording).
+int64_t shared_optin_bytes() {
+  static const int64_t bytes = [] {
+    const cuda::DriverApi* d = cuda::driver_api();
+    CUdevice dev = 0;
+    int v = 0;
+    if (!d || d->cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+        d->cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) != CUDA_SUCCESS)
+      return int64_t{0};
+    return static_cast<int64_t>(v);
+  }();
+  return bytes;
+}
+
+// Fallback scratch, one per use: grown, never shrunk; a replaced buffer is kept (a launch already
+// enqueued may still read it), so no buffer is freed under a pending kernel.
+CUdeviceptr scratch(int use, size_t bytes) {
+  static std::mutex mu;
+  static std::array<std::vector<std::unique_ptr<cuda::DeviceBuffer>>, 3> buffers;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& b = buffers[static_cast<size_t>(use)];
+  if (b.empty() || b.back()->bytes() < bytes)
+    b.push_back(std::make_unique<cuda::DeviceBuffer>(std::max<size_t>(bytes, 1 << 16), "mixture fallback scratch"));
+  return b.back()->ptr();
+}
+
+const char* route_format(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32: return "f32";
+    case GgmlType::F16: return "f16";
+    case GgmlType::BF16: return "bf16";
+    case GgmlType::Q8_0: return "q8_0";
+    case GgmlType::Q4_0: return "q4_0";
+    case GgmlType::Q4_1: return "q4_1";
+    case GgmlType::Q5_0: return "q5_0";
+    case GgmlType::Q5_1: return "q5_1";
+    case GgmlType::Q4_K: return "q4_k";
+    case GgmlType::Q5_K: return "q5_k";
+    case GgmlType::Q6_K: return "q6_k";
+    default: return nullptr;
+  }
+}
+
+// Parts a router row is cut into: enough (expert, part) units for the cluster's warps, each part at
+// least 32 pieces of 8 values (one a lane).
+int route_parts(int64_t n_expert, int64_t k) {
+  int parts = 1;
+  while (n_expert * parts * 2 <= kRouteCluster * kRouteWarps && k / 8 >= 64 * parts) parts *= 2;
+  return parts;
+}
+
+int64_t route_shared_bytes(int64_t rows, int64_t n_expert, int64_t k) {
+  return rows * (k + n_expert * (route_parts(n_expert, k) + 1)) * 4;
+}
+
+struct ExpertFormat {
+  const char* name;
+  int unit_values;
+  int chunk_units;
+};
+
+const ExpertFormat* expert_format(GgmlType t) {
+  static const ExpertFormat q8_0{"q8_0", 32, 64}, q4_k{"q4_k", 256, 16}, q6_k{"q6_k", 256, 12};
+  switch (t) {
+    case GgmlType::Q8_0: return &q8_0;
+    case GgmlType::Q4_K: return &q4_k;
+    case GgmlType::Q6_K: return &q6_k;
+    default: return nullptr;
+  }
+}
+
+int64_t chunks_per_row(const ExpertFormat& f, int64_t k) {
+  const int64_t units = k / f.unit_values;
+  return (units + f.chunk_units - 1) / f.chunk_units;
+}
+
+int64_t levels_bytes(int64_t n, Activations a) { return n * (a == Activations::int8x2 ? 2 : 1) + n / 2; }
+
+bool experts_apply(const WeightMatrix& w, Activations a, int64_t top_k, int64_t staged_values) {
+  if (!g_enabled || a == Activations::f32 || !expert_format(w.type) || top_k < 1 || top_k > kMaxTopK) return false;
+  if (w.k % block_format(w.type).block_size != 0 || w.k % 32 != 0 || w.n_out <= 0 || w.n_out > (1 << 24)) return false;
+  return kStageBytes + levels_bytes(staged_values, a) + 1024 <= shared_optin_bytes();
+}
+
+// Warps per item: each warp of a group takes >= 1 chunk of every item (group <= chunks); among those,
+// the fewest rounds x chunks a warp, then the most SMs busy, then the fewest warps an item.
+int choose_group(int64_t n_items, int64_t chunks, int64_t blocks_per_row) {
+  int best = 1;
+  int64_t best_cost = -1, best_blocks = 0;
+  for (int g = 1; g <= kWarps && g <= chunks; g *= 2) {
+    const int64_t per_block = kWarps / g;
+    const int64_t blocks = std::min(blocks_per_row, (n_items + per_block - 1) / per_block);
+    const int64_t n_groups = blocks * per_block;
+    const int64_t cost = (n_items + n_groups - 1) / n_groups * ((chunks + g - 1) / g);
+    if (best_cost < 0 || cost < best_cost || (cost == best_cost && blocks > best_blocks)) {
+      best = g;
+      best_cost = cost;
+      best_blocks = blocks;
+    }
+  }
+  return best;
+}
+
+struct ExpertShape {
+  int group = 1;
+  unsigned blocks = 1;  // rows x blocks per row
+};
+
+ExpertShape expert_shape(int64_t rows, int64_t n_items, int64_t chunks) {
+  const int64_t sm_count = cuda::Context::get().info().sm_count;
+  const int64_t per_row = std::max<int64_t>(1, sm_count / rows);
+  ExpertShape s;
+  s.group = choose_group(n_items, chunks, per_row);
+  const int64_t per_block = kWarps / s.group;
+  s.blocks = static_cast<unsigned>(rows * std::min(per_row, (n_items + per_block - 1) / per_block));
+  return s;
+}
+
+std::string expert_kernel(const char* what, GgmlType t, Activations a) {
+  return std::string("lathe_moe_") + what + "_" + expert_format(t)->name + "_" + std::string(activations_name(a));
+}
+
+void check_rows(int64_t rows, int64_t top_k, const char* what) {
+  if (rows < 1 || rows > kMaxRows) fail("{}: {} rows; the decode mixture takes 1 to {}", what, rows, kMaxRows);
+  if (top_k < 1) fail("{}: top k of {}", what, top_k);
+}
+
+}  // namespace
+
+void set_moe_kernels_enabled(bool enabled) { g_enabled = enabled; }
+
+bool moe_route_applies(const WeightMatrix& router, int64_t rows, int64_t top_k) {
+  if (!g_enabled || !route_format(router.type) || router.n_expert != 1) return false;
+  if (rows < 1 || rows > kMaxRows || top_k < 1 || top_k > router.n_out || router.n_out > 1024) return false;
+  if (router.k % 32 != 0 || router.k % block_format(router.type).block_size != 0) return false;
+  return route_shared_bytes(rows, router.n_out, router.k) + 1024 <= shared_optin_bytes();
+}
+
+bool moe_gate_up_applies(const WeightMatrix& gate, const WeightMatrix& up, Activations a, int64_t top_k) {
+  return gate.type == up.type && gate.k == up.k && gate.n_out == up.n_out && experts_apply(gate, a, top_k, gate.k);
+}
+
+bool moe_down_applies(const WeightMatrix& down, Activations a, int64_t top_k) {
+  return experts_apply(down, a, top_k, top_k * down.k);
+}
+
+void moe_route(const WeightMatrix& router, CUdeviceptr x, int64_t rows, int64_t top_k, bool renormalize,
+               CUdeviceptr ids, CUdeviceptr weights, const QuantizedOut& x_q, CUstream stream, CUdeviceptr logits) {
+  check_rows(rows, top_k, "mixture router");
+  if (top_k > router.n_out) fail("mixture router: top {} of {} experts", top_k, router.n_out);
+  LATHE_CHECK(x % 16 == 0);
+  if (!moe_route_applies(router, rows, top_k)) {
+    const CUdeviceptr l = logits ? logits : scratch(0, static_cast<size_t>(rows * router.n_out * 4));
+    gemv(router, Activations::f32, x, rows, l, stream);
+    route_top_k(ids, weights, l, rows, router.n_out, top_k, renormalize, stream);
+    if (x_q.q != 0 && x_q.a != Activations::f32) quantize_activations(x, rows, router.k, x_q.a, x_q.q, stream);
+    return;
+  }
+  const QuantizedPointers qp = quantized_pointers(x_q, rows, router.k);
+  CUdeviceptr wp = router.data, xp = x, idp = ids, wtp = weights, lp = logits, q1 = qp.q1, q2 = qp.q2, ds = qp.ds;
+  long long row_bytes = lathe::row_bytes(router.type, router.k);
+  int r = static_cast<int>(rows), k = static_cast<int>(router.k), ne = static_cast<int>(router.n_out);
+  int parts = route_parts(router.n_out, router.k), kk = static_cast<int>(top_k), renorm = renormalize ? 1 : 0;
+  int two = qp.two_words;
+  cuda::launch(kernel(std::string("lathe_moe_route_") + route_format(router.type)), {kRouteCluster, 1, 1},
+               {32 * kRouteWarps, 1, 1}, static_cast<unsigned>(route_shared_bytes(rows, router.n_out, router.k)),
+               stream, {&wp, &row_bytes, &xp, &r, &k, &ne, &parts, &kk, &renorm, &idp, &wtp, &lp, &q1, &q2, &ds, &two},
+               "launching the mixture router");
+}
+
+void moe_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activations a, CUdeviceptr x, int64_t rows,
+                        CUdeviceptr ids, int64_t top_k, CUdeviceptr h, CUstream stream) {
+  check_rows(rows, top_k, "mixture gate/up");
+  if (gate.n_out != up.n_out || gate.k != up.k || gate.n_expert != up.n_expert)
+    fail("mixture gate/up: gate is {} x {} x {} but up is {} x {} x {}", gate.n_expert, gate.n_out, gate.k,
+         up.n_expert, up.n_out, up.k);
+  LATHE_CHECK(x % 16 == 0 && h % 4 == 0 && gate.data % 16 == 0 && up.data % 16 == 0);
+  if (!moe_gate_up_applies(gate, up, a, top_k)) {
+    const int64_t n = rows * top_k * gate.n_out;
+    const CUdeviceptr u = scratch(1, static_cast<size_t>(n) * 4);
+    const ExpertRouting route{ids, top_k, 0, false, false};
+    gemv_experts(gate, a, x, rows, route, h, stream);
+    gemv_experts(up, a, x, rows, route, u, stream);
+    elementwise_binary(ElemBinary::swiglu, h, h, u, n, n, stream);
+    return;
+  }
+  const int64_t n_items = top_k * gate.n_out;
+  const ExpertShape s = expert_shape(rows, n_items, 2 * chunks_per_row(*expert_format(gate.type), gate.k));
+  CUdeviceptr wg = gate.data, wu = up.data, idp = ids, xp = x, hp = h;
+  long long row_bytes = lathe::row_bytes(gate.type, gate.k), expert_bytes = row_bytes * gate.n_out;
+  int k = static_cast<int>(gate.k), n_ff = static_cast<int>(gate.n_out), r = static_cast<int>(rows);
+  int kk = static_cast<int>(top_k), group = s.group;
+  const unsigned shared = static_cast<unsigned>(kStageBytes + levels_bytes(gate.k, a));
+  cuda::launch(kernel(expert_kernel("gate_up", gate.type, a)), {s.blocks, 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
+               {&wg, &wu, &row_bytes, &expert_bytes, &idp, &xp, &hp, &k, &n_ff, &r, &kk, &group},
+               "launching the mixture's gate/up/SwiGLU");
+}
+
+void moe_down_combine(const WeightMatrix& down, Activations a, CUdeviceptr h, bool h_quantized, int64_t rows,
+                      CUdeviceptr ids, CUdeviceptr route_w, int64_t top_k, CUdeviceptr out, CUstream stream,
+                      bool ids_settled) {
+  check_rows(rows, top_k, "mixture down/combine");
+  if (h_quantized && a == Activations::f32) fail("mixture down/combine: a quantized h under the f32 contract");
+  LATHE_CHECK(h % 16 == 0 && out % 4 == 0 && down.data % 16 == 0);
+  if (!moe_down_applies(down, a, top_k)) {
+    CUdeviceptr hin = h;
+    if (!h_quantized && a != Activations::f32) {
+      hin = scratch(2, static_cast<size_t>(quantized_activation_bytes(rows * top_k, down.k, a)));
+      quantize_activations(h, rows * top_k, down.k, a, hin, stream);
+    }
+    const ExpertRouting combine{ids, top_k, route_w, true, true};
+    gemv_experts(down, a, hin, rows, combine, out, stream);
+    return;
+  }
+  const ExpertShape s = expert_shape(rows, down.n_out, top_k * chunks_per_row(*expert_format(down.type), down.k));
+  CUdeviceptr wp = down.data, idp = ids, rw = route_w, hp = h, op = out;
+  long long row_bytes = lathe::row_bytes(down.type, down.k), expert_bytes = row_bytes * down.n_out;
+  int h_f32 = h_quantized ? 0 : 1, n_out = static_cast<int>(down.n_out), n_ff = static_cast<int>(down.k);
+  int r = static_cast<int>(rows), kk = static_cast<int>(top_k), group = s.group, early = ids_settled ? 1 : 0;
+  const unsigned shared = static_cast<unsigned>(kStageBytes + levels_bytes(top_k * down.k, a));
+  cuda::launch(kernel(expert_kernel("down", down.type, a)), {s.blocks, 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
+               {&wp, &row_bytes, &expert_bytes, &idp, &rw, &hp, &h_f32, &op, &n_out, &n_ff, &r, &kk, &group, &early},
+               "launching the mixture's down/combine");
+}
+
+}  // namespace lathe::kernels

@@ -1,0 +1,81 @@
+// Host launchers of the mixture's decode kernels (moe_route.cuh, moe_decode.cuh): a layer's mixture
+// at 1..8 rows in three launches instead of eight (router gemv, route_top_k, quantizer, gate and up
+// gemv_experts, swiglu, quantizer, down gemv_experts):
+//   moe_route           router product + softmax + top k (+ renormalization), x's int8 form written
+//   moe_gate_up_swiglu  the chosen experts' gate and up rows with SwiGLU in the epilogue
+//   moe_down_combine    the chosen experts' down rows, weighted and summed per row in the epilogue
+// Every pointer is a device pointer; every call only enqueues on `stream`. Weights follow
+// gemv_launch.h's layout: stacks [n_expert][n_out][k] in their GGUF block format, rows
+// row_bytes(type, k) apart, 16-byte aligned, readable to the next 16-byte line past their end.
+// Semantics are the interpreter's mixture (interp/cpu_ops.h): softmax over all experts, the top k by
+// logit (equal logits: the lower expert index first), weights renormalized over the kept k when asked,
+// out = sum_j w_j * down_ej(silu(gate_ej x) * up_ej x).
+//
+// Each entry point takes every shape and format; where its kernel does not apply it falls back to
+// the launches the planner used before (named per function below), so callers can always use them.
+// Results are deterministic (fixed summation order, no atomics) for a given shape and device.
+//
+// NOT YET MEASURED: written without device time; tests/test_moe_gpu.cpp checks them against the
+// interpreter and times them (MoeGpu.Timing) against the eight-launch path. Nothing here is verified
+// on a GPU yet.
+#pragma once
+
+#include "kernels/gemv_launch.h"
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace lathe::kernels {
+
+// ---- router. router: [n_expert][n_embd] (n_expert == router.n_out, n_embd == router.k), any gemv
+// format, products in f32 on exactly dequantized weights (the f32 contract). x: f32 [rows][n_embd],
+// 16-byte aligned. Writes ids [rows][top_k] int32 (falling logit order) and weights [rows][top_k] f32;
+// logits [rows][n_expert] f32 too when `logits` != 0. x_q: when x_q.q != 0, also writes x's quantized
+// form for contract x_q.a (activations.h layout, bit-identical to quantize_activations) for the expert
+// products. 1 <= rows <= 8, 1 <= top_k <= n_expert.
+// Kernel: one cluster of 8 blocks (moe_route.cuh) when n_embd % 32 == 0, n_expert <= 1024 and
+// rows * (n_embd + n_expert * (parts + 1)) floats fit the opt-in shared memory. Fallback: gemv (f32)
+// into `logits` (or a scratch the launcher owns), route_top_k, quantize_activations.
+void moe_route(const WeightMatrix& router, CUdeviceptr x, int64_t rows, int64_t top_k, bool renormalize,
+               CUdeviceptr ids, CUdeviceptr weights, const QuantizedOut& x_q, CUstream stream, CUdeviceptr logits = 0);
+
+// ---- gate, up and SwiGLU. gate, up: stacks [n_expert][n_ff][n_embd] of one format. x: contract a's
+// form of [rows][n_embd] (int8 / int8x2: quantize_activations' layout, 16-byte aligned; f32: f32).
+// ids: [rows][top_k] int32, each in [0, n_expert) (not checked on the device), written by the launch
+// just before at the latest. h: f32 [rows * top_k][n_ff], h[r * top_k + j][o] =
+// silu(gate_ids[r][j][o] . x_r) * (up_ids[r][j][o] . x_r), fully written, 4-byte aligned.
+// Kernel: q8_0, q4_K, q6_K under int8 / int8x2, top_k <= 32, shared memory for ~160 KB + 2.5 n_embd.
+// Reads each slot's rows (two rows choosing one expert read it twice: L2 usually holds it).
+// Fallback: gemv_experts for gate and for up (a scratch of rows * top_k * n_ff floats the launcher
+// owns) and elementwise swiglu.
+void moe_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activations a, CUdeviceptr x, int64_t rows,
+                        CUdeviceptr ids, int64_t top_k, CUdeviceptr h, CUstream stream);
+
+// ---- down and the weighted combine. down: stack [n_expert][n_embd][n_ff]. h: [rows * top_k][n_ff],
+// one row per slot: f32 (h_quantized false; under int8 / int8x2 each block quantizes its row's slots
+// into shared memory, bit-identical to quantize_activations) or contract a's quantized form
+// (h_quantized true). ids, route_w: [rows][top_k] int32 / f32 (route_w 0: weights of 1).
+// out: f32 [rows][n_embd], out[r] = sum_j route_w[r][j] * (down_ids[r][j] . h[r * top_k + j]), fully
+// written (not accumulated into), 4-byte aligned.
+// ids_settled: ids and route_w were written at least two launches back (moe_route, then
+// moe_gate_up_swiglu), so the kernel reads them and requests its first weights before waiting for the
+// kernel before it (programmatic dependent launch). Pass false when the launch just before wrote them.
+// Kernel: q8_0, q4_K, q6_K under int8 / int8x2, top_k <= 32, shared memory for ~160 KB +
+// 2.5 top_k n_ff. Fallback: quantize_activations of h (f32 h under an int8 contract, into a scratch
+// the launcher owns) and gemv_experts with combine.
+void moe_down_combine(const WeightMatrix& down, Activations a, CUdeviceptr h, bool h_quantized, int64_t rows,
+                      CUdeviceptr ids, CUdeviceptr route_w, int64_t top_k, CUdeviceptr out, CUstream stream,
+                      bool ids_settled = false);
+
+// Whether each entry point takes its kernel for these shapes (no launch). Shared memory needs a
+// driver; false when there is none.
+bool moe_route_applies(const WeightMatrix& router, int64_t rows, int64_t top_k);
+bool moe_gate_up_applies(const WeightMatrix& gate, const WeightMatrix& up, Activations a, int64_t top_k);
+bool moe_down_applies(const WeightMatrix& down, Activations a, int64_t top_k);
+
+// Whether the entry points may take their kernels (default true); false forces the fallbacks, for
+// measurements and tests that compare the two. Not thread-safe.
+void set_moe_kernels_enabled(bool enabled);
+
+}  // namespace lathe::kernels

@@ -1,0 +1,189 @@
+// The mixture router in one kernel (decode, 1..8 rows): logits = x . router^T, softmax over all
+// experts, the top k by logit (falling order; equal logits: the lower index first, -0 equal to +0),
+// their probabilities renormalized over the kept k when asked; optionally x's int8 form for the
+// expert products (quantize_act.cuh's layout and arithmetic: bit-identical to the quantizer).
+// Semantics as the interpreter's route_top_k (interp/cpu_ops_mixture.cpp) and route.cuh.
+//
+// Shape: ONE cluster of LATHE_MOE_ROUTE_CLUSTER blocks of 16 warps (compile-time cluster dims, so a
+// plain launch of grid (CLUSTER, 1, 1) forms it). The router's rows are cut into (expert, part)
+// units dealt to the cluster's warps; a warp's lanes take 8-value pieces of its unit (any gemv format,
+// dequantized exactly by gemv_blocks.cuh, f32 FMAs on x staged in shared memory) and its per-row sums
+// go into block 0's shared memory (distributed shared memory stores). After a cluster barrier block 0
+// adds each expert's parts in part order (deterministic) and one warp a row picks the top k.
+// Rule of distributed shared memory: a block's shared memory is written by its peers only after every
+// block of the cluster has started (the first barrier's arrive at entry, its wait before the stores).
+// Dynamic shared memory: rows * (k + n_expert * (parts + 1)) floats.
+
+#define LATHE_MOE_ROUTE_CLUSTER 8
+#define LATHE_MOE_ROUTE_WARPS 16
+#define LATHE_MOE_MAX_ROWS 8
+
+__device__ __forceinline__ unsigned lathe_moe_ctarank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+__device__ __forceinline__ void lathe_moe_cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+
+__device__ __forceinline__ void lathe_moe_cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// Stores v at the address `local` names in the shared memory of cluster block `rank`.
+__device__ __forceinline__ void lathe_moe_store_remote(float* local, unsigned rank, float v) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned ra;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(ra), "f"(v) : "memory");
+}
+
+// Larger key = chosen first: the logit's order-preserving bits (-0 as +0, NaN lowest), then the
+// lower index.
+__device__ __forceinline__ unsigned long long lathe_moe_route_key(float v, unsigned index) {
+  const unsigned u = v == 0.0f ? 0u : __float_as_uint(v);
+  unsigned ordered = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  if (v != v) ordered = 0u;
+  return (static_cast<unsigned long long>(ordered) << 32) | static_cast<unsigned long long>(~index);
+}
+
+// One warp: softmax and top k of the logits sl [n_expert] (shared; chosen ones overwritten by NaN).
+__device__ __forceinline__ void lathe_moe_top_k(float* sl, int n_expert, int top_k, int renormalize, int* ids,
+                                                float* weights) {
+  const int lane = threadIdx.x & 31;
+  float max = __int_as_float(0xff800000);
+  for (int e = lane; e < n_expert; e += 32) max = fmaxf(max, sl[e]);
+  max = lathe_warp_max(max);
+  float sum = 0.0f;
+  for (int e = lane; e < n_expert; e += 32) sum += expf(sl[e] - max);
+  sum = lathe_warp_sum(sum);
+  __syncwarp();
+  float kept = 0.0f;
+  for (int i = 0; i < top_k; ++i) {
+    unsigned long long best = 0ull;
+    for (int e = lane; e < n_expert; e += 32) {
+      const unsigned long long key = lathe_moe_route_key(sl[e], static_cast<unsigned>(e));
+      best = key > best ? key : best;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, o);
+      best = other > best ? other : best;
+    }
+    const int e = static_cast<int>(~static_cast<unsigned>(best));
+    const float p = expf(sl[e] - max) / sum;  // every lane reads sl[e] before lane 0 marks it
+    kept += p;
+    __syncwarp();
+    if (lane == 0) {
+      ids[i] = e;
+      weights[i] = p;
+      sl[e] = __int_as_float(0x7fc00000);
+    }
+    __syncwarp();
+  }
+  if (renormalize)
+    for (int i = lane; i < top_k; i += 32) weights[i] /= kept;
+}
+
+template <class F>
+__device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long row_bytes, const float* x, int rows,
+                                                     int k, int n_expert, int parts, int top_k, int renormalize,
+                                                     int* ids, float* weights, float* logits, int8_t* q1, int8_t* q2,
+                                                     float4* ds, int two_words) {
+  extern __shared__ float4 lathe_moe_route_smem[];
+  float* sx = reinterpret_cast<float*>(lathe_moe_route_smem);  // [rows][k]
+  float* part = sx + rows * k;                                  // [rows][parts][n_expert] (block 0's)
+  float* sl = part + rows * parts * n_expert;                   // [rows][n_expert] (block 0's)
+  const unsigned rank = lathe_moe_ctarank();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  lathe_moe_cluster_arrive();  // this block has started
+  lathe_pdl_entry();
+
+  for (int i = threadIdx.x; i < (rows * k) >> 2; i += blockDim.x)
+    reinterpret_cast<float4*>(sx)[i] = reinterpret_cast<const float4*>(x)[i];
+  __syncthreads();
+
+  // x's int8 form: 32-value blocks dealt over the cluster's warps (rows are contiguous).
+  const int gw = static_cast<int>(rank) * LATHE_MOE_ROUTE_WARPS + warp;
+  constexpr int n_warps = LATHE_MOE_ROUTE_CLUSTER * LATHE_MOE_ROUTE_WARPS;
+  if (q1) {
+    const int n_blocks = rows * (k >> 5);
+    for (int b = gw; b < n_blocks; b += n_warps) {
+      const long long i = static_cast<long long>(b) * 32 + lane;
+      lathe_quantize_block32(sx[i], i, two_words, q1, q2, ds);
+    }
+  }
+
+  lathe_moe_cluster_wait();  // every block of the cluster has started: block 0's shared memory is live
+  const int pieces_row = k >> 3, per_part = (pieces_row + parts - 1) / parts;
+  for (int u = gw; u < n_expert * parts; u += n_warps) {
+    const int e = u % n_expert, p = u / n_expert;
+    const int first = p * per_part, end = min(pieces_row, first + per_part);
+    const uint8_t* row = w + e * row_bytes;
+    float acc[LATHE_MOE_MAX_ROWS];
+#pragma unroll
+    for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) acc[r] = 0.0f;
+#pragma unroll 4
+    for (int q = first + lane; q < end; q += 32) {
+      const int vi = q << 3;
+      float wv[8];
+      lathe_gemv_dequant8<F>(row + static_cast<long long>(vi / F::unit_values) * F::unit_bytes,
+                             (vi % F::unit_values) >> 3, wv);
+#pragma unroll
+      for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) {
+        if (r < rows) {
+          const float4 a = reinterpret_cast<const float4*>(sx + r * k + vi)[0];
+          const float4 b = reinterpret_cast<const float4*>(sx + r * k + vi)[1];
+          float t = acc[r];
+          t = fmaf(wv[0], a.x, t); t = fmaf(wv[1], a.y, t); t = fmaf(wv[2], a.z, t); t = fmaf(wv[3], a.w, t);
+          t = fmaf(wv[4], b.x, t); t = fmaf(wv[5], b.y, t); t = fmaf(wv[6], b.z, t); t = fmaf(wv[7], b.w, t);
+          acc[r] = t;
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) {
+      if (r < rows) {
+        const float v = lathe_warp_sum(acc[r]);
+        if (lane == 0) lathe_moe_store_remote(part + (r * parts + p) * n_expert + e, 0u, v);
+      }
+    }
+  }
+  lathe_moe_cluster_arrive();  // release: the stores above are visible to block 0 after its wait
+  lathe_moe_cluster_wait();
+  if (rank != 0) return;
+
+  for (int i = threadIdx.x; i < rows * n_expert; i += blockDim.x) {
+    const int r = i / n_expert, e = i - r * n_expert;
+    float s = 0.0f;
+    for (int p = 0; p < parts; ++p) s += part[(r * parts + p) * n_expert + e];
+    sl[i] = s;
+    if (logits) logits[i] = s;
+  }
+  __syncthreads();
+  if (warp < rows)
+    lathe_moe_top_k(sl + warp * n_expert, n_expert, top_k, renormalize, ids + warp * top_k, weights + warp * top_k);
+}
+
+#define LATHE_MOE_ROUTE_KERNEL(FMT)                                                                              \
+  extern "C" __global__ void __cluster_dims__(LATHE_MOE_ROUTE_CLUSTER, 1, 1)                                     \
+      __launch_bounds__(32 * LATHE_MOE_ROUTE_WARPS, 1) lathe_moe_route_##FMT(                                    \
+          const uint8_t* w, long long row_bytes, const float* x, int rows, int k, int n_expert, int parts,       \
+          int top_k, int renormalize, int* ids, float* weights, float* logits, int8_t* q1, int8_t* q2,          \
+          float4* ds, int two_words) {                                                                           \
+    lathe_moe_route_body<lathe_gemv_##FMT>(w, row_bytes, x, rows, k, n_expert, parts, top_k, renormalize, ids,   \
+                                           weights, logits, q1, q2, ds, two_words);                              \
+  }
+
+LATHE_MOE_ROUTE_KERNEL(f32)
+LATHE_MOE_ROUTE_KERNEL(f16)
+LATHE_MOE_ROUTE_KERNEL(bf16)
+LATHE_MOE_ROUTE_KERNEL(q8_0)
+LATHE_MOE_ROUTE_KERNEL(q4_0)
+LATHE_MOE_ROUTE_KERNEL(q4_1)
+LATHE_MOE_ROUTE_KERNEL(q5_0)
+LATHE_MOE_ROUTE_KERNEL(q5_1)
+LATHE_MOE_ROUTE_KERNEL(q4_k)
+LATHE_MOE_ROUTE_KERNEL(q5_k)
+LATHE_MOE_ROUTE_KERNEL(q6_k)
