@@ -1,0 +1,529 @@
+// The mixture's decode kernels (kernels/moe_launch.h) against the interpreter (interp/cpu_ops.h:
+// product, swiglu, route_top_k, mixture) on dequantize_row'd weights, with the activations the kernels
+// read (x^, h^) rebuilt on the host from the quantized bytes; then a timing at the qwen3-30b-a3b shape
+// against the eight-launch path the planner used before (the launchers' fallbacks).
+//
+// Errors are normalized per op: max|gpu - cpu| / scale, scale = max over outputs of max(|ref|, the
+// f32 rounding scale sqrt(sum_i (w_i x_i)^2)) (gate/up: the SwiGLU's first-order error |u| G +
+// |silu(g)| U; down: sum_j |w_j| D_j). With x^ / h^ as the reference's input only f32 rounding is
+// left: kBoundRebuilt. Router logits are f32 products of exact weights: kBoundLogits. Kernel vs
+// fallback launches (same inputs, other summation order): kBoundFallback. End to end (f32 x into the
+// interpreter's mixture, the int8x2 contract's quantization of x and h included): kBoundEndToEnd.
+// This file is longer than 300 lines: one harness, the sweeps and the timing share its helpers.
+
+#include "gguf/block_format.h"
+#include "interp/cpu_ops.h"
+#include "kernels/gemv_launch.h"
+#include "kernels/moe_launch.h"
+#include "runtime/cuda_driver.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace lathe::kernels {
+namespace {
+
+using cuda::DeviceBuffer;
+
+constexpr double kBoundRebuilt = 1e-4;
+constexpr double kBoundLogits = 1e-5;
+constexpr double kBoundFallback = 2e-5;
+constexpr double kBoundEndToEnd = 2e-3;
+
+#define LATHE_NEED_GPU()                                       \
+  std::string why;                                             \
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+
+struct MoeShape {
+  int64_t n_embd, n_ff, n_expert, top_k;
+};
+const MoeShape kShapes[] = {{2048, 768, 128, 8}, {256, 128, 16, 4}, {512, 256, 64, 6}};
+const int64_t kRows[] = {1, 3, 8};
+
+// Random quantized bytes (every level) with moderate f16 scales; float formats from random values.
+std::vector<uint8_t> random_matrix(GgmlType t, int64_t rows, int64_t k, std::mt19937& rng) {
+  const BlockFormat& f = block_format(t);
+  std::vector<uint8_t> m(static_cast<size_t>(rows * row_bytes(t, k)));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f), scale(0.002f, 0.02f);
+  if (!f.quantized) {
+    std::vector<float> v(static_cast<size_t>(k));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float& x : v) x = u(rng);
+      quantize_row(t, v.data(), m.data() + r * row_bytes(t, k), k);
+    }
+    return m;
+  }
+  for (size_t i = 0; i + 4 <= m.size(); i += 4) {
+    const uint32_t r = static_cast<uint32_t>(rng());
+    std::memcpy(&m[i], &r, 4);
+  }
+  std::vector<int> d_at, m_at;
+  switch (t) {
+    case GgmlType::Q4_K: d_at = {0, 2}; break;
+    case GgmlType::Q6_K: d_at = {208}; break;
+    default: d_at = {0}; break;
+  }
+  for (size_t b = 0; b < m.size(); b += static_cast<size_t>(f.block_bytes))
+    for (int o : d_at) {
+      const uint16_t h = f32_to_f16(scale(rng));
+      std::memcpy(&m[b + o], &h, 2);
+    }
+  return m;
+}
+
+std::vector<float> random_values(int64_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+DeviceBuffer upload(const void* data, size_t bytes) {
+  DeviceBuffer b(bytes + 16);  // weights are read up to the next 16-byte line
+  b.zero();
+  b.upload(data, bytes);
+  uint8_t probe;
+  b.download(&probe, 1);
+  return b;
+}
+template <class T>
+DeviceBuffer upload(const std::vector<T>& v) { return upload(v.data(), v.size() * sizeof(T)); }
+
+template <class T>
+std::vector<T> download(const DeviceBuffer& b, size_t n) {
+  std::vector<T> v(n);
+  b.download(v.data(), n * sizeof(T));
+  return v;
+}
+
+// x^ [rows][k] from quantized bytes (quantize_act.cuh's layout).
+std::vector<float> rebuilt(const std::vector<uint8_t>& h, int64_t rows, int64_t k, Activations a) {
+  const int8_t* q1 = reinterpret_cast<const int8_t*>(h.data());
+  const int8_t* q2 = a == Activations::int8x2 ? q1 + rows * k : nullptr;
+  const float* ds = reinterpret_cast<const float*>(h.data() + rows * k * (q2 ? 2 : 1));
+  std::vector<float> x(static_cast<size_t>(rows * k));
+  for (int64_t i = 0; i < rows * k; ++i)
+    x[i] = static_cast<float>(double(ds[4 * (i / 32)]) * q1[i] + (q2 ? double(ds[4 * (i / 32) + 1]) * q2[i] : 0.0));
+  return x;
+}
+
+// A stack [n_stack][n_out][k] on the host and the device.
+struct Stack {
+  GgmlType type;
+  int64_t n_stack, n_out, k;
+  std::vector<uint8_t> bytes;
+  DeviceBuffer dev;
+  WeightMatrix weights() const { return WeightMatrix{type, dev.ptr(), n_out, k, n_stack}; }
+  MatrixRef ref() const { return MatrixRef{type, bytes.data(), k, n_out, n_stack}; }
+};
+
+Stack make_stack(GgmlType t, int64_t n_stack, int64_t n_out, int64_t k, std::mt19937& rng) {
+  Stack s{t, n_stack, n_out, k, random_matrix(t, n_stack * n_out, k, rng), DeviceBuffer()};
+  s.dev = upload(s.bytes);
+  return s;
+}
+
+// y = W x for one x row, with the rounding scale sqrt(sum_i (w_i x_i)^2) per output.
+void product_terms(const MatrixRef& w, const float* x, std::vector<double>& y, std::vector<double>& terms) {
+  y.assign(static_cast<size_t>(w.n_rows), 0.0);
+  terms.assign(static_cast<size_t>(w.n_rows), 0.0);
+  std::vector<float> row(static_cast<size_t>(w.n_cols));
+  for (int64_t o = 0; o < w.n_rows; ++o) {
+    w.row(o, row.data());
+    double s = 0, s2 = 0;
+    for (int64_t i = 0; i < w.n_cols; ++i) {
+      const double p = double(row[i]) * x[i];
+      s += p;
+      s2 += p * p;
+    }
+    y[o] = s;
+    terms[o] = std::sqrt(s2);
+  }
+}
+
+double max_diff_over(const std::vector<float>& a, const std::vector<double>& b, double scale) {
+  double e = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(double(a[i]) - b[i]);
+    e = std::isfinite(d) ? std::max(e, d) : INFINITY;  // a NaN fails
+  }
+  return e / scale;
+}
+
+// Distinct random experts per row and positive weights.
+void random_routes(int64_t rows, const MoeShape& sh, std::mt19937& rng, std::vector<int32_t>& ids, std::vector<float>& w) {
+  ids.clear();
+  w.clear();
+  std::uniform_real_distribution<float> u(0.05f, 1.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int32_t> all(static_cast<size_t>(sh.n_expert));
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), rng);
+    for (int64_t j = 0; j < sh.top_k; ++j) {
+      ids.push_back(all[j]);
+      w.push_back(u(rng));
+    }
+  }
+}
+
+// Quantized form of [rows][k] f32 on the device, made by the quantizer kernel, with its bytes.
+DeviceBuffer quantize_on_device(CUdeviceptr x, int64_t rows, int64_t k, Activations a, const cuda::Stream& s,
+                                std::vector<uint8_t>& bytes) {
+  DeviceBuffer q(static_cast<size_t>(quantized_activation_bytes(rows, k, a)));
+  quantize_activations(x, rows, k, a, q.ptr(), s.handle());
+  s.synchronize();
+  bytes = download<uint8_t>(q, q.bytes());
+  return q;
+}
+
+std::string contract(Activations a) { return std::string(activations_name(a)); }
+
+// ---- the router
+struct RouteErrors {
+  double logits = 0;
+  bool ids_match_gpu_logits = true, ids_match_cpu = true, quantized_x_identical = true, fallback_ids_match = true;
+  double weights = 0;
+};
+
+RouteErrors check_route(const Stack& router, const std::vector<float>& x, int64_t rows, int64_t top_k, bool renorm,
+                        Activations a, const cuda::Stream& s) {
+  const int64_t ne = router.n_out, k = router.k;
+  DeviceBuffer xd = upload(x), ids(static_cast<size_t>(rows * top_k * 4)), wts(static_cast<size_t>(rows * top_k * 4));
+  DeviceBuffer logits(static_cast<size_t>(rows * ne * 4)), xq(static_cast<size_t>(quantized_activation_bytes(rows, k, a)));
+  moe_route(router.weights(), xd.ptr(), rows, top_k, renorm, ids.ptr(), wts.ptr(), {xq.ptr(), a}, s.handle(), logits.ptr());
+  s.synchronize();
+  const auto gl = download<float>(logits, rows * ne);
+  const auto gi = download<int32_t>(ids, rows * top_k);
+  const auto gw = download<float>(wts, rows * top_k);
+  RouteErrors e;
+  std::vector<uint8_t> ref_q;
+  quantize_on_device(xd.ptr(), rows, k, a, s, ref_q);
+  e.quantized_x_identical = download<uint8_t>(xq, ref_q.size()) == ref_q;
+  MixtureOptions opt{top_k, renorm};
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> y, terms;
+    product_terms(router.ref(), x.data() + r * k, y, terms);
+    double scale = 0;
+    for (int64_t o = 0; o < ne; ++o) scale = std::max({scale, std::abs(y[o]), terms[o]});
+    e.logits = std::max(e.logits, max_diff_over({gl.begin() + r * ne, gl.begin() + (r + 1) * ne}, y, scale));
+    // The top k of the GPU's own logits must be exactly the kernel's choice.
+    std::vector<int32_t> ci;
+    std::vector<float> cw;
+    lathe::route_top_k({gl.data() + r * ne, static_cast<size_t>(ne)}, opt, ci, cw);
+    for (int64_t j = 0; j < top_k; ++j) {
+      e.ids_match_gpu_logits = e.ids_match_gpu_logits && ci[j] == gi[r * top_k + j];
+      e.weights = std::max(e.weights, std::abs(double(cw[j]) - gw[r * top_k + j]));
+    }
+    // Against the CPU's logits: where no two of the top k + 1 lie within the logits' error (exact
+    // ties are exact on both sides: identical rows give identical sums).
+    std::vector<float> yl(y.begin(), y.end());
+    std::vector<int32_t> order(static_cast<size_t>(ne));
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int32_t p, int32_t q) { return yl[p] > yl[q] || (yl[p] == yl[q] && p < q); });
+    bool clear = true;
+    for (int64_t j = 0; j < std::min(top_k, ne - 1); ++j) {
+      const double gap = yl[order[j]] - yl[order[j + 1]];
+      clear = clear && (gap == 0 || gap > 1e-4 * scale);
+    }
+    if (clear) {
+      lathe::route_top_k({yl.data(), static_cast<size_t>(ne)}, opt, ci, cw);
+      for (int64_t j = 0; j < top_k; ++j) e.ids_match_cpu = e.ids_match_cpu && ci[j] == gi[r * top_k + j];
+    }
+  }
+  set_moe_kernels_enabled(false);
+  moe_route(router.weights(), xd.ptr(), rows, top_k, renorm, ids.ptr(), wts.ptr(), {xq.ptr(), a}, s.handle(), logits.ptr());
+  s.synchronize();
+  set_moe_kernels_enabled(true);
+  e.fallback_ids_match = download<int32_t>(ids, rows * top_k) == gi;
+  return e;
+}
+
+TEST(MoeGpu, RouteMatchesInterpreter) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(71);
+  std::printf("moe_route: logits error (bound %.0e), |weights - route_top_k(gpu logits)|, ids checks\n", kBoundLogits);
+  for (const MoeShape& sh : kShapes)
+    for (GgmlType t : {GgmlType::F32, GgmlType::Q8_0})
+      for (int64_t rows : kRows) {
+        const Stack router = make_stack(t, 1, sh.n_expert, sh.n_embd, rng);
+        const std::vector<float> x = random_values(rows * sh.n_embd, rng);
+        for (Activations a : {Activations::int8, Activations::int8x2}) {
+          const bool renorm = a == Activations::int8x2;  // both settings over the sweep
+          const RouteErrors e = check_route(router, x, rows, sh.top_k, renorm, a, s);
+          const std::string what = std::string(ggml_type_name(t)) + " " + std::to_string(sh.n_expert) + "x" +
+                                   std::to_string(sh.n_embd) + " rows " + std::to_string(rows) + " " + contract(a);
+          EXPECT_LE(e.logits, kBoundLogits) << what;
+          EXPECT_LE(e.weights, 1e-6) << what;
+          EXPECT_TRUE(e.ids_match_gpu_logits) << what;
+          EXPECT_TRUE(e.ids_match_cpu) << what;
+          EXPECT_TRUE(e.quantized_x_identical) << what;
+          EXPECT_TRUE(e.fallback_ids_match) << what;
+          std::printf("  %-36s %s logits %.1e weights %.1e ids %s\n", what.c_str(),
+                      moe_route_applies(router.weights(), rows, sh.top_k) ? "kernel  " : "fallback", e.logits,
+                      e.weights, e.ids_match_gpu_logits && e.ids_match_cpu ? "ok" : "DIFFER");
+        }
+      }
+}
+
+// Equal logits: the lower expert index wins. All rows equal (every logit ties: ids 0..k-1), and
+// pairs of equal rows (each pair's lower index first).
+TEST(MoeGpu, RouteTiesGoToTheLowerIndex) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(72);
+  for (const MoeShape& sh : kShapes) {
+    for (int pattern = 0; pattern < 2; ++pattern) {
+      Stack router = make_stack(GgmlType::F32, 1, sh.n_expert, sh.n_embd, rng);
+      const int64_t rb = row_bytes(GgmlType::F32, sh.n_embd);
+      for (int64_t e = 0; e < sh.n_expert; ++e) {
+        const int64_t src = pattern == 0 ? 0 : e & ~int64_t{1};
+        std::memcpy(router.bytes.data() + e * rb, router.bytes.data() + src * rb, static_cast<size_t>(rb));
+      }
+      router.dev = upload(router.bytes);
+      for (int64_t rows : kRows) {
+        const std::vector<float> x = random_values(rows * sh.n_embd, rng);
+        const RouteErrors e = check_route(router, x, rows, sh.top_k, true, Activations::int8x2, s);
+        EXPECT_TRUE(e.ids_match_gpu_logits && e.ids_match_cpu && e.fallback_ids_match)
+            << "ties pattern " << pattern << " experts " << sh.n_expert << " rows " << rows;
+      }
+    }
+  }
+}
+
+// ---- gate/up and down
+struct ExpertErrors {
+  double gate_up = 0, gate_up_fallback = 0, down = 0, down_fallback = 0;
+  bool deterministic = true, quantized_h_identical = true;
+};
+
+ExpertErrors check_experts(const Stack& gate, const Stack& up, const Stack& down, int64_t rows, const MoeShape& sh,
+                           Activations a, std::mt19937& rng, const cuda::Stream& s) {
+  const int64_t n = sh.n_embd, ff = sh.n_ff, kk = sh.top_k, slots = rows * kk;
+  std::vector<int32_t> ids;
+  std::vector<float> rw;
+  random_routes(rows, sh, rng, ids, rw);
+  DeviceBuffer idd = upload(ids), rwd = upload(rw), xd = upload(random_values(rows * n, rng));
+  std::vector<uint8_t> xbytes;
+  DeviceBuffer xq = quantize_on_device(xd.ptr(), rows, n, a, s, xbytes);
+  const std::vector<float> xh = rebuilt(xbytes, rows, n, a);
+  ExpertErrors e;
+
+  DeviceBuffer h(static_cast<size_t>(slots * ff * 4)), h2(static_cast<size_t>(slots * ff * 4));
+  moe_gate_up_swiglu(gate.weights(), up.weights(), a, xq.ptr(), rows, idd.ptr(), kk, h.ptr(), s.handle());
+  moe_gate_up_swiglu(gate.weights(), up.weights(), a, xq.ptr(), rows, idd.ptr(), kk, h2.ptr(), s.handle());
+  s.synchronize();
+  const auto hg = download<float>(h, slots * ff);
+  e.deterministic = download<float>(h2, slots * ff) == hg;
+  std::vector<double> ref(static_cast<size_t>(slots * ff));
+  double scale = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < kk; ++j) {
+      const int32_t ex = ids[r * kk + j];
+      std::vector<double> g, gt, u, ut;
+      product_terms(gate.ref().expert(ex), xh.data() + r * n, g, gt);
+      product_terms(up.ref().expert(ex), xh.data() + r * n, u, ut);
+      for (int64_t o = 0; o < ff; ++o) {
+        const double silu = g[o] / (1 + std::exp(-g[o])), v = silu * u[o];
+        ref[(r * kk + j) * ff + o] = v;
+        scale = std::max({scale, std::abs(v), std::abs(u[o]) * std::max(std::abs(g[o]), gt[o]) +
+                                                   std::abs(silu) * std::max(std::abs(u[o]), ut[o])});
+      }
+    }
+  e.gate_up = max_diff_over(hg, ref, scale);
+  set_moe_kernels_enabled(false);
+  moe_gate_up_swiglu(gate.weights(), up.weights(), a, xq.ptr(), rows, idd.ptr(), kk, h2.ptr(), s.handle());
+  s.synchronize();
+  set_moe_kernels_enabled(true);
+  const auto hf = download<float>(h2, slots * ff);
+  e.gate_up_fallback = max_diff_over(hf, std::vector<double>(hg.begin(), hg.end()), scale);
+
+  // down: h^ is the quantizer's form of the kernel's h (what the down kernel makes in shared memory).
+  std::vector<uint8_t> hbytes;
+  DeviceBuffer hq = quantize_on_device(h.ptr(), slots, ff, a, s, hbytes);
+  const std::vector<float> hh = rebuilt(hbytes, slots, ff, a);
+  std::vector<double> out_ref(static_cast<size_t>(rows * n), 0.0), out_scale(static_cast<size_t>(rows * n), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < kk; ++j) {
+      std::vector<double> y, t;
+      product_terms(down.ref().expert(ids[r * kk + j]), hh.data() + (r * kk + j) * ff, y, t);
+      for (int64_t o = 0; o < n; ++o) {
+        out_ref[r * n + o] += double(rw[r * kk + j]) * y[o];
+        out_scale[r * n + o] += std::abs(double(rw[r * kk + j])) * std::max(std::abs(y[o]), t[o]);
+      }
+    }
+  const double dscale = *std::max_element(out_scale.begin(), out_scale.end());
+  DeviceBuffer out(static_cast<size_t>(rows * n * 4)), out2(static_cast<size_t>(rows * n * 4));
+  moe_down_combine(down.weights(), a, h.ptr(), false, rows, idd.ptr(), rwd.ptr(), kk, out.ptr(), s.handle(), false);
+  moe_down_combine(down.weights(), a, hq.ptr(), true, rows, idd.ptr(), rwd.ptr(), kk, out2.ptr(), s.handle(), true);
+  s.synchronize();
+  const auto og = download<float>(out, rows * n);
+  e.quantized_h_identical = download<float>(out2, rows * n) == og;  // same staged bytes, same order
+  e.down = max_diff_over(og, out_ref, dscale);
+  set_moe_kernels_enabled(false);
+  moe_down_combine(down.weights(), a, h.ptr(), false, rows, idd.ptr(), rwd.ptr(), kk, out2.ptr(), s.handle(), false);
+  s.synchronize();
+  set_moe_kernels_enabled(true);
+  const auto of = download<float>(out2, rows * n);
+  e.down_fallback = max_diff_over(of, std::vector<double>(og.begin(), og.end()), dscale);
+  return e;
+}
+
+TEST(MoeGpu, ExpertsMatchInterpreter) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(73);
+  std::printf("moe gate/up/swiglu and down/combine: error vs interpreter on x^, h^ (bound %.0e) / vs fallback "
+              "launches (bound %.0e)\n", kBoundRebuilt, kBoundFallback);
+  for (const MoeShape& sh : kShapes)
+    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+      const int64_t block = block_format(t).block_size;
+      if (sh.n_embd % block != 0 || sh.n_ff % block != 0) continue;  // K formats need 256 | n_ff
+      const Stack gate = make_stack(t, sh.n_expert, sh.n_ff, sh.n_embd, rng);
+      const Stack up = make_stack(t, sh.n_expert, sh.n_ff, sh.n_embd, rng);
+      const Stack down = make_stack(t, sh.n_expert, sh.n_embd, sh.n_ff, rng);
+      for (int64_t rows : kRows)
+        for (Activations a : {Activations::int8, Activations::int8x2}) {
+          const ExpertErrors e = check_experts(gate, up, down, rows, sh, a, rng, s);
+          const std::string what = std::string(ggml_type_name(t)) + " " + std::to_string(sh.n_embd) + "/" +
+                                   std::to_string(sh.n_ff) + " " + std::to_string(sh.top_k) + " of " +
+                                   std::to_string(sh.n_expert) + " rows " + std::to_string(rows) + " " + contract(a);
+          EXPECT_LE(e.gate_up, kBoundRebuilt) << what;
+          EXPECT_LE(e.gate_up_fallback, kBoundFallback) << what;
+          EXPECT_LE(e.down, kBoundRebuilt) << what;
+          EXPECT_LE(e.down_fallback, kBoundFallback) << what;
+          EXPECT_TRUE(e.deterministic) << what;
+          EXPECT_TRUE(e.quantized_h_identical) << what;
+          std::printf("  %-40s %s gate/up %.1e / %.1e  %s down %.1e / %.1e\n", what.c_str(),
+                      moe_gate_up_applies(gate.weights(), up.weights(), a, sh.top_k) ? "kernel" : "fallbk",
+                      e.gate_up, e.gate_up_fallback, moe_down_applies(down.weights(), a, sh.top_k) ? "kernel" : "fallbk",
+                      e.down, e.down_fallback);
+        }
+    }
+}
+
+// The three launches in a row (router with x's int8x2 form, gate/up, down with ids settled) against
+// the interpreter's mixture on f32 x: the contract's quantization of x and h is inside the bound.
+TEST(MoeGpu, ThreeLaunchesMatchInterpreterMixture) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(74);
+  const Activations a = Activations::int8x2;
+  for (const MoeShape& sh : kShapes) {
+    const Stack router = make_stack(GgmlType::F32, 1, sh.n_expert, sh.n_embd, rng);
+    const Stack gate = make_stack(GgmlType::Q8_0, sh.n_expert, sh.n_ff, sh.n_embd, rng);
+    const Stack up = make_stack(GgmlType::Q8_0, sh.n_expert, sh.n_ff, sh.n_embd, rng);
+    const Stack down = make_stack(GgmlType::Q8_0, sh.n_expert, sh.n_embd, sh.n_ff, rng);
+    for (int64_t rows : kRows) {
+      const std::vector<float> x = random_values(rows * sh.n_embd, rng);
+      DeviceBuffer xd = upload(x), xq(static_cast<size_t>(quantized_activation_bytes(rows, sh.n_embd, a)));
+      DeviceBuffer ids(static_cast<size_t>(rows * sh.top_k * 4)), wts(static_cast<size_t>(rows * sh.top_k * 4));
+      DeviceBuffer h(static_cast<size_t>(rows * sh.top_k * sh.n_ff * 4)), out(static_cast<size_t>(rows * sh.n_embd * 4));
+      moe_route(router.weights(), xd.ptr(), rows, sh.top_k, true, ids.ptr(), wts.ptr(), {xq.ptr(), a}, s.handle());
+      moe_gate_up_swiglu(gate.weights(), up.weights(), a, xq.ptr(), rows, ids.ptr(), sh.top_k, h.ptr(), s.handle());
+      moe_down_combine(down.weights(), a, h.ptr(), false, rows, ids.ptr(), wts.ptr(), sh.top_k, out.ptr(), s.handle(), true);
+      s.synchronize();
+      const Tensor ref = lathe::mixture(Tensor({rows, sh.n_embd}, x), router.ref(), gate.ref(), up.ref(), down.ref(),
+                                 MixtureOptions{sh.top_k, true});
+      const auto og = download<float>(out, rows * sh.n_embd);
+      double scale = 0, err = 0;
+      for (size_t i = 0; i < og.size(); ++i) {
+        scale = std::max(scale, std::abs(double(ref.data[i])));
+        err = std::max(err, std::abs(double(og[i]) - ref.data[i]));
+      }
+      EXPECT_LE(err / scale, kBoundEndToEnd) << sh.n_embd << " rows " << rows;
+      std::printf("  three launches %5lld/%4lld %3lld of %3lld rows %lld: error vs mixture %.1e (bound %.0e)\n",
+                  static_cast<long long>(sh.n_embd), static_cast<long long>(sh.n_ff), static_cast<long long>(sh.top_k),
+                  static_cast<long long>(sh.n_expert), static_cast<long long>(rows), err / scale, kBoundEndToEnd);
+    }
+  }
+}
+
+// Decode speed at qwen3-30b-a3b (2048, ff 768, 8 of 128, q8_0, f32 router), one row. 16 "layers"
+// share one stack set, each routed by its own router to 8 experts no other layer uses, so the 16
+// layers read 640 MB (past the 60 MB L2) per replay. GB/s counts the expert weights a layer reads:
+// 8 experts x 3 matrices (40.1 MB). Columns: the eight-launch path (the launchers' fallbacks: router
+// gemv, route_top_k, quantizer, gemv_experts x2, swiglu, quantizer, gemv_experts), the three launches,
+// then each new kernel alone (down with and without the early weight requests).
+TEST(MoeGpu, Timing) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(75);
+  const MoeShape sh{2048, 768, 128, 8};
+  const int layers = 16;
+  const double limit_gbs = 4630;
+  const GgmlType t = GgmlType::Q8_0;
+  const Stack gate = make_stack(t, sh.n_expert, sh.n_ff, sh.n_embd, rng);
+  const Stack up = make_stack(t, sh.n_expert, sh.n_ff, sh.n_embd, rng);
+  const Stack down = make_stack(t, sh.n_expert, sh.n_embd, sh.n_ff, rng);
+  const std::vector<float> x = random_values(sh.n_embd, rng);
+  std::vector<DeviceBuffer> routers;
+  for (int l = 0; l < layers; ++l) {  // router row e = s_e x: layer l's experts 8l..8l+7 lead
+    std::vector<float> r(static_cast<size_t>(sh.n_expert * sh.n_embd));
+    for (int64_t e = 0; e < sh.n_expert; ++e) {
+      const float se = e / sh.top_k == l ? 1.0f + 0.01f * static_cast<float>(e % sh.top_k) : -1.0f;
+      for (int64_t i = 0; i < sh.n_embd; ++i) r[e * sh.n_embd + i] = se * x[i];
+    }
+    routers.push_back(upload(r));
+  }
+  const int64_t expert_bytes = sh.top_k * 3 * sh.n_ff * row_bytes(t, sh.n_embd);
+  DeviceBuffer xd = upload(x), ids(sh.top_k * 4 * layers), wts(sh.top_k * 4 * layers);
+  DeviceBuffer h(static_cast<size_t>(sh.top_k * sh.n_ff * 4)), out(static_cast<size_t>(sh.n_embd * 4));
+  std::printf("mixture decode, qwen3-30b-a3b shape, 1 row: us per layer, GB/s of expert weights (%.1f MB), %% of %.0f\n",
+              expert_bytes / 1e6, limit_gbs);
+  for (Activations a : {Activations::int8, Activations::int8x2}) {
+    DeviceBuffer xq(static_cast<size_t>(quantized_activation_bytes(1, sh.n_embd, a)));
+    auto layer = [&](int l, int variant) {
+      const WeightMatrix router{GgmlType::F32, routers[l].ptr(), sh.n_expert, sh.n_embd, 1};
+      const CUdeviceptr il = ids.ptr() + l * sh.top_k * 4, wl = wts.ptr() + l * sh.top_k * 4;
+      if (variant <= 2)
+        moe_route(router, xd.ptr(), 1, sh.top_k, true, il, wl, {xq.ptr(), a}, s.handle());
+      if (variant <= 1 || variant == 3)
+        moe_gate_up_swiglu(gate.weights(), up.weights(), a, xq.ptr(), 1, il, sh.top_k, h.ptr(), s.handle());
+      if (variant <= 1 || variant == 4 || variant == 5)
+        moe_down_combine(down.weights(), a, h.ptr(), false, 1, il, wl, sh.top_k, out.ptr(), s.handle(), variant != 5);
+    };
+    const char* names[] = {"8 launches", "3 launches", "route", "gate/up", "down", "down late"};
+    const int64_t bytes[] = {expert_bytes, expert_bytes, sh.n_expert * sh.n_embd * 4, expert_bytes * 2 / 3,
+                             expert_bytes / 3, expert_bytes / 3};
+    for (int l = 0; l < layers; ++l) layer(l, 1);  // the ids every variant reads
+    s.synchronize();
+    for (int v = 0; v < 6; ++v) {
+      set_moe_kernels_enabled(v != 0);
+      layer(0, v);  // warm up (and the fallbacks' scratch, made outside the capture)
+      s.synchronize();
+      cuda::CapturedGraph g;
+      g.begin(s);
+      for (int l = 0; l < layers; ++l) layer(l, v);
+      g.end(s);
+      g.replay(s);
+      std::vector<float> ms;
+      for (int rep = 0; rep < 7; ++rep) {
+        cuda::EventTimer timer;
+        timer.start(s);
+        g.replay(s);
+        ms.push_back(timer.stop(s));
+      }
+      std::sort(ms.begin(), ms.end());
+      const double us = 1e3 * ms[3] / layers, gbs = static_cast<double>(bytes[v]) / (us * 1e3);
+      std::printf("  %-6s %-10s %7.2f us  %6.0f GB/s  %5.1f%%\n", contract(a).c_str(), names[v], us, gbs,
+                  100 * gbs / limit_gbs);
+    }
+    set_moe_kernels_enabled(true);
+    const auto got = download<int32_t>(ids, sh.top_k * layers);
+    for (int l = 0; l < layers; ++l)
+      for (int64_t j = 0; j < sh.top_k; ++j)  // falling logits: 8l + 7 first
+        EXPECT_EQ(got[l * sh.top_k + j], l * sh.top_k + (sh.top_k - 1 - j)) << "layer " << l;
+  }
+}
+
+}  // namespace
+}  // namespace lathe::kernels
