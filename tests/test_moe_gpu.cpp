@@ -35,6 +35,7 @@ using cuda::DeviceBuffer;
 
 constexpr double kBoundRebuilt = 1e-4;
 constexpr double kBoundLogits = 1e-5;
+constexpr double kBoundWeights = 4e-6;  // absolute: f32 softmax (and renormalization) vs the f64 one
 constexpr double kBoundFallback = 2e-5;
 constexpr double kBoundEndToEnd = 2e-3;
 
@@ -262,7 +263,7 @@ TEST(MoeGpu, RouteMatchesInterpreter) {
           const std::string what = std::string(ggml_type_name(t)) + " " + std::to_string(sh.n_expert) + "x" +
                                    std::to_string(sh.n_embd) + " rows " + std::to_string(rows) + " " + contract(a);
           EXPECT_LE(e.logits, kBoundLogits) << what;
-          EXPECT_LE(e.weights, 1e-6) << what;
+          EXPECT_LE(e.weights, kBoundWeights) << what;
           EXPECT_TRUE(e.ids_match_gpu_logits) << what;
           EXPECT_TRUE(e.ids_match_cpu) << what;
           EXPECT_TRUE(e.quantized_x_identical) << what;
