@@ -58,9 +58,12 @@ TEST(KernelParams, MacroMadeKernelsAndSizes) {
 FAMILY(q8)
 // extern "C" __global__ void commented_out(int x) {}
 extern "C" __global__ void plain(int a, const float4* __restrict__ b, float2 c, unsigned char d) {}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512) clustered(int* ids) {}
 )";
   const auto params = kernel_params(src);
-  ASSERT_EQ(params.size(), 3u);
+  ASSERT_EQ(params.size(), 4u);
+  ASSERT_TRUE(params.count("clustered"));
+  EXPECT_EQ(params.at("clustered").size(), 1u);
   ASSERT_TRUE(params.count("k_q8_a") && params.count("k_q8_b") && params.count("plain"));
   std::vector<size_t> sizes;
   for (const KernelParam& p : params.at("k_q8_b")) sizes.push_back(p.bytes);

@@ -201,7 +201,7 @@ std::map<std::string, std::vector<KernelParam>> kernel_params(std::string_view s
     };
     if (word() != "void") continue;
     std::string name = word();
-    if (name == "__launch_bounds__") {
+    while (name == "__launch_bounds__" || name == "__cluster_dims__") {  // attributes with arguments
       skip_space();
       size_t close = 0;
       split_args(expanded, i, &close);

@@ -1,6 +1,6 @@
 // The parameters of every kernel of the library, read from its CUDA C++ text: what `lathe emit`
 // needs to copy each launch argument's bytes (a recorded launch holds only pointers to them).
-// Kernels are `extern "C" __global__ void [__launch_bounds__(...)] NAME(PARAMS)`, written out or made
+// Kernels are `extern "C" __global__ void [__launch_bounds__(...)] [__cluster_dims__(...)] NAME(PARAMS)`, written out or made
 // by function-like macros (`LATHE_GEMV_CONTRACTS(q8_0)`): the reader expands function-like macros
 // (parameters, `##` pasting, nested invocations) before it looks, and needs nothing else of the
 // preprocessor. Parameters are pointers or scalars of known size; any other is refused by name.
