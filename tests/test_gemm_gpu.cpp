@@ -9,9 +9,12 @@
 #include "gguf/block_format.h"
 #include "interp/cpu_ops.h"
 #include "kernels/gemm_launch.h"
+#include "kernels/tile_tuner.h"
 #include "runtime/cuda_driver.h"
 
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include <algorithm>
 #include <cmath>
@@ -244,6 +247,40 @@ TEST(GemmGpu, TimingPrintsTops) {
 }
 
 // Shapes the launcher refuses, with a message.
+// The tuner: tune_gemm measures every tile for a shape once and remembers the fastest in the kernel
+// cache directory's file for this card; the product with the tuned tile equals the rule's (the
+// tile only changes which block computes an output, not its sum's order).
+TEST(GemmGpu, TunedTileIsRememberedAndGivesTheSameProduct) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937_64 rng(5);
+  const int64_t rows = 333, n_out = 1000, k = 512;
+  const std::vector<uint8_t> m = random_matrix(GgmlType::Q8_0, n_out, k, rng);
+  const std::vector<float> x = random_values(rows * k, rng);
+  DeviceBuffer wd = upload(m.data(), m.size()), xd = upload(x.data(), x.size() * 4);
+  DeviceBuffer y_rule(rows * n_out * sizeof(float)), y_tuned(rows * n_out * sizeof(float));
+  const WeightMatrix w{GgmlType::Q8_0, wd.ptr(), n_out, k};
+  for (Activations a : kContracts) {
+    DeviceBuffer q(static_cast<size_t>(quantized_activation_bytes(rows, k, a)));
+    quantize_activations(xd.ptr(), rows, k, a, q.ptr(), s.handle());
+    const GemmTile rule = gemm_tile(a, rows, n_out);
+    set_gemm_tile_override(rule);
+    gemm_quantized(w, a, q.ptr(), rows, y_rule.ptr(), s.handle());
+    set_gemm_tile_override({});
+    s.synchronize();
+    tune_gemm(w, a, q.ptr(), rows, y_tuned.ptr());  // measures (or finds) the fastest
+    gemm_quantized(w, a, q.ptr(), rows, y_tuned.ptr(), s.handle());
+    s.synchronize();
+    std::vector<float> yr(static_cast<size_t>(rows * n_out)), yt(yr.size());
+    y_rule.download(yr.data(), yr.size() * 4);
+    y_tuned.download(yt.data(), yt.size() * 4);
+    EXPECT_EQ(yr, yt) << name_of(a);
+    const TileTuner& tuner = card_tuner();
+    std::printf("  tuned %s: rule %dx%d, file %s\n", name_of(a).c_str(), rule.bm, rule.bn, tuner.file().c_str());
+    EXPECT_TRUE(std::filesystem::exists(tuner.file()));
+  }
+}
+
 TEST(GemmGpu, RefusesWhatItCannotRead) {
   EXPECT_TRUE(gemm_supports(GgmlType::Q8_0));
   EXPECT_TRUE(gemm_supports(GgmlType::Q4_K));

@@ -3,8 +3,14 @@
 #include "base/error.h"
 #include "gguf/block_format.h"
 #include "kernels/library.h"
+#include "kernels/tile_tuner.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace lathe::kernels {
 namespace {
@@ -40,6 +46,32 @@ GemmTile g_override;
 
 bool gemm_supports(GgmlType type) { return gemm_format(type) != nullptr; }
 
+namespace {
+
+// The tiles a contract's kernels are built for, the rule's preference first.
+std::vector<GemmTile> candidate_tiles(Activations a) {
+  if (a == Activations::int8x2) return {{64, 128}, {64, 64}};
+  return {{128, 128}, {128, 64}, {64, 128}, {64, 64}};
+}
+
+std::string tune_key(const WeightMatrix& w, Activations a, int64_t rows) {
+  std::string key = fmt::format("gemm {} {} rows {} n {} k {} tiles", ggml_type_name(w.type), activations_name(a), rows,
+                                w.n_out, w.k);
+  for (const GemmTile& t : candidate_tiles(a)) key += fmt::format(" {}x{}", t.bm, t.bn);
+  return key;
+}
+
+// The tuned tile of a shape when one was measured on this card (never while recording for `lathe
+// emit`, whose text must not depend on a cache).
+std::optional<GemmTile> tuned_tile(const WeightMatrix& w, Activations a, int64_t rows) {
+  if (cuda::recorder() || !tuning_enabled()) return std::nullopt;
+  const std::vector<GemmTile> tiles = candidate_tiles(a);
+  if (auto i = card_tuner().known(tune_key(w, a, rows), static_cast<int>(tiles.size()))) return tiles[static_cast<size_t>(*i)];
+  return std::nullopt;
+}
+
+}  // namespace
+
 GemmTile gemm_tile(Activations a, int64_t rows, int64_t n_out) {
   if (g_override.bm != 0) return g_override;
   // The largest tile that still gives about one block per SM (measured on the H200: 128 blocks of
@@ -72,7 +104,8 @@ void gemm_quantized(const WeightMatrix& w, Activations a, CUdeviceptr xq, int64_
   if (rows <= 0 || rows * w.k >= (int64_t{1} << 31) * 16) fail("gemm_quantized: {} rows is out of range", rows);
   LATHE_CHECK(w.data % 16 == 0 && xq % 16 == 0 && y % 4 == 0);
   const bool x2 = a == Activations::int8x2;
-  const GemmTile t = gemm_tile(a, rows, w.n_out);
+  const GemmTile t = g_override.bm == 0 ? tuned_tile(w, a, rows).value_or(gemm_tile(a, rows, w.n_out))
+                                        : g_override;
   LATHE_CHECK((t.bm == 64 || (t.bm == 128 && !x2)) && (t.bn == 64 || t.bn == 128));
   CUdeviceptr wp = w.data, q1 = xq, q2 = x2 ? xq + rows * w.k : 0, ds = xq + rows * w.k * (x2 ? 2 : 1);
   long long row_bytes = lathe::row_bytes(w.type, w.k);
@@ -83,6 +116,27 @@ void gemm_quantized(const WeightMatrix& w, Activations a, CUdeviceptr xq, int64_
                         1};
   cuda::launch(kernel(name), grid, {256, 1, 1}, gemm_shared_bytes(*f, x2, t.bm, t.bn), stream,
                {&wp, &row_bytes, &q1, &q2, &ds, &y, &n_rows, &k, &n_out}, "launching the int8 GEMM");
+}
+
+void tune_gemm(const WeightMatrix& w, Activations a, CUdeviceptr xq, int64_t rows, CUdeviceptr y) {
+  if (cuda::recorder() || !tuning_enabled() || g_override.bm != 0) return;
+  const std::vector<GemmTile> tiles = candidate_tiles(a);
+  card_tuner().choose(tune_key(w, a, rows), static_cast<int>(tiles.size()), [&](int i) {
+    cuda::Stream s;
+    cuda::EventTimer timer;
+    g_override = tiles[static_cast<size_t>(i)];
+    gemm_quantized(w, a, xq, rows, y, s.handle());  // warm: the module's function, the caches
+    s.synchronize();
+    std::vector<float> ms;
+    for (int rep = 0; rep < 3; ++rep) {
+      timer.start(s);
+      gemm_quantized(w, a, xq, rows, y, s.handle());
+      ms.push_back(timer.stop(s));
+    }
+    g_override = {};
+    std::sort(ms.begin(), ms.end());
+    return 1e3 * ms[1];
+  });
 }
 
 }  // namespace lathe::kernels

@@ -52,6 +52,16 @@ struct GemmTile {
 };
 GemmTile gemm_tile(Activations a, int64_t rows, int64_t n_out);
 
+// The tile a launch takes: a forced one (below), else the one measured fastest for this shape on this
+// card (tune_gemm; remembered in the kernel cache directory), else the rule (gemm_tile). `lathe emit`
+// records the rule's.
+//
+// Measures every tile for this shape on this card (a few launches each, on a private stream,
+// synchronizing: never inside a graph capture) and remembers the fastest, unless it already is
+// remembered, tuning is off (LATHE_TUNE=0), a tile is forced, or a Recorder is active. xq and y as
+// for gemm_quantized (their contents do not matter; y is overwritten).
+void tune_gemm(const WeightMatrix& w, Activations a, CUdeviceptr xq, int64_t rows, CUdeviceptr y);
+
 // Forces a tile (bm, bn in {64, 128}; int8x2 only bm 64) for measurements; {0, 0} restores the rule.
 // Not thread-safe against concurrent gemm_quantized calls.
 void set_gemm_tile_override(GemmTile tile);

@@ -72,6 +72,8 @@ void StepPlan::Builder::emit_product(const graph::Node& n, int gi, bool quantize
   }
   const CUdeviceptr q = scratch_ptr(gi, 0);
   const bool gemm = rows > kGemvRows;
+  // The GEMM's tile for this shape is measured on the card once (remembered in the kernel cache).
+  if (gemm) k::tune_gemm(w, a, q, rows, y);
   add(fmt::format("{} {} {}", gemm ? "gemm" : "gemv", k::activations_name(a), shape), n, [=](CUstream s) {
     if (quantize) k::quantize_activations(xp, rows, kk, a, q, s);
     if (gemm)

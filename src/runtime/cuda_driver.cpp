@@ -198,17 +198,19 @@ Stream::~Stream() {
 
 void Stream::synchronize() const { check(D().cuStreamSynchronize(s_), "running the GPU work"); }
 
+std::string cache_directory() {
+  if (const char* dir = std::getenv("LATHE_CACHE_DIR")) return dir;
+  if (const char* home = std::getenv("HOME")) return (std::filesystem::path(home) / ".cache/lathe/kernels").string();
+  return (std::filesystem::temp_directory_path() / "lathe-kernels").string();
+}
+
 namespace {
 
 void nvrtc_check(nvrtcResult r, const char* what) {
   if (r != NVRTC_SUCCESS) throw CudaError(fmt::format("{}: {}", what, N().nvrtcGetErrorString(r)));
 }
 
-std::filesystem::path cache_dir() {
-  if (const char* dir = std::getenv("LATHE_CACHE_DIR")) return dir;
-  if (const char* home = std::getenv("HOME")) return std::filesystem::path(home) / ".cache/lathe/kernels";
-  return std::filesystem::temp_directory_path() / "lathe-kernels";
-}
+std::filesystem::path cache_dir() { return std::filesystem::path(cache_directory()); }
 
 }  // namespace
 

@@ -227,6 +227,10 @@ class CapturedGraph {
 };
 
 // Elapsed time between two points of a stream, in milliseconds.
+// Where compiled kernels (and tuned tile choices) are kept: $LATHE_CACHE_DIR, else
+// ~/.cache/lathe/kernels, else a temporary directory.
+std::string cache_directory();
+
 class EventTimer {
  public:
   EventTimer();
