@@ -252,6 +252,7 @@ TEST(GemmGpu, TimingPrintsTops) {
 // tile only changes which block computes an output, not its sum's order).
 TEST(GemmGpu, TunedTileIsRememberedAndGivesTheSameProduct) {
   LATHE_NEED_GPU();
+  ::setenv("LATHE_TUNE", "1", 1);
   cuda::Stream s;
   std::mt19937_64 rng(5);
   const int64_t rows = 333, n_out = 1000, k = 512;
@@ -279,6 +280,7 @@ TEST(GemmGpu, TunedTileIsRememberedAndGivesTheSameProduct) {
     std::printf("  tuned %s: rule %dx%d, file %s\n", name_of(a).c_str(), rule.bm, rule.bn, tuner.file().c_str());
     EXPECT_TRUE(std::filesystem::exists(tuner.file()));
   }
+  ::unsetenv("LATHE_TUNE");
 }
 
 TEST(GemmGpu, RefusesWhatItCannotRead) {

@@ -52,11 +52,13 @@ TEST(TileTuner, ADamagedFileIsMeasuredAgain) {
   EXPECT_EQ(TileTuner(file).known("k", 3), 2);  // rewritten whole
 }
 
-TEST(TileTuner, TuningCanBeTurnedOff) {
+TEST(TileTuner, TuningIsTurnedOnByName) {
   ::setenv("LATHE_TUNE", "0", 1);
   EXPECT_FALSE(tuning_enabled());
-  ::unsetenv("LATHE_TUNE");
+  ::setenv("LATHE_TUNE", "1", 1);
   EXPECT_TRUE(tuning_enabled());
+  ::unsetenv("LATHE_TUNE");
+  EXPECT_FALSE(tuning_enabled());  // off by default until it has run on a GPU
 }
 
 }  // namespace

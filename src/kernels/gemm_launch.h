@@ -58,7 +58,7 @@ GemmTile gemm_tile(Activations a, int64_t rows, int64_t n_out);
 //
 // Measures every tile for this shape on this card (a few launches each, on a private stream,
 // synchronizing: never inside a graph capture) and remembers the fastest, unless it already is
-// remembered, tuning is off (LATHE_TUNE=0), a tile is forced, or a Recorder is active. xq and y as
+// remembered, tuning is off (on with LATHE_TUNE=1), a tile is forced, or a Recorder is active. xq and y as
 // for gemm_quantized (their contents do not matter; y is overwritten).
 void tune_gemm(const WeightMatrix& w, Activations a, CUdeviceptr xq, int64_t rows, CUdeviceptr y);
 

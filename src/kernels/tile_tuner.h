@@ -48,7 +48,8 @@ class TileTuner {
 // architecture); one per process.
 TileTuner& card_tuner();
 
-// Whether kernels tune their tiles (LATHE_TUNE unset or not "0"); when off they use their rules.
+// Whether kernels tune their tiles: LATHE_TUNE=1. Off by default until the tuner has run on a GPU
+// (it was written in a session with no device time left); off, kernels use their rules.
 bool tuning_enabled();
 
 }  // namespace lathe::kernels
