@@ -9,6 +9,8 @@
 #   depth   tg128 of qwen3-8b Q8_0 at 4,096 tokens of context
 #   big     `lathe check` (16-token prompt, 32 decode steps) of qwen3-0.6b, qwen3-8b and llama3-8b in
 #           Q8_0, Q4_K_M and F16 (the lane issue's criterion)
+#   pending what was written without a GPU (2026-11-29): residence under a --gpu-memory cap, the
+#           GEMM tile tuner, the MoE decode kernels (test_moe_gpu), and pp512 with LATHE_TUNE=1
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -54,6 +56,13 @@ for part in "$@"; do
     done ;;
   depth)
     echo "== bench qwen3-8b q8_0 at depth 4096"; $L bench $(synth qwen3-8b q8_0) -p 0 -n 128 -d 4096 -r 3 --ctx 4608 2>&1 | tail -2 ;;
+  pending)
+    echo "== residence and tuner"; $C/test_gpu_lane_gpu --gtest_filter='GpuLaneResidence*' 2>&1 | grep -E "lane|OK|FAILED|Failure" -A3 | head -20
+    $C/test_gemm_gpu --gtest_filter='*Tuned*' 2>&1 | grep -E "tuned|OK|FAILED|Failure" -A3 | head -20
+    echo "== test_moe_gpu"; [ -x $C/test_moe_gpu ] && $C/test_moe_gpu 2>&1 | grep -vE "^\[ RUN|^$" | tail -60
+    echo "== --gpu-memory on qwen3-8b q8_0 (6 GB: part of the weights on the host)"
+    $L bench $(synth qwen3-8b q8_0) -p 64 -n 16 -r 1 --gpu-memory 6 2>&1 | tail -3
+    echo "== bench qwen3-8b q8_0 pp512 with the tuner"; LATHE_TUNE=1 $L bench $(synth qwen3-8b q8_0) -p 512 -n 0 -r 3 2>&1 | tail -1 ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do
