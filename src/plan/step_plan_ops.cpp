@@ -1,17 +1,15 @@
 // Each group of the fusion plan becomes its launches. The kernels' launchers (src/kernels/*_launch.h)
-// check what they cover; here each op's operands become pointers and shapes.
+// check what they cover; here each op's operands become pointers and shapes. The products and the
+// mixture are in step_plan_products.cpp.
 #include "fuse/fusion.h"
 #include "kernels/argmax_launch.h"
 #include "kernels/attention_launch.h"
 #include "kernels/attention_prefill_launch.h"
 #include "kernels/cache_launch.h"
 #include "kernels/elementwise_launch.h"
-#include "kernels/gemm_launch.h"
-#include "kernels/gemv_multi_launch.h"
 #include "kernels/gemv_launch.h"
 #include "kernels/norm_launch.h"
 #include "kernels/rope_launch.h"
-#include "kernels/route_launch.h"
 #include "lang/op_table.h"
 #include "plan/step_plan_ops.h"
 #include "runtime/cuda_api.h"
@@ -25,107 +23,12 @@ using lang::ModKind;
 using lang::OpKind;
 namespace k = kernels;
 
-constexpr int64_t kGemvRows = 8;  // the most rows the decode products take; more run as a GEMM
-
 double number(const graph::Node& n, ModKind kind, double fallback) {
   const graph::Attr* a = n.find(kind);
   return a ? a->args.at(0).number : fallback;
 }
 
-// The quantized form of an activation for the mixture's GEMVs, or none (f32 contract, or rows too
-// many for the GEMV).
-int64_t quantized_bytes(int64_t rows, int64_t kk, k::Activations a) {
-  return rows > kGemvRows ? 0 : k::quantized_activation_bytes(rows, kk, a);
-}
-
 }  // namespace
-
-// A product reads its activation's int8 form under the int8 contracts: the GEMV for a few rows, the
-// tensor-core GEMM for a chunk when it takes the weights' format (else the f32 matmul).
-bool StepPlan::Builder::reads_quantized(const graph::Node& product) const {
-  if (product.kind != OpKind::product || o.activations == k::Activations::f32) return false;
-  const graph::Tensor& x = g.tensor(product.args[0].tensor);
-  const graph::Tensor& wt = g.tensor(product.args[1].tensor);
-  if (wt.role != graph::Role::constant) return false;
-  const int64_t rows = numel(x) / x.shape.back();
-  return rows <= kGemvRows || k::gemm_supports(weight_of(m, wt).type);
-}
-
-// One product: the GEMV (a few rows), the int8 GEMM or the f32 matmul (a chunk). `quantize`: this
-// launch first makes the int8 form of its input (no producer or earlier product made it); the form
-// is in the group's scratch slot 0.
-void StepPlan::Builder::emit_product(const graph::Node& n, int gi, bool quantize) {
-  const graph::Tensor& x = g.tensor(n.args[0].tensor);
-  const graph::Tensor& wt = g.tensor(n.args[1].tensor);
-  if (wt.role != graph::Role::constant) no_kernel(n, "a product with a matrix that is not a checkpoint constant");
-  const k::WeightMatrix w = weight_of(m, wt);
-  const int64_t kk = x.shape.back(), rows = numel(x) / kk;
-  const CUdeviceptr xp = ptr(x.id), y = ptr(n.output);
-  const k::Activations a = o.activations;
-  const std::string shape = fmt::format("{} [{} x {}] . [{} x {}]^T", ggml_type_name(w.type), rows, kk, w.n_out, kk);
-  if (!reads_quantized(n)) {
-    if (rows > kGemvRows)
-      add("matmul " + shape, n, [=](CUstream s) { k::matmul(w, xp, rows, y, s); });
-    else
-      add("gemv f32 " + shape, n, [=](CUstream s) { k::gemv(w, k::Activations::f32, xp, rows, y, s); });
-    return;
-  }
-  const CUdeviceptr q = scratch_ptr(gi, 0);
-  const bool gemm = rows > kGemvRows;
-  // The GEMM's tile for this shape is measured on the card once (remembered in the kernel cache).
-  if (gemm) k::tune_gemm(w, a, q, rows, y);
-  add(fmt::format("{} {} {}", gemm ? "gemm" : "gemv", k::activations_name(a), shape), n, [=](CUstream s) {
-    if (quantize) k::quantize_activations(xp, rows, kk, a, q, s);
-    if (gemm)
-      k::gemm_quantized(w, a, q, rows, y, s);
-    else
-      k::gemv(w, a, q, rows, y, s);
-  });
-}
-
-// merged_products and gate_up_swiglu: one merged kernel for a decode row under the int8 contracts,
-// else the group's products (and SwiGLU) one by one.
-void StepPlan::Builder::emit_merged(int gi) {
-  const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
-  const bool swiglu = grp.rule == "gate_up_swiglu";
-  const size_t n_products = swiglu ? 2 : grp.nodes.size();
-  const graph::Node& first = g.nodes[static_cast<size_t>(grp.nodes.front())];
-  const graph::Tensor& x = g.tensor(first.args[0].tensor);
-  const int64_t rows = numel(x) / x.shape.back();
-  std::vector<k::WeightMatrix> ws;
-  std::vector<CUdeviceptr> ys;
-  for (size_t i = 0; i < n_products; ++i) {
-    const graph::Node& pn = g.nodes[static_cast<size_t>(grp.nodes[i])];
-    ws.push_back(weight_of(m, g.tensor(pn.args[1].tensor)));
-    ys.push_back(ptr(pn.output));
-  }
-  const bool quantize = quantize_in.count(gi) && quantize_in.at(gi);
-  const k::Activations a = o.activations;
-  if (rows == 1 && reads_quantized(first) && k::merged_gemv_applies(ws.data(), static_cast<int>(ws.size()), a)) {
-    const CUdeviceptr xp = ptr(x.id), q = scratch_ptr(gi, 0);
-    const int64_t kk = x.shape.back();
-    std::string what = swiglu ? "gemv gate, up and swiglu" : fmt::format("gemv of {} matrices", ws.size());
-    for (const k::WeightMatrix& w : ws) what += fmt::format(" {} [{} x {}]", ggml_type_name(w.type), w.n_out, w.k);
-    const CUdeviceptr out = swiglu ? ptr(g.nodes[static_cast<size_t>(grp.nodes[2])].output) : 0;
-    add(fmt::format("{} {}", what, k::activations_name(a)), first, [=](CUstream s) {
-      if (quantize) k::quantize_activations(xp, 1, kk, a, q, s);
-      if (swiglu)
-        k::gemv_gate_up_swiglu(ws[0], ws[1], a, q, out, s);
-      else
-        k::gemv_multi(ws.data(), static_cast<int>(ws.size()), a, q, ys.data(), s);
-    });
-    return;
-  }
-  for (size_t i = 0; i < n_products; ++i)
-    emit_product(g.nodes[static_cast<size_t>(grp.nodes[i])], gi, quantize && i == 0);
-  if (swiglu) {
-    const graph::Node& sw = g.nodes[static_cast<size_t>(grp.nodes[2])];
-    const CUdeviceptr gp = ptr(sw.args[0].tensor), up = ptr(sw.args[1].tensor), out = ptr(sw.output);
-    const int64_t count = numel(g.tensor(sw.output));
-    add(fmt::format("swiglu [{}]", count), sw,
-        [=](CUstream s) { k::elementwise_binary(k::ElemBinary::swiglu, out, gp, up, count, count, s); });
-  }
-}
 
 // A prefill chunk's attention (one sequence, consecutive positions, several rows) on tensor cores,
 // flash style, under the int8 contracts; the f32 contract keeps the per-row kernel, whose products
@@ -239,8 +142,8 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
     out.push_back(scratch(gi, rows * kk * 4));                  // expert weights
     out.push_back(scratch(gi, rows * kk * ff * 4));             // gate
     out.push_back(scratch(gi, rows * kk * ff * 4));             // up
-    out.push_back(scratch(gi, std::max(quantized_bytes(std::min(rows, kGemvRows), embd, o.activations),
-                                       quantized_bytes(std::min(rows, kGemvRows) * kk, ff, o.activations))));
+    out.push_back(scratch(gi, std::max(gemv_quantized_bytes(std::min(rows, kGemvRows), embd, o.activations),
+                                       gemv_quantized_bytes(std::min(rows, kGemvRows) * kk, ff, o.activations))));
   } else if (n.kind == OpKind::argmax) {
     const graph::Tensor& x = g.tensor(n.args[0].tensor);
     const size_t bytes = k::argmax_workspace_bytes(x.shape[0], x.shape.back());
@@ -466,52 +369,9 @@ void StepPlan::Builder::emit(int gi) {
       add(fmt::format("argmax [{} x {}]", rows, cols), n, [=](CUstream s) { k::argmax(out, xp, rows, cols, ws, s); });
       return;
     }
-    case OpKind::mixture: {
-      const graph::Tensor& x = g.tensor(n.args[2].tensor);
-      const graph::Attr* ex = n.find(ModKind::experts);
-      const k::WeightMatrix router = weight_of(m, g.tensor(n.find(ModKind::routed_by)->args[0].tensor));
-      const k::WeightMatrix gate = weight_of(m, g.tensor(ex->args[0].tensor));
-      const k::WeightMatrix up = weight_of(m, g.tensor(ex->args[1].tensor));
-      const k::WeightMatrix down = weight_of(m, g.tensor(ex->args[2].tensor));
-      const int64_t rows = x.shape[0], embd = x.shape[1], top_k = static_cast<int64_t>(n.args[0].number);
-      const int64_t n_expert = gate.n_expert, ff = gate.n_out;
-      const bool renorm = n.find(ModKind::renormalized) != nullptr;
-      const CUdeviceptr xp = ptr(x.id), out = ptr(n.output);
-      const CUdeviceptr logits = scratch_ptr(gi, 0), ids = scratch_ptr(gi, 1), wts = scratch_ptr(gi, 2);
-      const CUdeviceptr gbuf = scratch_ptr(gi, 3), ubuf = scratch_ptr(gi, 4), q = scratch_ptr(gi, 5);
-      const k::Activations a = rows > kGemvRows ? k::Activations::f32 : o.activations;
-      add(fmt::format("mixture {} of {} experts {} [{} x {}] ff {}", top_k, n_expert, ggml_type_name(gate.type), rows,
-                      embd, ff), n, [=](CUstream s) {
-        for (int64_t r0 = 0; r0 < rows; r0 += kGemvRows) {
-          const int64_t nr = std::min(kGemvRows, rows - r0);
-          const CUdeviceptr xr = xp + static_cast<CUdeviceptr>(r0 * embd * 4);
-          const CUdeviceptr lr = logits + static_cast<CUdeviceptr>(r0 * n_expert * 4);
-          const CUdeviceptr ir = ids + static_cast<CUdeviceptr>(r0 * top_k * 4);
-          const CUdeviceptr wr = wts + static_cast<CUdeviceptr>(r0 * top_k * 4);
-          const CUdeviceptr gr = gbuf + static_cast<CUdeviceptr>(r0 * top_k * ff * 4);
-          const CUdeviceptr ur = ubuf + static_cast<CUdeviceptr>(r0 * top_k * ff * 4);
-          k::gemv(router, k::Activations::f32, xr, nr, lr, s);
-          k::route_top_k(ir, wr, lr, nr, n_expert, top_k, renorm, s);
-          CUdeviceptr xin = xr;
-          if (a != k::Activations::f32) {
-            k::quantize_activations(xr, nr, embd, a, q, s);
-            xin = q;
-          }
-          k::ExpertRouting route{ir, top_k, 0, false, false};
-          k::gemv_experts(gate, a, xin, nr, route, gr, s);
-          k::gemv_experts(up, a, xin, nr, route, ur, s);
-          k::elementwise_binary(k::ElemBinary::swiglu, gr, gr, ur, nr * top_k * ff, nr * top_k * ff, s);
-          CUdeviceptr hin = gr;
-          if (a != k::Activations::f32) {
-            k::quantize_activations(gr, nr * top_k, ff, a, q, s);
-            hin = q;
-          }
-          k::ExpertRouting combine{ir, top_k, wr, true, true};
-          k::gemv_experts(down, a, hin, nr, combine, out + static_cast<CUdeviceptr>(r0 * embd * 4), s);
-        }
-      });
+    case OpKind::mixture:
+      emit_mixture(gi);
       return;
-    }
     default:
       no_kernel(n, fmt::format("the op '{}' has no kernel in the CUDA lane", lang::op_info(n.kind).name));
   }

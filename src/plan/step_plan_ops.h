@@ -10,7 +10,11 @@
 
 namespace lathe::plan {
 
+constexpr int64_t kGemvRows = 8;  // the most rows the decode products take; more run as a GEMM
+
 int64_t numel(const graph::Tensor& t);
+// Bytes of the int8 form a GEMV reads (none beyond kGemvRows rows, or under the f32 contract).
+int64_t gemv_quantized_bytes(int64_t rows, int64_t k, kernels::Activations a);
 kernels::WeightMatrix weight_of(const DeviceModel& m, const graph::Tensor& t);  // a constant as the kernels read it
 std::string base_name(const std::string& ssa);
 
@@ -61,6 +65,7 @@ struct StepPlan::Builder {
   bool reads_quantized(const graph::Node& product) const;
   void emit_product(const graph::Node& n, int group, bool quantize);
   void emit_merged(int group);  // merged_products, gate_up_swiglu
+  void emit_mixture(int group);
   bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores  // the product reads its input's int8 form
   void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);
   [[noreturn]] void no_kernel(const graph::Node& n, const std::string& why) const;
