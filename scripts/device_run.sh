@@ -62,7 +62,15 @@ for part in "$@"; do
     echo "== test_moe_gpu"; [ -x $C/test_moe_gpu ] && $C/test_moe_gpu 2>&1 | grep -vE "^\[ RUN|^$" | tail -60
     echo "== --gpu-memory on qwen3-8b q8_0 (6 GB: part of the weights on the host)"
     $L bench $(synth qwen3-8b q8_0) -p 64 -n 16 -r 1 --gpu-memory 6 2>&1 | tail -3
-    echo "== bench qwen3-8b q8_0 pp512 with the tuner"; LATHE_TUNE=1 $L bench $(synth qwen3-8b q8_0) -p 512 -n 0 -r 3 2>&1 | tail -1 ;;
+    echo "== bench qwen3-8b q8_0 pp512 with the tuner"; LATHE_TUNE=1 $L bench $(synth qwen3-8b q8_0) -p 512 -n 0 -r 3 2>&1 | tail -1
+    rm -f $M/qwen3-8b-q8_0.gguf
+    echo "== mixture kernels"; $C/test_gpu_lane_gpu --gtest_filter='GpuLaneMixture*' 2>&1 | grep -E "lane|OK|FAILED|Failure" -A3 | head
+    LATHE_MOE_KERNELS=1 $L check $(synth qwen3moe-tiny q8_0) --steps 8 --prompt-tokens 20 2>&1 | tail -2 | head -1
+    for moe in 0 1; do
+      echo "== bench qwen3-30b-a3b q8_0, LATHE_MOE_KERNELS=$moe"
+      LATHE_MOE_KERNELS=$moe $L bench $(synth qwen3-30b-a3b q8_0) -p 512 -n 128 -r 3 2>&1 | tail -2
+    done
+    LATHE_MOE_KERNELS=1 $L check $(synth qwen3-30b-a3b q8_0) --steps 8 2>&1 | tail -2 | head -1 ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do

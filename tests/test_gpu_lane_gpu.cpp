@@ -121,6 +121,35 @@ TEST(GpuLaneResidence, MatricesInPinnedHostMemoryGiveTheSameLogits) {
   }
 }
 
+// The mixture's three decode kernels (opt-in, LATHE_MOE_KERNELS=1) against the eight-launch path
+// and the interpreter.
+TEST(GpuLaneMixture, ThreeKernelsAgree) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  const std::string path = testing::TempDir() + "/lane-moe.gguf";
+  SynthOptions o;
+  o.shape = "qwen3moe-tiny";
+  write_synthetic_checkpoint(o, path);
+  const GgufFile f = GgufFile::open(path);
+  GpuEngineOptions go;
+  go.n_ctx = 64;
+  go.max_chunk = 8;
+  GpuEngine eight(f, go);
+  const std::vector<float> base = trace(eight);
+  ::setenv("LATHE_MOE_KERNELS", "1", 1);
+  GpuEngine three(f, go);
+  const std::string plan = three.plan(1).describe();
+  ::unsetenv("LATHE_MOE_KERNELS");
+  ASSERT_NE(plan.find("mixture in three kernels"), std::string::npos) << plan;
+  const std::vector<float> got = trace(three);
+  CpuEngine cpu(f, 64, 8);
+  const double vs_eight = normalized(got, base), vs_cpu = normalized(got, trace(cpu));
+  std::printf("[ lane ] qwen3moe-tiny three mixture kernels: vs eight launches %.2e, vs interpreter %.2e\n", vs_eight,
+              vs_cpu);
+  EXPECT_LT(vs_eight, 2.5e-4);
+  EXPECT_LT(vs_cpu, 2e-3);
+}
+
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuLane,
                          testing::Values("qwen3-tiny", "qwen3moe-tiny", "qwen2-tiny", "llama-tiny"));
 

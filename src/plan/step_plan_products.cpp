@@ -4,12 +4,15 @@
 #include "kernels/gemm_launch.h"
 #include "kernels/gemv_launch.h"
 #include "kernels/gemv_multi_launch.h"
+#include "kernels/moe_launch.h"
 #include "kernels/route_launch.h"
 #include "plan/step_plan_ops.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace lathe::plan {
 namespace {
@@ -17,6 +20,13 @@ namespace {
 using lang::ModKind;
 using lang::OpKind;
 namespace k = kernels;
+
+// The mixture's three decode kernels (moe_launch.h) are opt-in (LATHE_MOE_KERNELS=1) until they have
+// run on a GPU: they were written in a session with no device time left.
+bool moe_kernels_opted_in() {
+  const char* v = std::getenv("LATHE_MOE_KERNELS");
+  return v && std::string(v) == "1";
+}
 
 }  // namespace
 
@@ -113,7 +123,10 @@ void StepPlan::Builder::emit_merged(int gi) {
 
 // The mixture, 8 rows at a time: the f32 router product, top-k, the experts' gate and up products,
 // SwiGLU, the down product with the weighted combine (the int8 forms made between). Chunks of more
-// rows run the f32 contract (no grouped GEMM yet).
+// rows run the f32 contract (no grouped GEMM yet). With LATHE_MOE_KERNELS=1, a step of at most 8 rows
+// under an int8 contract runs it as three kernels (router and top-k; gate, up and SwiGLU; down and
+// combine) where their launchers take the shapes without falling back (a fallback allocates scratch,
+// which a captured graph cannot).
 void StepPlan::Builder::emit_mixture(int gi) {
   const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
   const graph::Node& n = g.nodes[static_cast<size_t>(grp.nodes.front())];
@@ -130,6 +143,16 @@ void StepPlan::Builder::emit_mixture(int gi) {
   const CUdeviceptr logits = scratch_ptr(gi, 0), ids = scratch_ptr(gi, 1), wts = scratch_ptr(gi, 2);
   const CUdeviceptr gbuf = scratch_ptr(gi, 3), ubuf = scratch_ptr(gi, 4), q = scratch_ptr(gi, 5);
   const k::Activations a = rows > kGemvRows ? k::Activations::f32 : o.activations;
+  if (moe_kernels_opted_in() && a != k::Activations::f32 && k::moe_route_applies(router, rows, top_k) &&
+      k::moe_gate_up_applies(gate, up, a, top_k) && k::moe_down_applies(down, a, top_k)) {
+    add(fmt::format("mixture in three kernels, {} of {} experts {} [{} x {}] ff {}", top_k, n_expert,
+                    ggml_type_name(gate.type), rows, embd, ff), n, [=](CUstream s) {
+      k::moe_route(router, xp, rows, top_k, renorm, ids, wts, k::QuantizedOut{q, a}, s, logits);
+      k::moe_gate_up_swiglu(gate, up, a, q, rows, ids, top_k, gbuf, s);
+      k::moe_down_combine(down, a, gbuf, false, rows, ids, wts, top_k, out, s, true);
+    });
+    return;
+  }
   add(fmt::format("mixture {} of {} experts {} [{} x {}] ff {}", top_k, n_expert, ggml_type_name(gate.type), rows,
                   embd, ff), n, [=](CUstream s) {
     for (int64_t r0 = 0; r0 < rows; r0 += kGemvRows) {
