@@ -78,6 +78,32 @@ TEST(ModelSpec, DecodeBytesMatchTheAnchors) {
   }
 }
 
+// From the architecture, not the tensor list: per layer q, k, v, o, the feed-forward (or the router
+// and the used experts), then the output; attention's QK and PV over the mean context.
+TEST(ModelSpec, PromptFlopsFollowTheArchitecture) {
+  for (const char* shape : {"qwen3-8b", "qwen3-30b-a3b"}) {
+    SCOPED_TRACE(shape);
+    const std::string path = synth(shape, "q8_0", true);
+    const GgufFile f = GgufFile::open(path);
+    const ModelSpec s = read_model_spec(f);
+    const double e = static_cast<double>(s.n_embd), hd = static_cast<double>(s.head_dim);
+    double per_layer = e * hd * static_cast<double>(2 * s.n_head + 2 * s.n_head_kv);  // q, o; k, v
+    if (s.n_expert > 0)
+      per_layer += e * static_cast<double>(s.n_expert) + 3 * e * static_cast<double>(s.n_ff_expert * s.n_expert_used);
+    else
+      per_layer += 3 * e * static_cast<double>(s.n_ff);
+    const double matrices = static_cast<double>(s.n_layer) * per_layer + e * static_cast<double>(s.n_vocab);
+    const double ctx = 256.5, attention = 2 * static_cast<double>(s.n_layer * s.n_head) * hd * ctx;
+    EXPECT_NEAR(prompt_flops_per_token(f, s, ctx), 2 * (matrices + attention), 1e-9 * matrices);
+    std::filesystem::remove(path);
+  }
+  // Qwen3-8B: ~15.1 GFLOP a token for its products (8.19 B parameters less the 0.62 B embedding).
+  const std::string path = synth("qwen3-8b", "q8_0", true);
+  const GgufFile f = GgufFile::open(path);
+  EXPECT_NEAR(prompt_flops_per_token(f, read_model_spec(f), 0), 15.1e9, 0.1e9);
+  std::filesystem::remove(path);
+}
+
 TEST(ModelSpec, TinyShapesOfEveryArchitectureAndType) {
   for (const char* shape : {"qwen3-tiny", "qwen3moe-tiny", "qwen2-tiny", "llama-tiny"}) {
     for (const char* type : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}) {

@@ -19,6 +19,7 @@ namespace lathe::cli {
 namespace {
 
 constexpr double kReadGBs = 4630.0;  // ../shared/anchors.md: the H200's streaming read rate
+constexpr double kInt8Tops = 1979.0;  // ../shared/anchors.md: the H200's dense int8 tensor cores (datasheet)
 
 struct Stat {
   double mean = 0, sd = 0;
@@ -80,7 +81,10 @@ Action add_bench_command(CLI::App& app) {
         if (r > 0) rates.push_back(static_cast<double>(*pp) / seconds(t0));  // r == 0: warm-up
       }
       const Stat s = stat(rates);
-      fmt::print("{} | pp{}{} | {:.2f} ± {:.2f} | |\n", head, *pp, at, s.mean, s.sd);
+      // Prefill is bound by arithmetic: the share of the card's dense int8 tensor-core rate it reaches.
+      const double flops = prompt_flops_per_token(file, spec, static_cast<double>(*depth) + (*pp + 1) / 2.0);
+      fmt::print("{} | pp{}{} | {:.2f} ± {:.2f} | {:.1f}% of {:.0f} int8 TOPS |\n", head, *pp, at, s.mean, s.sd,
+                 100.0 * flops * s.mean / (kInt8Tops * 1e12), kInt8Tops);
     }
     if (*tg > 0) {
       if (*depth > 0) gpu.run(std::span<const int32_t>(ids.data(), static_cast<size_t>(*depth)), 0, false);

@@ -190,4 +190,17 @@ DecodeBytes decode_bytes_per_token(const GgufFile& file, const ModelSpec& spec, 
   return out;
 }
 
+double prompt_flops_per_token(const GgufFile& file, const ModelSpec& spec, double mean_context) {
+  double products = 0;
+  for (const GgufTensor& t : file.tensors()) {
+    if (t.dims.size() < 2) continue;  // norms, biases
+    if (t.name == "token_embd.weight" && !spec.tied_output) continue;  // gathered, not multiplied
+    const bool expert_stack = t.name.find("_exps.") != std::string::npos && spec.n_expert > 0;
+    const double n = static_cast<double>(t.n_elements());
+    products += expert_stack ? n / static_cast<double>(spec.n_expert) * static_cast<double>(spec.n_expert_used) : n;
+  }
+  const double attention = 2.0 * static_cast<double>(spec.n_layer * spec.n_head * spec.head_dim) * mean_context;
+  return 2.0 * (products + attention);
+}
+
 }  // namespace lathe

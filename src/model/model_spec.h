@@ -61,4 +61,9 @@ struct DecodeBytes {
 };
 DecodeBytes decode_bytes_per_token(const GgufFile& file, const ModelSpec& spec, int64_t n_ctx);
 
+// The arithmetic of a prompt token (multiply-adds count 2): every matrix product once (experts:
+// n_expert_used of n_expert; the embedding only as a tied output), and causal attention's two
+// products over `mean_context` positions on average (a p-token prompt from empty: (p + 1) / 2).
+double prompt_flops_per_token(const GgufFile& file, const ModelSpec& spec, double mean_context);
+
 }  // namespace lathe
