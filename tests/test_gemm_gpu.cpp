@@ -12,6 +12,8 @@
 #include "kernels/tile_tuner.h"
 #include "runtime/cuda_driver.h"
 
+#include "test_product_helpers.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -28,6 +30,7 @@ namespace lathe::kernels {
 namespace {
 
 using cuda::DeviceBuffer;
+using namespace test;
 
 constexpr double kBound = 1e-5;  // f32 rounding of ~k/32 scaled block terms; measured ~1e-7..1e-6
 const GgmlType kFormats[] = {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
@@ -36,70 +39,10 @@ const Activations kContracts[] = {Activations::int8, Activations::int8x2};
 std::string name_of(GgmlType t) { return std::string(ggml_type_name(t)); }
 std::string name_of(Activations a) { return std::string(activations_name(a)); }
 
-void put_f16(uint8_t* p, float v) {
-  const uint16_t h = f32_to_f16(v);
-  std::memcpy(p, &h, 2);
-}
-
-// Random bytes (every level, scale and bit pattern), the f16 scales set to finite, moderate values.
-std::vector<uint8_t> random_matrix(GgmlType t, int64_t rows, int64_t k, std::mt19937_64& rng) {
-  const BlockFormat& f = block_format(t);
-  std::vector<uint8_t> m(static_cast<size_t>(rows * row_bytes(t, k)));
-  for (size_t i = 0; i + 8 <= m.size(); i += 8) {
-    const uint64_t v = rng();
-    std::memcpy(&m[i], &v, 8);
-  }
-  std::vector<int> d_at, m_at;
-  switch (t) {
-    case GgmlType::Q4_K: d_at = {0}; m_at = {2}; break;
-    case GgmlType::Q6_K: d_at = {208}; break;
-    default: d_at = {0}; break;
-  }
-  std::uniform_real_distribution<float> scale(0.002f, 0.02f), u(0.0f, 0.05f);
-  for (size_t b = 0; b < m.size(); b += static_cast<size_t>(f.block_bytes)) {
-    for (int o : d_at) put_f16(&m[b + o], scale(rng));
-    for (int o : m_at) put_f16(&m[b + o], u(rng));
-  }
-  return m;
-}
-
-std::vector<float> random_values(int64_t n, std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
-void settle(const DeviceBuffer& b) {  // uploads run on the legacy stream: wait for them
-  uint8_t probe;
-  b.download(&probe, 1);
-}
-
-DeviceBuffer upload(const void* data, size_t bytes) {
-  DeviceBuffer b(bytes + 16);  // weights are read up to the next 16-byte line
-  b.zero();
-  b.upload(data, bytes);
-  settle(b);
-  return b;
-}
-
-// x^ [rows][k] from the quantizer's bytes: d1 q1 + d2 q2 per value.
+// x^ [rows][k] from the quantizer's bytes, as a tensor for cpu_ops.
 Tensor rebuild_x(const std::vector<uint8_t>& q, int64_t rows, int64_t k, Activations a) {
-  const bool x2 = a == Activations::int8x2;
-  const int8_t* q1 = reinterpret_cast<const int8_t*>(q.data());
-  const int8_t* q2 = q1 + rows * k;
-  const float* ds = reinterpret_cast<const float*>(q.data() + rows * k * (x2 ? 2 : 1));
-  Tensor x({rows, k});
-  for (int64_t i = 0; i < rows * k; ++i) {
-    const float* d = ds + 4 * (i / 32);
-    x.data[i] = static_cast<float>(double(d[0]) * q1[i] + (x2 ? double(d[1]) * q2[i] : 0.0));
-  }
-  return x;
+  return Tensor({rows, k}, rebuilt_x(q, rows, k, a));
 }
-
-#define LATHE_NEED_GPU()                                       \
-  std::string why;                                             \
-  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
 
 // The outputs checked: all of a small matrix; of a large one the first and last 64, both sides of
 // every 1024th output and 96 random ones.

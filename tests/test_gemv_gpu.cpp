@@ -8,6 +8,7 @@
 #include "gguf/block_format.h"
 #include "kernels/gemv_launch.h"
 #include "runtime/cuda_driver.h"
+#include "test_product_helpers.h"
 
 #include <gtest/gtest.h>
 
@@ -22,6 +23,7 @@ namespace lathe::kernels {
 namespace {
 
 using cuda::DeviceBuffer;
+using namespace test;
 
 constexpr double kBoundF32 = 1e-5;     // f32: rounding of f32 sums
 constexpr double kBoundInt8 = 2e-2;    // int8: x to 8 bits per block of 32 (~0.5% noise per product)
@@ -36,48 +38,6 @@ double bound_of(Activations a) {
 }
 
 bool is_k_format(GgmlType t) { return block_format(t).block_size == 256; }
-
-void put_f16(uint8_t* p, float v) {
-  const uint16_t h = f32_to_f16(v);
-  std::memcpy(p, &h, 2);
-}
-
-// A rows x k matrix in format t: the float formats from uniform values; the quantized ones as random
-// bytes (every level, scale and bit pattern) with their f16 scales set to finite, moderate values.
-std::vector<uint8_t> random_matrix(GgmlType t, int64_t rows, int64_t k, std::mt19937& rng) {
-  const BlockFormat& f = block_format(t);
-  const int64_t rb = row_bytes(t, k);
-  std::vector<uint8_t> m(static_cast<size_t>(rows * rb));
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f), scale(0.002f, 0.02f);
-  if (!f.quantized) {
-    std::vector<float> v(static_cast<size_t>(k));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (float& x : v) x = u(rng);
-      quantize_row(t, v.data(), m.data() + r * rb, k);
-    }
-    return m;
-  }
-  for (uint8_t& b : m) b = static_cast<uint8_t>(rng());
-  std::vector<int> d_at, m_at;  // offsets of the f16 scales (d) and mins (m) in a block
-  switch (t) {
-    case GgmlType::Q4_1: case GgmlType::Q5_1: d_at = {0}; m_at = {2}; break;
-    case GgmlType::Q4_K: case GgmlType::Q5_K: d_at = {0, 2}; break;
-    case GgmlType::Q6_K: d_at = {208}; break;
-    default: d_at = {0}; break;
-  }
-  for (size_t b = 0; b < m.size(); b += static_cast<size_t>(f.block_bytes)) {
-    for (int o : d_at) put_f16(&m[b + o], scale(rng));
-    for (int o : m_at) put_f16(&m[b + o], 0.05f * u(rng));
-  }
-  return m;
-}
-
-std::vector<float> random_values(int64_t n, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 std::vector<float> dequantize(GgmlType t, const std::vector<uint8_t>& m, int64_t rows, int64_t k) {
   std::vector<float> out(static_cast<size_t>(rows * k));
@@ -118,31 +78,6 @@ double error_of(const std::vector<float>& gpu, const Reference& ref, size_t n) {
   return ref.scale > 0 ? e / ref.scale : e;
 }
 
-// DeviceBuffer's upload and zero run on the legacy stream, which our non-blocking streams do not wait
-// for (an upload from pageable memory may return before its data lands): a synchronous read-back of
-// one byte on the legacy stream waits until they are done.
-void settle(const DeviceBuffer& b) {
-  uint8_t probe;
-  b.download(&probe, 1);
-}
-
-DeviceBuffer upload(const void* data, size_t bytes) {
-  DeviceBuffer b(bytes + 16);  // weights are read up to the next 16-byte line
-  b.zero();
-  b.upload(data, bytes);
-  settle(b);
-  return b;
-}
-
-template <class T>
-DeviceBuffer upload(const std::vector<T>& v) { return upload(v.data(), v.size() * sizeof(T)); }
-
-std::vector<float> download(const DeviceBuffer& b, size_t n) {
-  std::vector<float> v(n);
-  b.download(v.data(), n * sizeof(float));
-  return v;
-}
-
 // x for the contract: f32 as is, or quantized on the device.
 DeviceBuffer activations(const DeviceBuffer& xf, int64_t rows, int64_t k, Activations a, const cuda::Stream& s) {
   if (a == Activations::f32) return DeviceBuffer();
@@ -150,10 +85,6 @@ DeviceBuffer activations(const DeviceBuffer& xf, int64_t rows, int64_t k, Activa
   quantize_activations(xf.ptr(), rows, k, a, q.ptr(), s.handle());
   return q;
 }
-
-#define LATHE_NEED_GPU()                                       \
-  std::string why;                                             \
-  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
 
 std::vector<int64_t> k_sweep(GgmlType t) {
   if (is_k_format(t)) return {256, 1024, 4096, 11008};

@@ -14,6 +14,8 @@
 #include "kernels/gemv_multi_launch.h"
 #include "runtime/cuda_driver.h"
 
+#include "test_product_helpers.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,72 +30,13 @@ namespace lathe::kernels {
 namespace {
 
 using cuda::DeviceBuffer;
+using namespace test;
 
 constexpr double kBoundRebuilt = 1e-4;   // f32 products and sums of an exact int8 / int8x2 x^
 constexpr double kBoundSeparate = 2e-5;  // the same products, summed in another order
 constexpr double kBoundF32 = 1e-5;       // the fallback under the f32 contract (gemv's bound)
 
-#define LATHE_NEED_GPU()                                       \
-  std::string why;                                             \
-  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
-
 std::string type_name(GgmlType t) { return std::string(ggml_type_name(t)); }
-
-// Random bytes (every level and bit pattern) with the f16 scales set to moderate values.
-std::vector<uint8_t> random_matrix(GgmlType t, int64_t rows, int64_t k, std::mt19937& rng) {
-  const BlockFormat& f = block_format(t);
-  std::vector<uint8_t> m(static_cast<size_t>(rows * row_bytes(t, k)));
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f), scale(0.002f, 0.02f);
-  if (!f.quantized) {
-    std::vector<float> v(static_cast<size_t>(k));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (float& x : v) x = u(rng);
-      quantize_row(t, v.data(), m.data() + r * row_bytes(t, k), k);
-    }
-    return m;
-  }
-  for (size_t i = 0; i + 4 <= m.size(); i += 4) {
-    const uint32_t r = static_cast<uint32_t>(rng());
-    std::memcpy(&m[i], &r, 4);
-  }
-  std::vector<int> d_at, m_at;  // f16 scales (d) and mins (m) in a block
-  switch (t) {
-    case GgmlType::Q4_K: case GgmlType::Q5_K: d_at = {0, 2}; break;
-    case GgmlType::Q6_K: d_at = {208}; break;
-    case GgmlType::Q4_1: case GgmlType::Q5_1: d_at = {0}; m_at = {2}; break;
-    default: d_at = {0}; break;
-  }
-  for (size_t b = 0; b < m.size(); b += static_cast<size_t>(f.block_bytes)) {
-    for (int o : d_at) { const uint16_t h = f32_to_f16(scale(rng)); std::memcpy(&m[b + o], &h, 2); }
-    for (int o : m_at) { const uint16_t h = f32_to_f16(0.05f * u(rng)); std::memcpy(&m[b + o], &h, 2); }
-  }
-  return m;
-}
-
-std::vector<float> random_values(int64_t n, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
-DeviceBuffer upload(const void* data, size_t bytes) {
-  DeviceBuffer b(bytes + 16);  // weights are read up to the next 16-byte line
-  b.zero();
-  b.upload(data, bytes);
-  uint8_t probe;  // the legacy-stream upload has landed once a synchronous read-back returns
-  b.download(&probe, 1);
-  return b;
-}
-
-template <class T>
-DeviceBuffer upload(const std::vector<T>& v) { return upload(v.data(), v.size() * sizeof(T)); }
-
-std::vector<float> download(const DeviceBuffer& b, size_t n) {
-  std::vector<float> v(n);
-  b.download(v.data(), n * sizeof(float));
-  return v;
-}
 
 // rows of x quantized on the device for contract a (f32: an empty buffer; x is read as is).
 DeviceBuffer quantized(const DeviceBuffer& xf, int64_t rows, int64_t k, Activations a, const cuda::Stream& s) {
@@ -104,20 +47,12 @@ DeviceBuffer quantized(const DeviceBuffer& xf, int64_t rows, int64_t k, Activati
   return q;
 }
 
-// x^ [rows][k] from the quantized bytes: d1 q1 + d2 q2 per value (quantize_act.cuh's layout).
+// x^ [rows][k] from the quantized bytes on the device (x itself under the f32 contract).
 std::vector<float> rebuilt_x(const DeviceBuffer& q, const std::vector<float>& xf, int64_t rows, int64_t k, Activations a) {
   if (a == Activations::f32) return xf;
   std::vector<uint8_t> h(static_cast<size_t>(quantized_activation_bytes(rows, k, a)));
   q.download(h.data(), h.size());
-  const int8_t* q1 = reinterpret_cast<const int8_t*>(h.data());
-  const int8_t* q2 = a == Activations::int8x2 ? q1 + rows * k : nullptr;
-  const float* ds = reinterpret_cast<const float*>(h.data() + rows * k * (q2 ? 2 : 1));
-  std::vector<float> x(static_cast<size_t>(rows * k));
-  for (int64_t i = 0; i < rows * k; ++i) {
-    const double d1 = ds[4 * (i / 32)], d2 = ds[4 * (i / 32) + 1];
-    x[i] = static_cast<float>(d1 * q1[i] + (q2 ? d2 * q2[i] : 0.0));
-  }
-  return x;
+  return test::rebuilt_x(h, rows, k, a);
 }
 
 // A matrix on the host and the device, with its interpreter product for the current x^.

@@ -17,6 +17,8 @@
 #include "kernels/moe_launch.h"
 #include "runtime/cuda_driver.h"
 
+#include "test_product_helpers.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,6 +34,7 @@ namespace lathe::kernels {
 namespace {
 
 using cuda::DeviceBuffer;
+using namespace test;
 
 constexpr double kBoundRebuilt = 1e-4;
 constexpr double kBoundLogits = 1e-5;
@@ -39,82 +42,11 @@ constexpr double kBoundWeights = 4e-6;  // absolute: f32 softmax (and renormaliz
 constexpr double kBoundFallback = 2e-5;
 constexpr double kBoundEndToEnd = 2e-3;
 
-#define LATHE_NEED_GPU()                                       \
-  std::string why;                                             \
-  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
-
 struct MoeShape {
   int64_t n_embd, n_ff, n_expert, top_k;
 };
 const MoeShape kShapes[] = {{2048, 768, 128, 8}, {256, 128, 16, 4}, {512, 256, 64, 6}};
 const int64_t kRows[] = {1, 3, 8};
-
-// Random quantized bytes (every level) with moderate f16 scales; float formats from random values.
-std::vector<uint8_t> random_matrix(GgmlType t, int64_t rows, int64_t k, std::mt19937& rng) {
-  const BlockFormat& f = block_format(t);
-  std::vector<uint8_t> m(static_cast<size_t>(rows * row_bytes(t, k)));
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f), scale(0.002f, 0.02f);
-  if (!f.quantized) {
-    std::vector<float> v(static_cast<size_t>(k));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (float& x : v) x = u(rng);
-      quantize_row(t, v.data(), m.data() + r * row_bytes(t, k), k);
-    }
-    return m;
-  }
-  for (size_t i = 0; i + 4 <= m.size(); i += 4) {
-    const uint32_t r = static_cast<uint32_t>(rng());
-    std::memcpy(&m[i], &r, 4);
-  }
-  std::vector<int> d_at, m_at;
-  switch (t) {
-    case GgmlType::Q4_K: d_at = {0, 2}; break;
-    case GgmlType::Q6_K: d_at = {208}; break;
-    default: d_at = {0}; break;
-  }
-  for (size_t b = 0; b < m.size(); b += static_cast<size_t>(f.block_bytes))
-    for (int o : d_at) {
-      const uint16_t h = f32_to_f16(scale(rng));
-      std::memcpy(&m[b + o], &h, 2);
-    }
-  return m;
-}
-
-std::vector<float> random_values(int64_t n, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
-DeviceBuffer upload(const void* data, size_t bytes) {
-  DeviceBuffer b(bytes + 16);  // weights are read up to the next 16-byte line
-  b.zero();
-  b.upload(data, bytes);
-  uint8_t probe;
-  b.download(&probe, 1);
-  return b;
-}
-template <class T>
-DeviceBuffer upload(const std::vector<T>& v) { return upload(v.data(), v.size() * sizeof(T)); }
-
-template <class T>
-std::vector<T> download(const DeviceBuffer& b, size_t n) {
-  std::vector<T> v(n);
-  b.download(v.data(), n * sizeof(T));
-  return v;
-}
-
-// x^ [rows][k] from quantized bytes (quantize_act.cuh's layout).
-std::vector<float> rebuilt(const std::vector<uint8_t>& h, int64_t rows, int64_t k, Activations a) {
-  const int8_t* q1 = reinterpret_cast<const int8_t*>(h.data());
-  const int8_t* q2 = a == Activations::int8x2 ? q1 + rows * k : nullptr;
-  const float* ds = reinterpret_cast<const float*>(h.data() + rows * k * (q2 ? 2 : 1));
-  std::vector<float> x(static_cast<size_t>(rows * k));
-  for (int64_t i = 0; i < rows * k; ++i)
-    x[i] = static_cast<float>(double(ds[4 * (i / 32)]) * q1[i] + (q2 ? double(ds[4 * (i / 32) + 1]) * q2[i] : 0.0));
-  return x;
-}
 
 // A stack [n_stack][n_out][k] on the host and the device.
 struct Stack {
@@ -315,7 +247,7 @@ ExpertErrors check_experts(const Stack& gate, const Stack& up, const Stack& down
   DeviceBuffer idd = upload(ids), rwd = upload(rw), xd = upload(random_values(rows * n, rng));
   std::vector<uint8_t> xbytes;
   DeviceBuffer xq = quantize_on_device(xd.ptr(), rows, n, a, s, xbytes);
-  const std::vector<float> xh = rebuilt(xbytes, rows, n, a);
+  const std::vector<float> xh = rebuilt_x(xbytes, rows, n, a);
   ExpertErrors e;
 
   DeviceBuffer h(static_cast<size_t>(slots * ff * 4)), h2(static_cast<size_t>(slots * ff * 4));
@@ -350,7 +282,7 @@ ExpertErrors check_experts(const Stack& gate, const Stack& up, const Stack& down
   // down: h^ is the quantizer's form of the kernel's h (what the down kernel makes in shared memory).
   std::vector<uint8_t> hbytes;
   DeviceBuffer hq = quantize_on_device(h.ptr(), slots, ff, a, s, hbytes);
-  const std::vector<float> hh = rebuilt(hbytes, slots, ff, a);
+  const std::vector<float> hh = rebuilt_x(hbytes, slots, ff, a);
   std::vector<double> out_ref(static_cast<size_t>(rows * n), 0.0), out_scale(static_cast<size_t>(rows * n), 0.0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < kk; ++j) {

@@ -1,0 +1,105 @@
+// Shared by the GPU tests of the products (test_gemv_gpu, test_gemm_gpu, test_gemv_multi_gpu,
+// test_moe_gpu): random matrices in a block format, random activations, device buffers that are
+// readable past their end as the kernels need, and x^ rebuilt on the host from the quantizer's bytes.
+#pragma once
+
+#include "gguf/block_format.h"
+#include "kernels/activations.h"
+#include "runtime/cuda_driver.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace lathe::kernels::test {
+
+#define LATHE_NEED_GPU()                                       \
+  std::string why;                                             \
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+
+inline void put_f16(uint8_t* p, float v) {
+  const uint16_t h = f32_to_f16(v);
+  std::memcpy(p, &h, 2);
+}
+
+// A rows x k matrix in format t: the float formats from uniform values; the quantized ones as random
+// bytes (every level, scale and bit pattern) with their f16 scales set to finite, moderate values.
+template <class Rng>
+std::vector<uint8_t> random_matrix(GgmlType t, int64_t rows, int64_t k, Rng& rng) {
+  const BlockFormat& f = block_format(t);
+  const int64_t rb = row_bytes(t, k);
+  std::vector<uint8_t> m(static_cast<size_t>(rows * rb));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f), scale(0.002f, 0.02f);
+  if (!f.quantized) {
+    std::vector<float> v(static_cast<size_t>(k));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (float& x : v) x = u(rng);
+      quantize_row(t, v.data(), m.data() + r * rb, k);
+    }
+    return m;
+  }
+  for (uint8_t& b : m) b = static_cast<uint8_t>(rng());
+  std::vector<int> d_at, m_at;  // offsets of the f16 scales (d) and mins (m) in a block
+  switch (t) {
+    case GgmlType::Q4_1: case GgmlType::Q5_1: d_at = {0}; m_at = {2}; break;
+    case GgmlType::Q4_K: case GgmlType::Q5_K: d_at = {0, 2}; break;
+    case GgmlType::Q6_K: d_at = {208}; break;
+    default: d_at = {0}; break;
+  }
+  for (size_t b = 0; b < m.size(); b += static_cast<size_t>(f.block_bytes)) {
+    for (int o : d_at) put_f16(&m[b + o], scale(rng));
+    for (int o : m_at) put_f16(&m[b + o], 0.05f * u(rng));
+  }
+  return m;
+}
+
+template <class Rng>
+std::vector<float> random_values(int64_t n, Rng& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// DeviceBuffer's upload and zero run on the legacy stream, which our non-blocking streams do not wait
+// for (an upload from pageable memory may return before its data lands): a synchronous read-back of
+// one byte on the legacy stream waits until they are done.
+inline void settle(const cuda::DeviceBuffer& b) {
+  uint8_t probe;
+  b.download(&probe, 1);
+}
+
+inline cuda::DeviceBuffer upload(const void* data, size_t bytes) {
+  cuda::DeviceBuffer b(bytes + 16);  // weights are read up to the next 16-byte line
+  b.zero();
+  b.upload(data, bytes);
+  settle(b);
+  return b;
+}
+
+template <class T>
+cuda::DeviceBuffer upload(const std::vector<T>& v) { return upload(v.data(), v.size() * sizeof(T)); }
+
+template <class T = float>
+std::vector<T> download(const cuda::DeviceBuffer& b, size_t n) {
+  std::vector<T> v(n);
+  b.download(v.data(), n * sizeof(T));
+  return v;
+}
+
+// x^ [rows][k] from the quantizer's bytes (activations.h's layout): d1 q1 + d2 q2 per value.
+inline std::vector<float> rebuilt_x(const std::vector<uint8_t>& q, int64_t rows, int64_t k, Activations a) {
+  const int8_t* q1 = reinterpret_cast<const int8_t*>(q.data());
+  const int8_t* q2 = a == Activations::int8x2 ? q1 + rows * k : nullptr;
+  const float* ds = reinterpret_cast<const float*>(q.data() + rows * k * (q2 ? 2 : 1));
+  std::vector<float> x(static_cast<size_t>(rows * k));
+  for (int64_t i = 0; i < rows * k; ++i)
+    x[i] = static_cast<float>(double(ds[4 * (i / 32)]) * q1[i] + (q2 ? double(ds[4 * (i / 32) + 1]) * q2[i] : 0.0));
+  return x;
+}
+
+}  // namespace lathe::kernels::test
