@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One batch on the GPU machine. Expects the Release build carried in build-dev/carry (lathe and the
-# *_gpu test binaries) and build-dev/devlibs (scripts/device_libs.sh).
+# *_gpu test binaries) and build-dev/devlibs: scripts/device_prepare.sh makes both.
 # Usage: scripts/device_run.sh PART...   parts, run in the order given:
 #   tests   the GPU tests (timings left out)
 #   checks  `lathe check` of the tiny shapes of every architecture, the default model, logits and

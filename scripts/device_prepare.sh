@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Prepares what scripts/device_run.sh carries to the GPU machine: a Release build of lathe and the GPU
+# tests (build-dev), the binaries in build-dev/carry, their shared libraries in build-dev/devlibs, and
+# the standalone program `lathe emit` writes for the default model (build-dev/carry/emitted).
+# Then call the device tool's run with carry ["build-dev/carry", "build-dev/devlibs"] and
+#   scripts/device_run.sh tests checks bench ...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DLATHE_TEST_GLOB="test_*_gpu" >/dev/null
+cmake --build build-dev -j"$(nproc)"
+rm -rf build-dev/carry && mkdir -p build-dev/carry
+cp build-dev/lathe build-dev/carry/
+for t in build-dev/tests/test_*_gpu; do [ -x "$t" ] && cp "$t" build-dev/carry/; done
+scripts/device_libs.sh build-dev/devlibs build-dev/lathe build-dev/carry/test_*_gpu >/dev/null
+scripts/build_emitted.sh build-dev/lathe
+du -sh build-dev/carry build-dev/devlibs
