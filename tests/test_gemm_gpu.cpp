@@ -4,11 +4,16 @@
 // has to cover f32 rounding of the per-block terms (the level sums themselves are exact int32):
 //   error = max|gpu - cpu| / max|cpu| over the checked outputs, bound kBound.
 // Large matrices check a sample of outputs (the first and last 64, tile edges, random ones) for
-// every row. Then TimingPrintsTops: rows 512 on Qwen3-8B's shapes, beside the f32 matmul.
+// every row. The warp-specialized tiles (GemmVariant::warp_specialized, forced one by one) are held to
+// the same bound and must give y bit-identical to the rule's lockstep tile (the same order of terms).
+// Then TimingPrintsTops: rows 512 on Qwen3-8B's shapes, beside the f32 matmul, every warp-specialized
+// tile beside the rule's.
 
+#include "emit/kernel_params.h"
 #include "gguf/block_format.h"
 #include "interp/cpu_ops.h"
 #include "kernels/gemm_launch.h"
+#include "kernels/library.h"
 #include "kernels/tile_tuner.h"
 #include "runtime/cuda_driver.h"
 
@@ -38,6 +43,14 @@ const Activations kContracts[] = {Activations::int8, Activations::int8x2};
 
 std::string name_of(GgmlType t) { return std::string(ggml_type_name(t)); }
 std::string name_of(Activations a) { return std::string(activations_name(a)); }
+
+// The warp-specialized tiles of a format and contract (forced in turn by the tests).
+std::vector<GemmTile> ws_tiles(GgmlType t, Activations a) {
+  std::vector<GemmTile> out;
+  for (const GemmTile& tile : gemm_candidate_tiles(t, a))
+    if (tile.variant == GemmVariant::warp_specialized) out.push_back(tile);
+  return out;
+}
 
 // x^ [rows][k] from the quantizer's bytes, as a tensor for cpu_ops.
 Tensor rebuild_x(const std::vector<uint8_t>& q, int64_t rows, int64_t k, Activations a) {
@@ -69,7 +82,8 @@ TEST(GemmGpu, EveryFormatShapeAndContractMatchesCpu) {
   std::vector<std::pair<int64_t, int64_t>> shapes = {{128, 256},   {1000, 512},  {4096, 4096},
                                                      {1024, 4096}, {12288, 4096}, {4096, 12288}};
   std::printf("int8 GEMM normalized error max|gpu-cpu|/max|cpu| vs the product of x^ (bound %.0e), worst over rows"
-              " 1 7 16 100 128 333 512\n", kBound);
+              " 1 7 16 100 128 333 512: the rule's tile, then each warp-specialized tile (ws BMxBN; '=' when"
+              " bit-identical to the rule's y at every row count)\n", kBound);
   for (GgmlType t : kFormats) {
     auto fmt_shapes = shapes;
     if (t == GgmlType::Q8_0) fmt_shapes.push_back({77, 800});  // k % 256 != 0: rows at any even byte
@@ -92,14 +106,8 @@ TEST(GemmGpu, EveryFormatShapeAndContractMatchesCpu) {
         std::vector<uint8_t> qh(static_cast<size_t>(quantized_activation_bytes(max_rows, k, a)));
         q.download(qh.data(), qh.size());
         const Tensor ref = product(rebuild_x(qh, max_rows, k, a), ref_w);  // [512][outs]
-        double worst = 0;
-        for (int64_t rows : row_counts) {
-          DeviceBuffer qr(static_cast<size_t>(quantized_activation_bytes(rows, k, a)));
-          quantize_activations(xd.ptr(), rows, k, a, qr.ptr(), s.handle());  // rows quantize alone
-          gemm_quantized(WeightMatrix{t, wd.ptr(), n_out, k}, a, qr.ptr(), rows, yd.ptr(), s.handle());
-          s.synchronize();
-          std::vector<float> y(static_cast<size_t>(rows * n_out));
-          yd.download(y.data(), y.size() * 4);
+        // Normalized error of y [rows][n_out] over the checked outputs.
+        auto error_of = [&](const std::vector<float>& y, int64_t rows) {
           double e = 0, scale = 0;
           for (int64_t r = 0; r < rows; ++r)
             for (size_t i = 0; i < outs.size(); ++i) {
@@ -107,12 +115,45 @@ TEST(GemmGpu, EveryFormatShapeAndContractMatchesCpu) {
               e = std::isfinite(d) ? std::max(e, d) : INFINITY;
               scale = std::max(scale, std::abs(c));
             }
-          e = scale > 0 ? e / scale : e;
+          return scale > 0 ? e / scale : e;
+        };
+        const std::vector<GemmTile> ws = ws_tiles(t, a);
+        double worst = 0;
+        std::vector<double> ws_worst(ws.size(), 0.0);
+        std::vector<bool> ws_same(ws.size(), true);
+        for (int64_t rows : row_counts) {
+          DeviceBuffer qr(static_cast<size_t>(quantized_activation_bytes(rows, k, a)));
+          quantize_activations(xd.ptr(), rows, k, a, qr.ptr(), s.handle());  // rows quantize alone
+          auto run = [&](GemmTile tile) {
+            set_gemm_tile_override(tile);
+            yd.zero();  // an output the kernel fails to write reads 0, not the last tile's value
+            gemm_quantized(WeightMatrix{t, wd.ptr(), n_out, k}, a, qr.ptr(), rows, yd.ptr(), s.handle());
+            set_gemm_tile_override({});
+            s.synchronize();
+            std::vector<float> y(static_cast<size_t>(rows * n_out));
+            yd.download(y.data(), y.size() * 4);
+            return y;
+          };
+          const std::vector<float> y_rule = run({});
+          const double e = error_of(y_rule, rows);
           EXPECT_LE(e, kBound) << name_of(t) << " n_out=" << n_out << " k=" << k << " rows=" << rows << " "
                                << name_of(a);
           worst = std::max(worst, e);
+          for (size_t i = 0; i < ws.size(); ++i) {
+            const std::vector<float> y = run(ws[i]);
+            const double ew = error_of(y, rows);
+            EXPECT_LE(ew, kBound) << name_of(t) << " n_out=" << n_out << " k=" << k << " rows=" << rows << " "
+                                  << name_of(a) << " ws " << ws[i].bm << "x" << ws[i].bn;
+            EXPECT_EQ(y, y_rule) << "ws " << ws[i].bm << "x" << ws[i].bn << " is not bit-identical to the rule's tile: "
+                                 << name_of(t) << " n_out=" << n_out << " k=" << k << " rows=" << rows << " "
+                                 << name_of(a);
+            ws_worst[i] = std::max(ws_worst[i], ew);
+            ws_same[i] = ws_same[i] && y == y_rule;
+          }
         }
         std::printf("  %s %.2e", name_of(a).c_str(), worst);
+        for (size_t i = 0; i < ws.size(); ++i)
+          std::printf(" ws%dx%d %.2e%s", ws[i].bm, ws[i].bn, ws_worst[i], ws_same[i] ? "=" : "!");
       }
       std::printf("\n");
     }
@@ -146,7 +187,8 @@ TEST(GemmGpu, TimingPrintsTops) {
     std::sort(ms.begin(), ms.end());
     return static_cast<double>(ms[2]);
   };
-  std::printf("int8 GEMM, rows %lld: ms, TOPS, %% of %.0f TOPS (tile rows x outputs)\n", (long long)rows, ceiling);
+  std::printf("int8 GEMM, rows %lld: ms, TOPS, %% of %.0f TOPS (tile rows x outputs); below each, the warp-specialized"
+              " tiles\n", (long long)rows, ceiling);
   for (GgmlType t : kFormats) {
     for (const Shape& sh : shapes) {
       const std::vector<uint8_t> m = random_matrix(t, sh.n_out, sh.k, rng);
@@ -163,6 +205,13 @@ TEST(GemmGpu, TimingPrintsTops) {
         std::printf("  %-5s %-7s %6lld x %-6lld %-6s %8.3f ms %6.1f TOPS %5.1f%% (%dx%d)\n", name_of(t).c_str(), sh.name,
                     (long long)sh.n_out, (long long)sh.k, name_of(a).c_str(), ms, ops / (ms * 1e9),
                     100 * ops / (ms * 1e9) / ceiling, tile.bm, tile.bn);
+        for (const GemmTile& ws : ws_tiles(t, a)) {
+          set_gemm_tile_override(ws);
+          const double mw = median_ms([&] { gemm_quantized(w, a, q.ptr(), rows, yd.ptr(), s.handle()); });
+          set_gemm_tile_override({});
+          std::printf("      ws %dx%d: %8.3f ms %6.1f TOPS %5.1f%% (%.2fx the rule's)\n", ws.bm, ws.bn, mw,
+                      ops / (mw * 1e9), 100 * ops / (mw * 1e9) / ceiling, ms / mw);
+        }
         if (t == GgmlType::Q8_0 && (sh.n_out == 4096 || sh.n_out == 1024) && sh.k == 4096) {
           for (int bm : {64, 128})
             for (int bn : {64, 128}) {
@@ -224,6 +273,27 @@ TEST(GemmGpu, TunedTileIsRememberedAndGivesTheSameProduct) {
     EXPECT_TRUE(std::filesystem::exists(tuner.file()));
   }
   ::unsetenv("LATHE_TUNE");
+}
+
+// Host only: every candidate tile names a kernel of the library whose parameters emit's reader parses
+// (the launcher passes 9), fits a Hopper block's shared memory, and the warp-specialized tiles are
+// candidates for every format and contract.
+TEST(GemmGpu, EveryCandidateTileHasAKernelThatFits) {
+  const auto params = emit::kernel_params(library_source());
+  for (GgmlType t : kFormats)
+    for (Activations a : kContracts) {
+      const std::vector<GemmTile> tiles = gemm_candidate_tiles(t, a);
+      EXPECT_EQ(ws_tiles(t, a).size(), 2u) << name_of(t) << " " << name_of(a);
+      for (const GemmTile& tile : tiles) {
+        const std::string name = gemm_kernel_name(t, a, tile);
+        ASSERT_TRUE(params.count(name)) << name;
+        EXPECT_EQ(params.at(name).size(), 9u) << name;
+        EXPECT_LE(gemm_shared_bytes(t, a, tile), 232448u) << name;
+      }
+    }
+  EXPECT_TRUE(gemm_candidate_tiles(GgmlType::Q5_K, Activations::int8).empty());
+  EXPECT_EQ(gemm_kernel_name(GgmlType::Q8_0, Activations::int8, {128, 64, GemmVariant::warp_specialized}),
+            "lathe_gemm_ws_q8_0_int8_128x64");
 }
 
 TEST(GemmGpu, RefusesWhatItCannotRead) {

@@ -33,11 +33,16 @@
 //   q6_K 4096x4096 122 / 70, 1024x4096 81 / 62, 12288x4096 123 / 71, 4096x12288 128 / 72.
 // That is 5-9% of the 1,979 dense int8 TOPS: about half the target. Per 256-value k-tile a block
 // spends a fixed ~2 us (unpack + two barriers, its 8 warps in lockstep) that the mma work does not
-// hide. Next: producer warps that stage and unpack while consumer warps multiply (and 64 x 64 warp
-// tiles), then wgmma (s8, asynchronous) in place of mma.sync; q6_K's two k16 passes; an autotuner.
+// hide. The warp-specialized variant (GemmVariant below) has producer warps stage and unpack while
+// consumer warps multiply; the tuner (LATHE_TUNE=1) measures it beside the lockstep tiles. Still
+// bounded by the f32 work of applying every 32-value block's scales (3 f32 ops per output per mma,
+// as much issue time as the mma itself); then wgmma (needs sm_90a, which NVRTC is not asked for).
 #pragma once
 
 #include "kernels/gemv_launch.h"
+
+#include <string>
+#include <vector>
 
 namespace lathe::kernels {
 
@@ -46,24 +51,42 @@ bool gemm_supports(GgmlType type);
 
 void gemm_quantized(const WeightMatrix& w, Activations a, CUdeviceptr xq, int64_t rows, CUdeviceptr y, CUstream stream);
 
+// Which kernel family computes a tile (both give bit-identical y: the same per-output order of terms):
+//   lockstep          gemm_int8.cuh: 256 threads that all stage, unpack, then multiply (2 stages).
+//   warp_specialized  gemm_ws_kernel.cuh: 384 threads, 4 producer warps (cp.async + unpack into a ring
+//                     of unpacked stages, 2 raw slots) and 8 consumer warps (mma.sync), meeting at
+//                     mbarriers. Tiles int8 128x128 (2 stages), 128x64 (3); int8x2 64x128 (2), 64x64 (3).
+//                     Every format gemm_supports. Not yet timed on a GPU: a tuner candidate, never the rule's.
+enum class GemmVariant { lockstep, warp_specialized };
+
 // The tile gemm_quantized picks for a shape (for tests and the planner's notes): rows x outputs.
 struct GemmTile {
   int bm = 0, bn = 0;
+  GemmVariant variant = GemmVariant::lockstep;
 };
 GemmTile gemm_tile(Activations a, int64_t rows, int64_t n_out);
+
+// The tiles the tuner measures for a format and contract, the rule's preference first (lockstep
+// tiles, then the warp-specialized ones). Empty for a format gemm_supports refuses.
+std::vector<GemmTile> gemm_candidate_tiles(GgmlType type, Activations a);
+
+// The library kernel and dynamic shared memory of a tile (one of gemm_candidate_tiles).
+std::string gemm_kernel_name(GgmlType type, Activations a, GemmTile tile);
+unsigned gemm_shared_bytes(GgmlType type, Activations a, GemmTile tile);
 
 // The tile a launch takes: a forced one (below), else the one measured fastest for this shape on this
 // card (tune_gemm; remembered in the kernel cache directory), else the rule (gemm_tile). `lathe emit`
 // records the rule's.
 //
-// Measures every tile for this shape on this card (a few launches each, on a private stream,
+// Measures every candidate tile for this shape on this card (a few launches each, on a private stream,
 // synchronizing: never inside a graph capture) and remembers the fastest, unless it already is
 // remembered, tuning is off (on with LATHE_TUNE=1), a tile is forced, or a Recorder is active. xq and y as
 // for gemm_quantized (their contents do not matter; y is overwritten).
 void tune_gemm(const WeightMatrix& w, Activations a, CUdeviceptr xq, int64_t rows, CUdeviceptr y);
 
-// Forces a tile (bm, bn in {64, 128}; int8x2 only bm 64) for measurements; {0, 0} restores the rule.
-// Not thread-safe against concurrent gemm_quantized calls.
+// Forces a tile, one of gemm_candidate_tiles (lockstep: bm, bn in {64, 128}, int8x2 only bm 64;
+// warp_specialized: as listed above), for measurements; {} restores the rule. Not thread-safe
+// against concurrent gemm_quantized calls.
 void set_gemm_tile_override(GemmTile tile);
 
 }  // namespace lathe::kernels

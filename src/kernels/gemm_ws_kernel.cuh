@@ -1,0 +1,225 @@
+// The prefill product on int8 tensor cores, warp-specialized: the same contract and the same sums as
+// gemm_int8.cuh (y [R][n_out] f32 = x^ . W^T, W read in place; host side gemm_launch.h), but the block's
+// warps split into producers and consumers so the tensor cores no longer idle while a tile unpacks.
+//
+// A block of 384 threads computes a BM x BN tile of y, walking k in tiles of 256 values:
+//   producers (warps 8..11): for k-tile kt + 1, cp.async the raw weight rows into raw slot
+//     (kt + 1) & 1, wait until the consumers have freed stage (kt + 1) % S (mbarrier empty), cp.async
+//     the activation levels and ds words into it; then, once tile kt's copies are in (their own
+//     cp.async groups, then named barrier 1 among producers), unpack raw slot kt & 1 into stage kt % S
+//     (gemm_blocks.cuh's unpackers) and arrive on full[kt % S]. Two raw slots, S unpacked stages.
+//   consumers (warps 0..7, 2 along rows x 4 along outputs, each a (BM / 2) x (BN / 4) sub-tile): wait
+//     on full[kt % S], run the k-tile's mma.sync m16n8k32 (q6_K: two m16n8k16) exactly as gemm_int8.cuh
+//     does, per 32-value block from zero with the block's scales applied in f32 registers, then arrive
+//     on empty[kt % S]. The order of every output's f32 terms is gemm_int8.cuh's, so both kernels give
+//     bit-identical y.
+// No __syncthreads after the barriers' initialization: producers and consumers meet only at mbarriers.
+// Invariants: a stage is written only between its empty phase completing and the producers' arrival
+// on its full barrier; a raw slot is rewritten only after every producer passed named barrier 1 at
+// the top of the next iteration (all done unpacking from it).
+
+template <class F, bool X2, int BM, int BN, int S>
+__device__ __forceinline__ void lathe_gemm_ws_consume(const uint8_t* stage, float (&acc)[BM / 32][BN / 32][4],
+                                                      int wm0, int wn0, int lane) {
+  typedef LatheGemmWsLayout<F, X2, BM, BN, S> L;
+  constexpr int MT = BM / 32, NT = BN / 32;
+  const int g = lane >> 2, tq = lane & 3;
+  const uint8_t* xs1 = stage;
+  const uint8_t* xs2 = stage + L::x_bytes;
+  const float* sds = reinterpret_cast<const float*>(stage + L::ds_at);
+  const uint8_t* levels = stage + L::levels_at;
+  const float* scale = reinterpret_cast<const float*>(stage + L::scale_at);
+  const float* minus = reinterpret_cast<const float*>(stage + L::minus_at);
+  const int8_t* sub = reinterpret_cast<const int8_t*>(stage + L::sub_at);
+#pragma unroll 2
+  for (int kk = 0; kk < 8; ++kk) {
+    uint32_t b[NT][2];
+#pragma unroll
+    for (int j = 0; j < NT; j += 2) {
+      const int r = wn0 + 8 * j + (lane & 7) + 8 * (lane >> 4);
+      uint32_t f[4];
+      lathe_gemm_ldsm4(levels + lathe_gemm_swz(r, 2 * kk + ((lane >> 3) & 1)), f);
+      b[j][0] = f[0]; b[j][1] = f[1]; b[j + 1][0] = f[2]; b[j + 1][1] = f[3];
+    }
+    float ws[NT][2], wmn[NT][2];
+    int sa[NT][2], sb[NT][2];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int col = wn0 + 8 * j + 2 * tq;  // and col + 1
+      const float2 sc = *reinterpret_cast<const float2*>(scale + kk * BN + col);
+      ws[j][0] = sc.x;
+      ws[j][1] = sc.y;
+      if (F::has_min) {
+        const float2 mn = *reinterpret_cast<const float2*>(minus + kk * BN + col);
+        wmn[j][0] = -mn.x;
+        wmn[j][1] = -mn.y;
+      }
+      if (F::sub16) {
+        const char2 a = *reinterpret_cast<const char2*>(sub + 2 * kk * BN + col);
+        const char2 b2 = *reinterpret_cast<const char2*>(sub + (2 * kk + 1) * BN + col);
+        sa[j][0] = a.x;
+        sa[j][1] = a.y;
+        sb[j][0] = b2.x;
+        sb[j][1] = b2.y;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      const int ra = wm0 + 16 * i + (lane & 7) + 8 * ((lane >> 3) & 1);
+      const int ca = 2 * kk + (lane >> 4);
+      uint32_t a1[4], a2[4];
+      lathe_gemm_ldsm4(xs1 + lathe_gemm_swz(ra, ca), a1);
+      if (X2) lathe_gemm_ldsm4(xs2 + lathe_gemm_swz(ra, ca), a2);
+      const float* pa = sds + (kk * BM + wm0 + 16 * i + g) * L::dsw;
+      const float4 dxa = lathe_gemm_ws_dx<L::dsw>(pa), dxb = lathe_gemm_ws_dx<L::dsw>(pa + 8 * L::dsw);
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        int s1[4], s2[4];  // q6_K: the block's sums; otherwise magic-biased (lathe_gemm_magic_to_float)
+        if (F::sub16) {
+          int h1[4], h2[4];
+          lathe_gemm_mma_k16(h1, a1[0], a1[1], b[j][0]);
+          lathe_gemm_mma_k16(h2, a1[2], a1[3], b[j][1]);
+#pragma unroll
+          for (int c = 0; c < 4; ++c) s1[c] = h1[c] * sa[j][c & 1] + h2[c] * sb[j][c & 1];
+          if (X2) {
+            lathe_gemm_mma_k16(h1, a2[0], a2[1], b[j][0]);
+            lathe_gemm_mma_k16(h2, a2[2], a2[3], b[j][1]);
+#pragma unroll
+            for (int c = 0; c < 4; ++c) s2[c] = h1[c] * sa[j][c & 1] + h2[c] * sb[j][c & 1];
+          }
+        } else {
+          lathe_gemm_mma_k32(s1, a1, b[j], LATHE_GEMM_MAGIC);
+          if (X2) lathe_gemm_mma_k32(s2, a2, b[j], LATHE_GEMM_MAGIC);
+        }
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const float4 dx = c < 2 ? dxa : dxb;
+          const float f1 = F::sub16 ? static_cast<float>(s1[c]) : lathe_gemm_magic_to_float(s1[c]);
+          float v = f1 * dx.x;
+          if (X2) v = fmaf(F::sub16 ? static_cast<float>(s2[c]) : lathe_gemm_magic_to_float(s2[c]), dx.y, v);
+          float a = fmaf(v, ws[j][c & 1], acc[i][j][c]);
+          if (F::has_min) a = fmaf(wmn[j][c & 1], dx.z, a);
+          acc[i][j][c] = a;
+        }
+      }
+    }
+  }
+}
+
+template <class F, bool X2, int BM, int BN, int S>
+__device__ __forceinline__ void lathe_gemm_ws_produce(uint8_t* smem, const uint8_t* w, long long row_bytes,
+                                                      const int8_t* q1, const int8_t* q2, const float4* ds,
+                                                      int n_rows, int k, int n_out, int m0, int n0, int pt) {
+  typedef LatheGemmWsLayout<F, X2, BM, BN, S> L;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::bars_at);
+  uint64_t* empty = full + S;
+  uint8_t* raw = smem + L::raw_at;
+  const int n_tiles = (k + 255) >> 8;
+  lathe_gemm_ws_load_w<F, BN, L::w_stride>(raw, w, row_bytes, k, n_out, n0, 0, pt);
+  lathe_gemm_commit();
+  lathe_gemm_ws_load_x<L, X2, BM>(smem, q1, q2, ds, n_rows, k, m0, 0, pt);  // stage 0 starts free
+  lathe_gemm_commit();
+  for (int kt = 0; kt < n_tiles; ++kt) {
+    lathe_gemm_ws_producers_sync();  // every producer is done unpacking tile kt - 1 from raw slot (kt + 1) & 1
+    const int next = kt + 1;
+    if (next < n_tiles) lathe_gemm_ws_load_w<F, BN, L::w_stride>(raw + (next & 1) * L::raw_bytes, w, row_bytes, k,
+                                                                 n_out, n0, next, pt);
+    lathe_gemm_commit();  // (empty groups keep the count of groups per iteration at two)
+    if (next < n_tiles) {
+      const int s = next % S;
+      lathe_gemm_ws_bar_wait(empty + s, ((next / S) & 1) ^ 1);  // the consumers are done with tile next - S
+      lathe_gemm_ws_load_x<L, X2, BM>(smem + s * L::stage_bytes, q1, q2, ds, n_rows, k, m0, next, pt);
+    }
+    lathe_gemm_commit();
+    lathe_gemm_ws_wait_2();            // this thread's copies of tile kt are in
+    lathe_gemm_ws_producers_sync();    // and every producer's
+    uint8_t* stage = smem + (kt % S) * L::stage_bytes;
+    const LatheGemmUnpacked u{stage + L::levels_at, reinterpret_cast<float*>(stage + L::scale_at),
+                              reinterpret_cast<float*>(stage + L::minus_at),
+                              reinterpret_cast<int8_t*>(stage + L::sub_at), BN};
+    const uint8_t* slot = raw + (kt & 1) * L::raw_bytes;
+    const int n_blocks = min(8, (k >> 5) - kt * 8);
+#pragma unroll
+    for (int i = 0; i < BN / 32; ++i) {
+      const int unit = i * LATHE_GEMM_WS_PRODUCERS + pt, r = unit >> 2, part = unit & 3;  // a warp: 8 rows
+      const long long base = static_cast<long long>(n0 + r) * row_bytes + static_cast<long long>(kt) * F::tile_bytes;
+      F::unpack(slot + r * L::w_stride + static_cast<int>(base & 15), part, n_blocks, r, u);
+    }
+    lathe_gemm_ws_bar_arrive(full + kt % S);
+  }
+}
+
+template <class F, bool X2, int BM, int BN, int S>
+__device__ __forceinline__ void lathe_gemm_ws_body(const uint8_t* w, long long row_bytes, const int8_t* q1,
+                                                   const int8_t* q2, const float4* ds, float* y, int n_rows, int k,
+                                                   int n_out) {
+  typedef LatheGemmWsLayout<F, X2, BM, BN, S> L;
+  constexpr int MT = BM / 32, NT = BN / 32;
+  extern __shared__ __align__(16) uint8_t lathe_gemm_ws_smem[];
+  uint8_t* smem = lathe_gemm_ws_smem;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + L::bars_at);
+  uint64_t* empty = full + S;
+  const int t = threadIdx.x;
+  const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+  if (t == 0) {
+    for (int s = 0; s < S; ++s) {
+      lathe_gemm_ws_bar_init(full + s, LATHE_GEMM_WS_PRODUCERS);
+      lathe_gemm_ws_bar_init(empty + s, LATHE_GEMM_WS_CONSUMERS);
+    }
+  }
+  __syncthreads();  // the barriers are initialized before anyone arrives or waits
+  if (t >= LATHE_GEMM_WS_CONSUMERS) {
+    lathe_gemm_ws_produce<F, X2, BM, BN, S>(smem, w, row_bytes, q1, q2, ds, n_rows, k, n_out, m0, n0,
+                                            t - LATHE_GEMM_WS_CONSUMERS);
+    return;
+  }
+  const int lane = t & 31, warp = t >> 5;
+  const int wm0 = (warp >> 2) * (BM / 2), wn0 = (warp & 3) * (BN / 4);
+  const int n_tiles = (k + 255) >> 8;
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+  for (int kt = 0; kt < n_tiles; ++kt) {
+    const int s = kt % S;
+    lathe_gemm_ws_bar_wait(full + s, (kt / S) & 1);
+    // q8_0's last tile may end before 8 blocks: the blocks past k are zero-filled levels, zero ds and
+    // zero scale, so they add nothing, as in gemm_int8.cuh.
+    lathe_gemm_ws_consume<F, X2, BM, BN, S>(smem + s * L::stage_bytes, acc, wm0, wn0, lane);
+    lathe_gemm_ws_bar_arrive(empty + s);
+  }
+  const int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int r = m0 + wm0 + 16 * i + g + 8 * (c >> 1), o = n0 + wn0 + 8 * j + 2 * tq + (c & 1);
+        if (r < n_rows && o < n_out) y[static_cast<long long>(r) * n_out + o] = acc[i][j][c];
+      }
+}
+
+// Tiles and stages: what fits in 227 KB (LatheGemmWsLayout's static_assert): BN 128 takes 2 unpacked
+// stages, BN 64 takes 3 (either way two raw slots besides).
+#define LATHE_GEMM_WS_KERNEL(FMT, CONTRACT, X2, BM, BN, S)                                                      \
+  extern "C" __global__ void __launch_bounds__(LATHE_GEMM_WS_THREADS, 1)                                        \
+      lathe_gemm_ws_##FMT##_##CONTRACT##_##BM##x##BN(const uint8_t* w, long long row_bytes, const int8_t* q1,   \
+                                                      const int8_t* q2, const float4* ds, float* y, int n_rows, \
+                                                      int k, int n_out) {                                       \
+    lathe_pdl_entry();                                                                                          \
+    lathe_gemm_ws_body<lathe_gemm_##FMT, X2, BM, BN, S>(w, row_bytes, q1, q2, ds, y, n_rows, k, n_out);         \
+  }
+
+#define LATHE_GEMM_WS_FORMAT(FMT)                    \
+  LATHE_GEMM_WS_KERNEL(FMT, int8, false, 128, 128, 2) \
+  LATHE_GEMM_WS_KERNEL(FMT, int8, false, 128, 64, 3)  \
+  LATHE_GEMM_WS_KERNEL(FMT, int8x2, true, 64, 128, 2) \
+  LATHE_GEMM_WS_KERNEL(FMT, int8x2, true, 64, 64, 3)
+
+LATHE_GEMM_WS_FORMAT(q8_0)
+LATHE_GEMM_WS_FORMAT(q4_k)
+LATHE_GEMM_WS_FORMAT(q6_k)
