@@ -1,6 +1,7 @@
 #include "kernels/gemv_launch.h"
 
 #include "gguf/block_format.h"
+#include "kernels/decode_stream.h"
 #include "kernels/library.h"
 #include "runtime/cuda_api.h"
 
@@ -107,39 +108,18 @@ ActPointers act_pointers(Activations a, CUdeviceptr x, int64_t rows, int64_t k) 
 
 // ---- the decode GEMV (gemv_decode.cuh): one row of x, int8 contracts, q8_0 / q4_K / q6_K.
 // Mirrors LATHE_GEMV1_WARPS / STAGES / SLOT and each format's chunk_units there.
-constexpr int kDecodeWarps = 16, kDecodeStageBytes = 16 * 4 * 2560;
+constexpr int kDecodeWarps = 16;
 
-int decode_chunk_units(GgmlType t) {
-  switch (t) {
-    case GgmlType::Q8_0: return 64;
-    case GgmlType::Q4_K: return 16;
-    case GgmlType::Q6_K: return 12;
-    default: return 0;
-  }
-}
-
-// The device's opt-in shared memory per block (0 when unknown): the decode kernel needs ~160 KB.
-int64_t shared_optin_bytes() {
-  static const int64_t bytes = [] {
-    const cuda::DriverApi* d = cuda::driver_api();
-    CUdevice dev = 0;
-    int v = 0;
-    if (!d || d->cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
-        d->cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) != CUDA_SUCCESS)
-      return int64_t{0};
-    return static_cast<int64_t>(v);
-  }();
-  return bytes;
-}
 
 bool g_decode_enabled = true;
 
 // Launches the decode kernel when it applies; false otherwise (the caller takes the general one).
 bool launch_decode_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUdeviceptr x, CUdeviceptr y,
                         CUstream stream) {
-  const int chunk_units = decode_chunk_units(w.type);
+  const DecodeFormat* f = decode_format(w.type);
+  const int chunk_units = f ? f->chunk_units : 0;
   if (!g_decode_enabled || chunk_units == 0 || a == Activations::f32) return false;
-  const int64_t shared = kDecodeStageBytes + w.k * (a == Activations::int8x2 ? 2 : 1) + w.k / 2;
+  const int64_t shared = kDecodeStageBytes + staged_levels_bytes(w.k, a);
   const int64_t sm_count = cuda::Context::get().info().sm_count;  // the driver is initialized from here on
   if (shared + 1024 > shared_optin_bytes()) return false;
   const int64_t units = w.k / u.values, n_chunks = (units + chunk_units - 1) / chunk_units;

@@ -2,63 +2,25 @@
 
 #include "gguf/block_format.h"
 #include "kernels/elementwise_launch.h"
+#include "kernels/decode_stream.h"
 #include "kernels/library.h"
 #include "runtime/cuda_api.h"
 
 #include <algorithm>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 namespace lathe::kernels {
 namespace {
 
-// Mirrors gemv_decode.cuh: LATHE_GEMV1_WARPS, the stage bytes (warps x STAGES x SLOT) and each
-// format's unit_values / chunk_units.
+// Mirrors gemv_decode.cuh's LATHE_GEMV1_WARPS (its stages and formats: decode_stream.h).
 constexpr int kWarps = 16;
-constexpr int64_t kStageBytes = 16 * 4 * 2560;
-
-struct MergedFormat {
-  const char* name;  // kernel name part
-  int unit_values;
-  int chunk_units;
-};
-
-const MergedFormat* merged_format(GgmlType t) {
-  static const MergedFormat q8_0{"q8_0", 32, 64}, q4_k{"q4_k", 256, 16}, q6_k{"q6_k", 256, 12};
-  switch (t) {
-    case GgmlType::Q8_0: return &q8_0;
-    case GgmlType::Q4_K: return &q4_k;
-    case GgmlType::Q6_K: return &q6_k;
-    default: return nullptr;
-  }
-}
-
-int64_t chunks_per_row(const MergedFormat& f, int64_t k) {
-  const int64_t units = k / f.unit_values;
-  return (units + f.chunk_units - 1) / f.chunk_units;
-}
-
-// The device's opt-in shared memory per block (0 when unknown, e.g. no driver while recording).
-int64_t shared_optin_bytes() {
-  static const int64_t bytes = [] {
-    const cuda::DriverApi* d = cuda::driver_api();
-    CUdevice dev = 0;
-    int v = 0;
-    if (!d || d->cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
-        d->cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) != CUDA_SUCCESS)
-      return int64_t{0};
-    return static_cast<int64_t>(v);
-  }();
-  return bytes;
-}
 
 bool g_merged_enabled = true;
 bool g_early_weights = true;
 
 int64_t merged_shared_bytes(int64_t k, Activations a) {
-  return kStageBytes + k * (a == Activations::int8x2 ? 2 : 1) + k / 2;
+  return kDecodeStageBytes + staged_levels_bytes(k, a);
 }
 
 // The kernel for a set of formats: FA for every segment, or q4_K with q6_K segments (b_mask marks
@@ -79,7 +41,7 @@ KernelChoice choose_kernel(const WeightMatrix* w, int n, Activations a) {
   const std::string contract(activations_name(a));
   if (all_same) {
     c.b_mask = 0;
-    c.name = std::string("lathe_gemvm_") + merged_format(w[0].type)->name + "_" + contract;
+    c.name = std::string("lathe_gemvm_") + decode_format(w[0].type)->name + "_" + contract;
   } else if (q4k_q6k) {
     c.name = "lathe_gemvm_q4_k_q6_k_" + contract;
   }
@@ -89,7 +51,7 @@ KernelChoice choose_kernel(const WeightMatrix* w, int n, Activations a) {
 bool applies(const WeightMatrix* w, int n, Activations a) {
   if (!g_merged_enabled || a == Activations::f32 || n < 1 || n > 3) return false;
   for (int m = 0; m < n; ++m) {
-    if (!merged_format(w[m].type) || w[m].n_expert != 1 || w[m].k != w[0].k) return false;
+    if (!decode_format(w[m].type) || w[m].n_expert != 1 || w[m].k != w[0].k) return false;
     if (w[m].k % block_format(w[m].type).block_size != 0 || w[m].n_out <= 0) return false;
   }
   int64_t items = 0;
@@ -129,10 +91,10 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   int64_t min_chunks = 0, max_chunks = 0, n_items = 0;
   if (swiglu) {
     n_items = w[0].n_out;
-    min_chunks = max_chunks = chunks_per_row(*merged_format(w[0].type), k64) + chunks_per_row(*merged_format(w[1].type), k64);
+    min_chunks = max_chunks = decode_chunks_per_row(*decode_format(w[0].type), k64) + decode_chunks_per_row(*decode_format(w[1].type), k64);
   } else {
     for (int m = 0; m < n; ++m) {
-      const int64_t nc = chunks_per_row(*merged_format(w[m].type), k64);
+      const int64_t nc = decode_chunks_per_row(*decode_format(w[m].type), k64);
       min_chunks = m == 0 ? nc : std::min(min_chunks, nc);
       max_chunks = std::max(max_chunks, nc);
       n_items += w[m].n_out;
@@ -158,17 +120,6 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
                {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2], &n_out[0], &n_out[1],
                 &n_out[2], &b_mask, &sw, &xq, &k, &group, &early},
                "launching a merged decode GEMV");
-}
-
-// Scratch of the gate/up fallback: grown, never shrunk; a replaced buffer is kept (a launch already
-// enqueued may still read it), so no buffer is freed under a pending kernel.
-CUdeviceptr fallback_scratch(size_t bytes) {
-  static std::mutex mu;
-  static std::vector<std::unique_ptr<cuda::DeviceBuffer>> buffers;
-  std::lock_guard<std::mutex> lock(mu);
-  if (buffers.empty() || buffers.back()->bytes() < bytes)
-    buffers.push_back(std::make_unique<cuda::DeviceBuffer>(std::max<size_t>(bytes, 1 << 16)));
-  return buffers.back()->ptr();
 }
 
 }  // namespace
@@ -206,7 +157,7 @@ void gemv_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activ
     return;
   }
   const int64_t n = n_rows * gate.n_out;
-  const CUdeviceptr u = fallback_scratch(static_cast<size_t>(n) * sizeof(float));
+  const CUdeviceptr u = launcher_scratch(kScratchGateUp, static_cast<size_t>(n) * sizeof(float));
   gemv(gate, a, x, n_rows, y, stream);
   gemv(up, a, x, n_rows, u, stream);
   elementwise_binary(ElemBinary::swiglu, y, y, u, n, n, stream);

@@ -2,52 +2,23 @@
 
 #include "gguf/block_format.h"
 #include "kernels/elementwise_launch.h"
+#include "kernels/decode_stream.h"
 #include "kernels/library.h"
 #include "kernels/route_launch.h"
 #include "runtime/cuda_api.h"
 
 #include <algorithm>
-#include <array>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 namespace lathe::kernels {
 namespace {
 
-// Mirrors moe_route.cuh (cluster, warps, rows) and gemv_decode.cuh (warps, stage bytes, chunk units).
+// Mirrors moe_route.cuh (cluster, warps, rows) and gemv_decode.cuh (warps; stages and formats: decode_stream.h).
 constexpr int kRouteCluster = 8, kRouteWarps = 16, kMaxRows = 8, kMaxTopK = 32;
 constexpr int kWarps = 16;
-constexpr int64_t kStageBytes = 16 * 4 * 2560;
 
 bool g_enabled = true;
-
-// The device's opt-in shared memory per block (0 when unknown, e.g. no driver while recording).
-int64_t shared_optin_bytes() {
-  static const int64_t bytes = [] {
-    const cuda::DriverApi* d = cuda::driver_api();
-    CUdevice dev = 0;
-    int v = 0;
-    if (!d || d->cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
-        d->cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) != CUDA_SUCCESS)
-      return int64_t{0};
-    return static_cast<int64_t>(v);
-  }();
-  return bytes;
-}
-
-// Fallback scratch, one per use: grown, never shrunk; a replaced buffer is kept (a launch already
-// enqueued may still read it), so no buffer is freed under a pending kernel.
-CUdeviceptr scratch(int use, size_t bytes) {
-  static std::mutex mu;
-  static std::array<std::vector<std::unique_ptr<cuda::DeviceBuffer>>, 3> buffers;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& b = buffers[static_cast<size_t>(use)];
-  if (b.empty() || b.back()->bytes() < bytes)
-    b.push_back(std::make_unique<cuda::DeviceBuffer>(std::max<size_t>(bytes, 1 << 16), "mixture fallback scratch"));
-  return b.back()->ptr();
-}
 
 const char* route_format(GgmlType t) {
   switch (t) {
@@ -78,33 +49,12 @@ int64_t route_shared_bytes(int64_t rows, int64_t n_expert, int64_t k) {
   return rows * (k + n_expert * (route_parts(n_expert, k) + 1)) * 4;
 }
 
-struct ExpertFormat {
-  const char* name;
-  int unit_values;
-  int chunk_units;
-};
 
-const ExpertFormat* expert_format(GgmlType t) {
-  static const ExpertFormat q8_0{"q8_0", 32, 64}, q4_k{"q4_k", 256, 16}, q6_k{"q6_k", 256, 12};
-  switch (t) {
-    case GgmlType::Q8_0: return &q8_0;
-    case GgmlType::Q4_K: return &q4_k;
-    case GgmlType::Q6_K: return &q6_k;
-    default: return nullptr;
-  }
-}
-
-int64_t chunks_per_row(const ExpertFormat& f, int64_t k) {
-  const int64_t units = k / f.unit_values;
-  return (units + f.chunk_units - 1) / f.chunk_units;
-}
-
-int64_t levels_bytes(int64_t n, Activations a) { return n * (a == Activations::int8x2 ? 2 : 1) + n / 2; }
 
 bool experts_apply(const WeightMatrix& w, Activations a, int64_t top_k, int64_t staged_values) {
-  if (!g_enabled || a == Activations::f32 || !expert_format(w.type) || top_k < 1 || top_k > kMaxTopK) return false;
+  if (!g_enabled || a == Activations::f32 || !decode_format(w.type) || top_k < 1 || top_k > kMaxTopK) return false;
   if (w.k % block_format(w.type).block_size != 0 || w.k % 32 != 0 || w.n_out <= 0 || w.n_out > (1 << 24)) return false;
-  return kStageBytes + levels_bytes(staged_values, a) + 1024 <= shared_optin_bytes();
+  return kDecodeStageBytes + staged_levels_bytes(staged_values, a) + 1024 <= shared_optin_bytes();
 }
 
 // Warps per item: each warp of a group takes >= 1 chunk of every item (group <= chunks); among those,
@@ -142,7 +92,7 @@ ExpertShape expert_shape(int64_t rows, int64_t n_items, int64_t chunks) {
 }
 
 std::string expert_kernel(const char* what, GgmlType t, Activations a) {
-  return std::string("lathe_moe_") + what + "_" + expert_format(t)->name + "_" + std::string(activations_name(a));
+  return std::string("lathe_moe_") + what + "_" + decode_format(t)->name + "_" + std::string(activations_name(a));
 }
 
 void check_rows(int64_t rows, int64_t top_k, const char* what) {
@@ -175,7 +125,7 @@ void moe_route(const WeightMatrix& router, CUdeviceptr x, int64_t rows, int64_t 
   if (top_k > router.n_out) fail("mixture router: top {} of {} experts", top_k, router.n_out);
   LATHE_CHECK(x % 16 == 0);
   if (!moe_route_applies(router, rows, top_k)) {
-    const CUdeviceptr l = logits ? logits : scratch(0, static_cast<size_t>(rows * router.n_out * 4));
+    const CUdeviceptr l = logits ? logits : launcher_scratch(kScratchMoe, static_cast<size_t>(rows * router.n_out * 4));
     gemv(router, Activations::f32, x, rows, l, stream);
     route_top_k(ids, weights, l, rows, router.n_out, top_k, renormalize, stream);
     if (x_q.q != 0 && x_q.a != Activations::f32) quantize_activations(x, rows, router.k, x_q.a, x_q.q, stream);
@@ -202,7 +152,7 @@ void moe_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activa
   LATHE_CHECK(x % 16 == 0 && h % 4 == 0 && gate.data % 16 == 0 && up.data % 16 == 0);
   if (!moe_gate_up_applies(gate, up, a, top_k)) {
     const int64_t n = rows * top_k * gate.n_out;
-    const CUdeviceptr u = scratch(1, static_cast<size_t>(n) * 4);
+    const CUdeviceptr u = launcher_scratch(kScratchMoe + 1, static_cast<size_t>(n) * 4);
     const ExpertRouting route{ids, top_k, 0, false, false};
     gemv_experts(gate, a, x, rows, route, h, stream);
     gemv_experts(up, a, x, rows, route, u, stream);
@@ -210,12 +160,12 @@ void moe_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activa
     return;
   }
   const int64_t n_items = top_k * gate.n_out;
-  const ExpertShape s = expert_shape(rows, n_items, 2 * chunks_per_row(*expert_format(gate.type), gate.k));
+  const ExpertShape s = expert_shape(rows, n_items, 2 * decode_chunks_per_row(*decode_format(gate.type), gate.k));
   CUdeviceptr wg = gate.data, wu = up.data, idp = ids, xp = x, hp = h;
   long long row_bytes = lathe::row_bytes(gate.type, gate.k), expert_bytes = row_bytes * gate.n_out;
   int k = static_cast<int>(gate.k), n_ff = static_cast<int>(gate.n_out), r = static_cast<int>(rows);
   int kk = static_cast<int>(top_k), group = s.group;
-  const unsigned shared = static_cast<unsigned>(kStageBytes + levels_bytes(gate.k, a));
+  const unsigned shared = static_cast<unsigned>(kDecodeStageBytes + staged_levels_bytes(gate.k, a));
   cuda::launch(kernel(expert_kernel("gate_up", gate.type, a)), {s.blocks, 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
                {&wg, &wu, &row_bytes, &expert_bytes, &idp, &xp, &hp, &k, &n_ff, &r, &kk, &group},
                "launching the mixture's gate/up/SwiGLU");
@@ -230,19 +180,19 @@ void moe_down_combine(const WeightMatrix& down, Activations a, CUdeviceptr h, bo
   if (!moe_down_applies(down, a, top_k)) {
     CUdeviceptr hin = h;
     if (!h_quantized && a != Activations::f32) {
-      hin = scratch(2, static_cast<size_t>(quantized_activation_bytes(rows * top_k, down.k, a)));
+      hin = launcher_scratch(kScratchMoe + 2, static_cast<size_t>(quantized_activation_bytes(rows * top_k, down.k, a)));
       quantize_activations(h, rows * top_k, down.k, a, hin, stream);
     }
     const ExpertRouting combine{ids, top_k, route_w, true, true};
     gemv_experts(down, a, hin, rows, combine, out, stream);
     return;
   }
-  const ExpertShape s = expert_shape(rows, down.n_out, top_k * chunks_per_row(*expert_format(down.type), down.k));
+  const ExpertShape s = expert_shape(rows, down.n_out, top_k * decode_chunks_per_row(*decode_format(down.type), down.k));
   CUdeviceptr wp = down.data, idp = ids, rw = route_w, hp = h, op = out;
   long long row_bytes = lathe::row_bytes(down.type, down.k), expert_bytes = row_bytes * down.n_out;
   int h_f32 = h_quantized ? 0 : 1, n_out = static_cast<int>(down.n_out), n_ff = static_cast<int>(down.k);
   int r = static_cast<int>(rows), kk = static_cast<int>(top_k), group = s.group, early = ids_settled ? 1 : 0;
-  const unsigned shared = static_cast<unsigned>(kStageBytes + levels_bytes(top_k * down.k, a));
+  const unsigned shared = static_cast<unsigned>(kDecodeStageBytes + staged_levels_bytes(top_k * down.k, a));
   cuda::launch(kernel(expert_kernel("down", down.type, a)), {s.blocks, 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
                {&wp, &row_bytes, &expert_bytes, &idp, &rw, &hp, &h_f32, &op, &n_out, &n_ff, &r, &kk, &group, &early},
                "launching the mixture's down/combine");

@@ -1,0 +1,56 @@
+#include "kernels/decode_stream.h"
+
+#include "runtime/cuda_api.h"
+#include "runtime/cuda_driver.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace lathe::kernels {
+
+const DecodeFormat* decode_format(GgmlType t) {
+  static const DecodeFormat q8_0{"q8_0", 32, 64}, q4_k{"q4_k", 256, 16}, q6_k{"q6_k", 256, 12};
+  switch (t) {
+    case GgmlType::Q8_0: return &q8_0;
+    case GgmlType::Q4_K: return &q4_k;
+    case GgmlType::Q6_K: return &q6_k;
+    default: return nullptr;
+  }
+}
+
+int64_t decode_chunks_per_row(const DecodeFormat& f, int64_t k) {
+  const int64_t units = k / f.unit_values;
+  return (units + f.chunk_units - 1) / f.chunk_units;
+}
+
+int64_t staged_levels_bytes(int64_t values, Activations a) {
+  return values * (a == Activations::int8x2 ? 2 : 1) + values / 2;
+}
+
+int64_t shared_optin_bytes() {
+  static const int64_t bytes = [] {
+    const cuda::DriverApi* d = cuda::driver_api();
+    CUdevice dev = 0;
+    int v = 0;
+    if (!d || d->cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+        d->cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev) != CUDA_SUCCESS)
+      return int64_t{0};
+    return static_cast<int64_t>(v);
+  }();
+  return bytes;
+}
+
+CUdeviceptr launcher_scratch(int use, size_t bytes) {
+  static std::mutex mu;
+  static std::map<int, std::vector<std::unique_ptr<cuda::DeviceBuffer>>> buffers;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& b = buffers[use];
+  if (b.empty() || b.back()->bytes() < bytes)
+    b.push_back(std::make_unique<cuda::DeviceBuffer>(std::max<size_t>(bytes, 1 << 16), "launcher fallback scratch"));
+  return b.back()->ptr();
+}
+
+}  // namespace lathe::kernels
