@@ -180,3 +180,116 @@ struct lathe_gemm_q6_k {
     for (int i = 0; i < 4; ++i) u.sub[(4 * part + i) * u.bn + row] = static_cast<int8_t>(s >> (8 * i));
   }
 };
+
+// ---- the consumers' arithmetic, shared by gemm_int8.cuh (lockstep) and gemm_ws_kernel.cuh
+// (warp-specialized), so the two give the same terms in the same order.
+
+template <int MT, int NT>
+__device__ __forceinline__ void lathe_gemm_zero(float (&acc)[MT][NT][4]) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+}
+
+// One 32-value block (kk of the 8 in a k-tile) of a warp's (16 MT) x (8 NT) sub-tile at (wm0, wn0):
+// the weights' levels, scales, mins and q6_K sub-scales unpacked in shared memory (LatheGemmUnpacked's
+// layout for BN outputs), the activation levels xs1 (xs2: int8x2) staged [BM][256] swizzled, and
+// dx_of(i, dxa, dxb) giving the activation block's (d1, d2, sum) for rows 16 i + g and 16 i + g + 8.
+// The block's int32 sums start from zero and are scaled in f32 registers into acc.
+template <class F, bool X2, int MT, int NT, int BN, class Dx>
+__device__ __forceinline__ void lathe_gemm_kstep(float (&acc)[MT][NT][4], int kk, const uint8_t* levels,
+                                                 const float* scale, const float* minus, const int8_t* sub,
+                                                 const uint8_t* xs1, const uint8_t* xs2, int wm0, int wn0, int lane,
+                                                 Dx dx_of) {
+  const int tq = lane & 3;
+  uint32_t b[NT][2];
+#pragma unroll
+  for (int j = 0; j < NT; j += 2) {
+    const int r = wn0 + 8 * j + (lane & 7) + 8 * (lane >> 4);
+    uint32_t f[4];
+    lathe_gemm_ldsm4(levels + lathe_gemm_swz(r, 2 * kk + ((lane >> 3) & 1)), f);
+    b[j][0] = f[0]; b[j][1] = f[1]; b[j + 1][0] = f[2]; b[j + 1][1] = f[3];
+  }
+  float ws[NT][2], wmn[NT][2];
+  int sa[NT][2], sb[NT][2];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const int col = wn0 + 8 * j + 2 * tq;  // and col + 1
+    const float2 sc = *reinterpret_cast<const float2*>(scale + kk * BN + col);
+    ws[j][0] = sc.x;
+    ws[j][1] = sc.y;
+    if (F::has_min) {
+      const float2 mn = *reinterpret_cast<const float2*>(minus + kk * BN + col);
+      wmn[j][0] = -mn.x;
+      wmn[j][1] = -mn.y;
+    }
+    if (F::sub16) {
+      const char2 a = *reinterpret_cast<const char2*>(sub + 2 * kk * BN + col);
+      const char2 b2 = *reinterpret_cast<const char2*>(sub + (2 * kk + 1) * BN + col);
+      sa[j][0] = a.x;
+      sa[j][1] = a.y;
+      sb[j][0] = b2.x;
+      sb[j][1] = b2.y;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < MT; ++i) {
+    const int ra = wm0 + 16 * i + (lane & 7) + 8 * ((lane >> 3) & 1);
+    const int ca = 2 * kk + (lane >> 4);
+    uint32_t a1[4], a2[4];
+    lathe_gemm_ldsm4(xs1 + lathe_gemm_swz(ra, ca), a1);
+    if (X2) lathe_gemm_ldsm4(xs2 + lathe_gemm_swz(ra, ca), a2);
+    float4 dxa, dxb;
+    dx_of(i, dxa, dxb);
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      int s1[4], s2[4];  // q6_K: the block's sums; otherwise magic-biased (lathe_gemm_magic_to_float)
+      if (F::sub16) {
+        int h1[4], h2[4];
+        lathe_gemm_mma_k16(h1, a1[0], a1[1], b[j][0]);
+        lathe_gemm_mma_k16(h2, a1[2], a1[3], b[j][1]);
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s1[c] = h1[c] * sa[j][c & 1] + h2[c] * sb[j][c & 1];
+        if (X2) {
+          lathe_gemm_mma_k16(h1, a2[0], a2[1], b[j][0]);
+          lathe_gemm_mma_k16(h2, a2[2], a2[3], b[j][1]);
+#pragma unroll
+          for (int c = 0; c < 4; ++c) s2[c] = h1[c] * sa[j][c & 1] + h2[c] * sb[j][c & 1];
+        }
+      } else {
+        lathe_gemm_mma_k32(s1, a1, b[j], LATHE_GEMM_MAGIC);
+        if (X2) lathe_gemm_mma_k32(s2, a2, b[j], LATHE_GEMM_MAGIC);
+      }
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const float4 dx = c < 2 ? dxa : dxb;
+        // |sums| < 2^24: exact in f32 either way
+        const float f1 = F::sub16 ? static_cast<float>(s1[c]) : lathe_gemm_magic_to_float(s1[c]);
+        float v = f1 * dx.x;
+        if (X2) v = fmaf(F::sub16 ? static_cast<float>(s2[c]) : lathe_gemm_magic_to_float(s2[c]), dx.y, v);
+        float a = fmaf(v, ws[j][c & 1], acc[i][j][c]);
+        if (F::has_min) a = fmaf(wmn[j][c & 1], dx.z, a);
+        acc[i][j][c] = a;
+      }
+    }
+  }
+}
+
+// y's rows and outputs of a warp's sub-tile, those inside [n_rows) x [n_out).
+template <int MT, int NT>
+__device__ __forceinline__ void lathe_gemm_store(const float (&acc)[MT][NT][4], float* y, int m0, int n0, int wm0,
+                                                 int wn0, int lane, int n_rows, int n_out) {
+  const int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int r = m0 + wm0 + 16 * i + g + 8 * (c >> 1), o = n0 + wn0 + 8 * j + 2 * tq + (c & 1);
+        if (r < n_rows && o < n_out) y[static_cast<long long>(r) * n_out + o] = acc[i][j][c];
+      }
+}

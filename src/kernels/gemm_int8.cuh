@@ -77,18 +77,13 @@ __device__ __forceinline__ void lathe_gemm_body(const uint8_t* w, long long row_
                             reinterpret_cast<float*>(smem + L::minus_at), reinterpret_cast<int8_t*>(smem + L::sub_at),
                             BN};
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
-  const int g = lane >> 2, tq = lane & 3;
+  const int g = lane >> 2;
   const int wm0 = (warp >> 2) * (BM / 2), wn0 = (warp & 3) * (BN / 4);
   const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
   const int n_tiles = (k + 255) >> 8;
 
   float acc[MT][NT][4];
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+  lathe_gemm_zero(acc);
 
   lathe_gemm_load<F, X2, BM, BN>(smem, w, row_bytes, q1, q2, ds, n_rows, k, n_out, m0, n0, 0);
   lathe_gemm_commit();
@@ -114,100 +109,26 @@ __device__ __forceinline__ void lathe_gemm_body(const uint8_t* w, long long row_
     const uint8_t* xs2 = xs1 + L::x_bytes;
     const float4* sds = reinterpret_cast<const float4*>(stage + L::w_bytes + L::x_bytes * (X2 ? 2 : 1));
 #pragma unroll 2
-    for (int kk = 0; kk < 8; ++kk) {
-      uint32_t b[NT][2];
-#pragma unroll
-      for (int j = 0; j < NT; j += 2) {
-        const int r = wn0 + 8 * j + (lane & 7) + 8 * (lane >> 4);
-        uint32_t f[4];
-        lathe_gemm_ldsm4(u.levels + lathe_gemm_swz(r, 2 * kk + ((lane >> 3) & 1)), f);
-        b[j][0] = f[0]; b[j][1] = f[1]; b[j + 1][0] = f[2]; b[j + 1][1] = f[3];
-      }
-      float ws[NT][2], wmn[NT][2];
-      int sa[NT][2], sb[NT][2];
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        const int col = wn0 + 8 * j + 2 * tq;  // and col + 1
-        const float2 sc = *reinterpret_cast<const float2*>(u.scale + kk * BN + col);
-        ws[j][0] = sc.x;
-        ws[j][1] = sc.y;
-        if (F::has_min) {
-          const float2 mn = *reinterpret_cast<const float2*>(u.minus + kk * BN + col);
-          wmn[j][0] = -mn.x;
-          wmn[j][1] = -mn.y;
-        }
-        if (F::sub16) {
-          const char2 a = *reinterpret_cast<const char2*>(u.sub + 2 * kk * BN + col);
-          const char2 b2 = *reinterpret_cast<const char2*>(u.sub + (2 * kk + 1) * BN + col);
-          sa[j][0] = a.x;
-          sa[j][1] = a.y;
-          sb[j][0] = b2.x;
-          sb[j][1] = b2.y;
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < MT; ++i) {
-        const int ra = wm0 + 16 * i + (lane & 7) + 8 * ((lane >> 3) & 1);
-        const int ca = 2 * kk + (lane >> 4);
-        uint32_t a1[4], a2[4];
-        lathe_gemm_ldsm4(xs1 + lathe_gemm_swz(ra, ca), a1);
-        if (X2) lathe_gemm_ldsm4(xs2 + lathe_gemm_swz(ra, ca), a2);
-        float4 dxa, dxb;  // only the words the contract and format use are read
-        const float4* pa = sds + kk * BM + wm0 + 16 * i + g;
-        if (F::has_min) {
-          dxa = pa[0];
-          dxb = pa[8];
-        } else if (X2) {
-          const float2 a = *reinterpret_cast<const float2*>(pa), b2 = *reinterpret_cast<const float2*>(pa + 8);
-          dxa = make_float4(a.x, a.y, 0.0f, 0.0f);
-          dxb = make_float4(b2.x, b2.y, 0.0f, 0.0f);
-        } else {
-          dxa = make_float4(pa[0].x, 0.0f, 0.0f, 0.0f);
-          dxb = make_float4(pa[8].x, 0.0f, 0.0f, 0.0f);
-        }
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          int s1[4], s2[4];  // q6_K: the block's sums; otherwise magic-biased (lathe_gemm_magic_to_float)
-          if (F::sub16) {
-            int h1[4], h2[4];
-            lathe_gemm_mma_k16(h1, a1[0], a1[1], b[j][0]);
-            lathe_gemm_mma_k16(h2, a1[2], a1[3], b[j][1]);
-#pragma unroll
-            for (int c = 0; c < 4; ++c) s1[c] = h1[c] * sa[j][c & 1] + h2[c] * sb[j][c & 1];
-            if (X2) {
-              lathe_gemm_mma_k16(h1, a2[0], a2[1], b[j][0]);
-              lathe_gemm_mma_k16(h2, a2[2], a2[3], b[j][1]);
-#pragma unroll
-              for (int c = 0; c < 4; ++c) s2[c] = h1[c] * sa[j][c & 1] + h2[c] * sb[j][c & 1];
-            }
-          } else {
-            lathe_gemm_mma_k32(s1, a1, b[j], LATHE_GEMM_MAGIC);
-            if (X2) lathe_gemm_mma_k32(s2, a2, b[j], LATHE_GEMM_MAGIC);
-          }
-#pragma unroll
-          for (int c = 0; c < 4; ++c) {
-            const float4 dx = c < 2 ? dxa : dxb;
-            // |sums| < 2^24: exact in f32 either way
-            const float f1 = F::sub16 ? static_cast<float>(s1[c]) : lathe_gemm_magic_to_float(s1[c]);
-            float v = f1 * dx.x;
-            if (X2) v = fmaf(F::sub16 ? static_cast<float>(s2[c]) : lathe_gemm_magic_to_float(s2[c]), dx.y, v);
-            float a = fmaf(v, ws[j][c & 1], acc[i][j][c]);
-            if (F::has_min) a = fmaf(wmn[j][c & 1], dx.z, a);
-            acc[i][j][c] = a;
-          }
-        }
-      }
-    }
+    for (int kk = 0; kk < 8; ++kk)
+      lathe_gemm_kstep<F, X2, MT, NT, BN>(acc, kk, u.levels, u.scale, u.minus, u.sub, xs1, xs2, wm0, wn0, lane,
+                                          [&](int i, float4& dxa, float4& dxb) {
+                                            // only the words the contract and format use are read
+                                            const float4* pa = sds + kk * BM + wm0 + 16 * i + g;
+                                            if (F::has_min) {
+                                              dxa = pa[0];
+                                              dxb = pa[8];
+                                            } else if (X2) {
+                                              const float2 a = *reinterpret_cast<const float2*>(pa);
+                                              const float2 b2 = *reinterpret_cast<const float2*>(pa + 8);
+                                              dxa = make_float4(a.x, a.y, 0.0f, 0.0f);
+                                              dxb = make_float4(b2.x, b2.y, 0.0f, 0.0f);
+                                            } else {
+                                              dxa = make_float4(pa[0].x, 0.0f, 0.0f, 0.0f);
+                                              dxb = make_float4(pa[8].x, 0.0f, 0.0f, 0.0f);
+                                            }
+                                          });
   }
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int r = m0 + wm0 + 16 * i + g + 8 * (c >> 1), o = n0 + wn0 + 8 * j + 2 * tq + (c & 1);
-        if (r < n_rows && o < n_out) y[static_cast<long long>(r) * n_out + o] = acc[i][j][c];
-      }
+  lathe_gemm_store<MT, NT>(acc, y, m0, n0, wm0, wn0, lane, n_rows, n_out);
 }
 
 #define LATHE_GEMM_KERNEL(FMT, CONTRACT, X2, BM, BN)                                                            \

@@ -23,7 +23,7 @@ __device__ __forceinline__ void lathe_gemm_ws_consume(const uint8_t* stage, floa
                                                       int wm0, int wn0, int lane) {
   typedef LatheGemmWsLayout<F, X2, BM, BN, S> L;
   constexpr int MT = BM / 32, NT = BN / 32;
-  const int g = lane >> 2, tq = lane & 3;
+  const int g = lane >> 2;
   const uint8_t* xs1 = stage;
   const uint8_t* xs2 = stage + L::x_bytes;
   const float* sds = reinterpret_cast<const float*>(stage + L::ds_at);
@@ -32,78 +32,13 @@ __device__ __forceinline__ void lathe_gemm_ws_consume(const uint8_t* stage, floa
   const float* minus = reinterpret_cast<const float*>(stage + L::minus_at);
   const int8_t* sub = reinterpret_cast<const int8_t*>(stage + L::sub_at);
 #pragma unroll 2
-  for (int kk = 0; kk < 8; ++kk) {
-    uint32_t b[NT][2];
-#pragma unroll
-    for (int j = 0; j < NT; j += 2) {
-      const int r = wn0 + 8 * j + (lane & 7) + 8 * (lane >> 4);
-      uint32_t f[4];
-      lathe_gemm_ldsm4(levels + lathe_gemm_swz(r, 2 * kk + ((lane >> 3) & 1)), f);
-      b[j][0] = f[0]; b[j][1] = f[1]; b[j + 1][0] = f[2]; b[j + 1][1] = f[3];
-    }
-    float ws[NT][2], wmn[NT][2];
-    int sa[NT][2], sb[NT][2];
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const int col = wn0 + 8 * j + 2 * tq;  // and col + 1
-      const float2 sc = *reinterpret_cast<const float2*>(scale + kk * BN + col);
-      ws[j][0] = sc.x;
-      ws[j][1] = sc.y;
-      if (F::has_min) {
-        const float2 mn = *reinterpret_cast<const float2*>(minus + kk * BN + col);
-        wmn[j][0] = -mn.x;
-        wmn[j][1] = -mn.y;
-      }
-      if (F::sub16) {
-        const char2 a = *reinterpret_cast<const char2*>(sub + 2 * kk * BN + col);
-        const char2 b2 = *reinterpret_cast<const char2*>(sub + (2 * kk + 1) * BN + col);
-        sa[j][0] = a.x;
-        sa[j][1] = a.y;
-        sb[j][0] = b2.x;
-        sb[j][1] = b2.y;
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < MT; ++i) {
-      const int ra = wm0 + 16 * i + (lane & 7) + 8 * ((lane >> 3) & 1);
-      const int ca = 2 * kk + (lane >> 4);
-      uint32_t a1[4], a2[4];
-      lathe_gemm_ldsm4(xs1 + lathe_gemm_swz(ra, ca), a1);
-      if (X2) lathe_gemm_ldsm4(xs2 + lathe_gemm_swz(ra, ca), a2);
-      const float* pa = sds + (kk * BM + wm0 + 16 * i + g) * L::dsw;
-      const float4 dxa = lathe_gemm_ws_dx<L::dsw>(pa), dxb = lathe_gemm_ws_dx<L::dsw>(pa + 8 * L::dsw);
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        int s1[4], s2[4];  // q6_K: the block's sums; otherwise magic-biased (lathe_gemm_magic_to_float)
-        if (F::sub16) {
-          int h1[4], h2[4];
-          lathe_gemm_mma_k16(h1, a1[0], a1[1], b[j][0]);
-          lathe_gemm_mma_k16(h2, a1[2], a1[3], b[j][1]);
-#pragma unroll
-          for (int c = 0; c < 4; ++c) s1[c] = h1[c] * sa[j][c & 1] + h2[c] * sb[j][c & 1];
-          if (X2) {
-            lathe_gemm_mma_k16(h1, a2[0], a2[1], b[j][0]);
-            lathe_gemm_mma_k16(h2, a2[2], a2[3], b[j][1]);
-#pragma unroll
-            for (int c = 0; c < 4; ++c) s2[c] = h1[c] * sa[j][c & 1] + h2[c] * sb[j][c & 1];
-          }
-        } else {
-          lathe_gemm_mma_k32(s1, a1, b[j], LATHE_GEMM_MAGIC);
-          if (X2) lathe_gemm_mma_k32(s2, a2, b[j], LATHE_GEMM_MAGIC);
-        }
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const float4 dx = c < 2 ? dxa : dxb;
-          const float f1 = F::sub16 ? static_cast<float>(s1[c]) : lathe_gemm_magic_to_float(s1[c]);
-          float v = f1 * dx.x;
-          if (X2) v = fmaf(F::sub16 ? static_cast<float>(s2[c]) : lathe_gemm_magic_to_float(s2[c]), dx.y, v);
-          float a = fmaf(v, ws[j][c & 1], acc[i][j][c]);
-          if (F::has_min) a = fmaf(wmn[j][c & 1], dx.z, a);
-          acc[i][j][c] = a;
-        }
-      }
-    }
-  }
+  for (int kk = 0; kk < 8; ++kk)
+    lathe_gemm_kstep<F, X2, MT, NT, BN>(acc, kk, levels, scale, minus, sub, xs1, xs2, wm0, wn0, lane,
+                                        [&](int i, float4& dxa, float4& dxb) {
+                                          const float* pa = sds + (kk * BM + wm0 + 16 * i + g) * L::dsw;
+                                          dxa = lathe_gemm_ws_dx<L::dsw>(pa);
+                                          dxb = lathe_gemm_ws_dx<L::dsw>(pa + 8 * L::dsw);
+                                        });
 }
 
 template <class F, bool X2, int BM, int BN, int S>
@@ -177,12 +112,7 @@ __device__ __forceinline__ void lathe_gemm_ws_body(const uint8_t* w, long long r
   const int wm0 = (warp >> 2) * (BM / 2), wn0 = (warp & 3) * (BN / 4);
   const int n_tiles = (k + 255) >> 8;
   float acc[MT][NT][4];
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) acc[i][j][c] = 0.0f;
+  lathe_gemm_zero(acc);
   for (int kt = 0; kt < n_tiles; ++kt) {
     const int s = kt % S;
     lathe_gemm_ws_bar_wait(full + s, (kt / S) & 1);
@@ -191,16 +121,7 @@ __device__ __forceinline__ void lathe_gemm_ws_body(const uint8_t* w, long long r
     lathe_gemm_ws_consume<F, X2, BM, BN, S>(smem + s * L::stage_bytes, acc, wm0, wn0, lane);
     lathe_gemm_ws_bar_arrive(empty + s);
   }
-  const int g = lane >> 2, tq = lane & 3;
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const int r = m0 + wm0 + 16 * i + g + 8 * (c >> 1), o = n0 + wn0 + 8 * j + 2 * tq + (c & 1);
-        if (r < n_rows && o < n_out) y[static_cast<long long>(r) * n_out + o] = acc[i][j][c];
-      }
+  lathe_gemm_store<MT, NT>(acc, y, m0, n0, wm0, wn0, lane, n_rows, n_out);
 }
 
 // Tiles and stages: what fits in 227 KB (LatheGemmWsLayout's static_assert): BN 128 takes 2 unpacked
