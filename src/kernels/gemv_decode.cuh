@@ -186,6 +186,28 @@ __device__ __forceinline__ int lathe_gemv1_chunk(const uint8_t* w, long long row
   return head;
 }
 
+// A group of `group` warps (sub: this warp's index in it) that each summed a pair of values (v0, v1)
+// for one work item: their sums meet in `partial` behind the group's named barrier (1 + warp / group),
+// in a fixed order. Returns true for the one lane that holds the group's totals in (v0, v1) and writes
+// the item. Double-buffered: a warp writes buffer `parity` again only after the next barrier, which
+// the group's first warp reaches only after reading it. (gemv_multi.cuh, moe_decode.cuh.)
+__device__ __forceinline__ bool lathe_gemv_group_sum2(float2 (*partial)[LATHE_GEMV1_WARPS], int& parity, int warp,
+                                                      int group, int sub, int lane, float& v0, float& v1) {
+  if (group == 1) return lane == 0;
+  if (lane == 0) partial[parity][warp] = make_float2(v0, v1);
+  asm volatile("bar.sync %0, %1;\n" ::"r"(1 + warp / group), "r"(32 * group) : "memory");
+  const bool writer = sub == 0 && lane == 0;
+  if (writer) {
+    v0 = v1 = 0.0f;
+    for (int i = 0; i < group; ++i) {
+      v0 += partial[parity][warp + i].x;
+      v1 += partial[parity][warp + i].y;
+    }
+  }
+  parity ^= 1;
+  return writer;
+}
+
 template <class F, int C>
 __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row_bytes, const int8_t* xq, float* y,
                                                  int k, int n_out, int group) {

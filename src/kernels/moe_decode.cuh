@@ -63,22 +63,7 @@ __device__ __forceinline__ void lathe_moe_stream(int g0, int sub, int group, int
     if (c >= item_chunks) {  // the group's item is done
       float v0 = lathe_warp_sum(acc0), v1 = lathe_warp_sum(acc1);
       acc0 = acc1 = 0.0f;
-      bool writer = lane == 0;
-      if (group > 1) {
-        // Double-buffered partials: a warp writes buffer `parity` again only after the next barrier,
-        // which the group's first warp reaches only after reading it.
-        if (lane == 0) lathe_moe_partial[parity][warp] = make_float2(v0, v1);
-        asm volatile("bar.sync %0, %1;\n" ::"r"(1 + warp / group), "r"(32 * group) : "memory");
-        writer = sub == 0 && lane == 0;
-        if (writer) {
-          v0 = v1 = 0.0f;
-          for (int i = 0; i < group; ++i) {
-            v0 += lathe_moe_partial[parity][warp + i].x;
-            v1 += lathe_moe_partial[parity][warp + i].y;
-          }
-        }
-        parity ^= 1;
-      }
+      const bool writer = lathe_gemv_group_sum2(lathe_moe_partial, parity, warp, group, sub, lane, v0, v1);
       if (writer) done(item, v0, v1);
       c = sub;
       item += n_groups;
