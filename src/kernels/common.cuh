@@ -81,3 +81,51 @@ __device__ __forceinline__ void lathe_quantize_block32(float v, long long i, int
   const float s1 = lathe_warp_sum(static_cast<float>(l1)), s2 = lathe_warp_sum(static_cast<float>(l2));  // exact
   if (lane == 0) ds[i >> 5] = make_float4(d1, d2, fmaf(d1, s1, d2 * s2), 0.0f);
 }
+
+// ---- a mixture's router choice (route.cuh, moe_route.cuh), one warp a row: softmax over all
+// experts, the top k by logit in falling order (equal logits, +0 and -0 included, go to the lower
+// index, as the interpreter's), their probabilities renormalized over the kept k when asked.
+__device__ __forceinline__ unsigned long long lathe_route_key(float v, unsigned index) {
+  const unsigned u = v == 0.0f ? 0u : __float_as_uint(v);  // -0 ranks as +0
+  unsigned ordered = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  if (v != v) ordered = 0u;  // NaN (a chosen expert) ranks below every number
+  return (static_cast<unsigned long long>(ordered) << 32) | static_cast<unsigned long long>(~index);
+}
+
+// sl: the row's n_expert logits in shared memory (not NaN; chosen ones are overwritten by NaN).
+// Writes ids [k] int32 and weights [k] f32.
+__device__ __forceinline__ void lathe_route_top_k_warp(float* sl, int n_expert, int k, int renormalize, int* ids,
+                                                       float* weights) {
+  const int lane = threadIdx.x & 31;
+  float max = __int_as_float(0xff800000);
+  for (int e = lane; e < n_expert; e += 32) max = fmaxf(max, sl[e]);
+  max = lathe_warp_max(max);
+  float sum = 0.0f;
+  for (int e = lane; e < n_expert; e += 32) sum += expf(sl[e] - max);
+  sum = lathe_warp_sum(sum);
+  __syncwarp();
+  float kept = 0.0f;
+  for (int i = 0; i < k; ++i) {
+    unsigned long long best = 0ull;
+    for (int e = lane; e < n_expert; e += 32) {
+      const unsigned long long key = lathe_route_key(sl[e], static_cast<unsigned>(e));
+      best = key > best ? key : best;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, o);
+      best = other > best ? other : best;
+    }
+    const int e = static_cast<int>(~static_cast<unsigned>(best));
+    const float p = expf(sl[e] - max) / sum;  // every lane reads sl[e] before lane 0 marks it
+    kept += p;
+    __syncwarp();
+    if (lane == 0) {
+      ids[i] = e;
+      weights[i] = p;
+      sl[e] = __int_as_float(0x7fc00000);  // NaN: never chosen again
+    }
+    __syncwarp();
+  }
+  if (renormalize)
+    for (int i = lane; i < k; i += 32) weights[i] /= kept;
+}

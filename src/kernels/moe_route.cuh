@@ -40,52 +40,6 @@ __device__ __forceinline__ void lathe_moe_store_remote(float* local, unsigned ra
   asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(ra), "f"(v) : "memory");
 }
 
-// Larger key = chosen first: the logit's order-preserving bits (-0 as +0, NaN lowest), then the
-// lower index.
-__device__ __forceinline__ unsigned long long lathe_moe_route_key(float v, unsigned index) {
-  const unsigned u = v == 0.0f ? 0u : __float_as_uint(v);
-  unsigned ordered = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-  if (v != v) ordered = 0u;
-  return (static_cast<unsigned long long>(ordered) << 32) | static_cast<unsigned long long>(~index);
-}
-
-// One warp: softmax and top k of the logits sl [n_expert] (shared; chosen ones overwritten by NaN).
-__device__ __forceinline__ void lathe_moe_top_k(float* sl, int n_expert, int top_k, int renormalize, int* ids,
-                                                float* weights) {
-  const int lane = threadIdx.x & 31;
-  float max = __int_as_float(0xff800000);
-  for (int e = lane; e < n_expert; e += 32) max = fmaxf(max, sl[e]);
-  max = lathe_warp_max(max);
-  float sum = 0.0f;
-  for (int e = lane; e < n_expert; e += 32) sum += expf(sl[e] - max);
-  sum = lathe_warp_sum(sum);
-  __syncwarp();
-  float kept = 0.0f;
-  for (int i = 0; i < top_k; ++i) {
-    unsigned long long best = 0ull;
-    for (int e = lane; e < n_expert; e += 32) {
-      const unsigned long long key = lathe_moe_route_key(sl[e], static_cast<unsigned>(e));
-      best = key > best ? key : best;
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-      const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, o);
-      best = other > best ? other : best;
-    }
-    const int e = static_cast<int>(~static_cast<unsigned>(best));
-    const float p = expf(sl[e] - max) / sum;  // every lane reads sl[e] before lane 0 marks it
-    kept += p;
-    __syncwarp();
-    if (lane == 0) {
-      ids[i] = e;
-      weights[i] = p;
-      sl[e] = __int_as_float(0x7fc00000);
-    }
-    __syncwarp();
-  }
-  if (renormalize)
-    for (int i = lane; i < top_k; i += 32) weights[i] /= kept;
-}
-
 template <class F>
 __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long row_bytes, const float* x, int rows,
                                                      int k, int n_expert, int parts, int top_k, int renormalize,
@@ -163,7 +117,7 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   }
   __syncthreads();
   if (warp < rows)
-    lathe_moe_top_k(sl + warp * n_expert, n_expert, top_k, renormalize, ids + warp * top_k, weights + warp * top_k);
+    lathe_route_top_k_warp(sl + warp * n_expert, n_expert, top_k, renormalize, ids + warp * top_k, weights + warp * top_k);
 }
 
 #define LATHE_MOE_ROUTE_KERNEL(FMT)                                                                              \
