@@ -3,7 +3,10 @@
 // architecture, for a prefill chunk and decode steps. Skips where there is no GPU.
 #include "fuse/fusion.h"
 #include "gguf/gguf_file.h"
+#include "model/model_program.h"
+#include "model/model_spec.h"
 #include "model/synth.h"
+#include "plan/step_plan.h"
 #include "runtime/cpu_engine.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/gpu_engine.h"
@@ -118,6 +121,34 @@ TEST(GpuLaneResidence, MatricesInPinnedHostMemoryGiveTheSameLogits) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("too little GPU memory"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("(the --gpu-memory cap)"), std::string::npos) << e.what();
+  }
+}
+
+// Residence keeps StepPlan::estimate_bytes free for the steps before any plan exists: it must cover
+// the arena each plan then takes, for a decode row and a full chunk, dense and mixture.
+TEST(GpuLaneResidence, StepEstimateCoversThePlansArena) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  for (const std::string shape : {"qwen3-tiny", "qwen3moe-tiny"}) {
+    const std::string path = testing::TempDir() + "/lane-estimate-" + shape + ".gguf";
+    SynthOptions o;
+    o.shape = shape;
+    write_synthetic_checkpoint(o, path);
+    const GgufFile f = GgufFile::open(path);
+    GpuEngineOptions go;
+    go.n_ctx = 1024;
+    go.max_chunk = 512;
+    GpuEngine e(f, go);
+    const ModelSpec spec = read_model_spec(f);
+    const ModelProgram program = model_program(f, spec, go.n_ctx, "");
+    const plan::CacheShape caches{spec.n_layer, 1, go.n_ctx, spec.n_head_kv, spec.head_dim};
+    for (int64_t rows : {int64_t{1}, int64_t{8}, int64_t{512}}) {
+      const size_t estimate = plan::StepPlan::estimate_bytes(lift_cut(f, program, rows), caches);
+      const size_t arena = e.plan(rows).arena_bytes();
+      std::printf("[ lane ] %s %3ld rows: arena %.2f MB, estimate %.2f MB\n", shape.c_str(), static_cast<long>(rows),
+                  arena / 1e6, estimate / 1e6);
+      EXPECT_LE(arena, estimate) << shape << " rows " << rows;
+    }
   }
 }
 

@@ -5,6 +5,8 @@
 #include "plan/step_plan.h"
 
 #include "plan/arena.h"
+#include "kernels/attention_launch.h"
+#include "kernels/attention_prefill_launch.h"
 #include "plan/step_plan_ops.h"
 #include "runtime/cuda_api.h"
 
@@ -244,12 +246,36 @@ std::string StepPlan::describe() const {
   return out;
 }
 
-size_t StepPlan::estimate_bytes(const graph::Graph& g) {
-  size_t total = 0;
-  for (const graph::Tensor& t : g.tensors)
-    if (t.role == graph::Role::temporary || t.role == graph::Role::output)
-      total += static_cast<size_t>(numel(t)) * 4 * 3;  // the tensor, its quantized forms, scratch
-  return total + (64ull << 20);
+size_t StepPlan::estimate_bytes(const graph::Graph& g, const CacheShape& caches) {
+  // Each temporary lives from its producer to its last consumer and is placed by that lifetime, as the
+  // plan's arena places it; twice its f32 size covers its int8 forms (at most 2.5 bytes a value) and
+  // the groups' small scratch. Attention and mixture scratch are bounded per node.
+  std::vector<ArenaRequest> requests;
+  int64_t persistent = 0;
+  for (const graph::Tensor& t : g.tensors) {
+    if (t.role == graph::Role::output) persistent += numel(t) * 4;
+    if (t.role != graph::Role::temporary || t.producer < 0) continue;
+    int last = t.producer;
+    for (int c : t.consumers) last = std::max(last, c);
+    requests.push_back({numel(t) * 4 * 2, t.producer, last});
+  }
+  for (const graph::Node& n : g.nodes) {
+    int64_t bytes = 0;
+    if (n.kind == lang::OpKind::attention) {
+      const graph::Tensor& q = g.tensor(n.args[0].tensor);
+      const kernels::AttentionShape shape{q.shape[0], q.shape[1], caches.n_head_kv, q.shape[2], caches.n_ctx, caches.n_ctx};
+      const int64_t blocks = 512;  // more than twice the SMs of any card the kernels size for
+      bytes = static_cast<int64_t>(std::max(kernels::plan_attention_split(shape, {}, blocks).workspace_bytes,
+                                            kernels::plan_prefill_split(shape, {}, blocks).workspace_bytes));
+    } else if (n.kind == lang::OpKind::mixture) {
+      const graph::Tensor& x = g.tensor(n.args[2].tensor);
+      const graph::Tensor& gate = g.tensor(n.find(lang::ModKind::experts)->args[0].tensor);
+      const int64_t rows = x.shape[0], kk = static_cast<int64_t>(n.args[0].number);
+      bytes = rows * (gate.shape[0] * 4 * 2 + kk * 16 + kk * gate.shape[1] * 4 * 3 + kk * x.shape[1] * 4 * 2);
+    }
+    if (bytes > 0) requests.push_back({bytes, n.id, n.id});
+  }
+  return static_cast<size_t>(place_in_arena(requests).size + persistent) + (64ull << 20);
 }
 
 }  // namespace lathe::plan

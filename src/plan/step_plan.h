@@ -58,9 +58,10 @@ class StepPlan {
   size_t arena_bytes() const { return arena_.bytes(); }
   std::string describe() const;  // one line a launch
 
-  // Device bytes a graph's steps need besides weights and caches, for residence: an estimate
-  // (every activation three times over, for its int8 forms and scratch, and 64 MB).
-  static size_t estimate_bytes(const graph::Graph& g);
+  // Device bytes a graph's steps need besides weights and caches, for residence, without a device
+  // model: every temporary placed by its lifetime at twice its f32 size (its int8 forms, scratch), the
+  // attention and mixture scratch per node, the outputs, and 64 MB. At least the plan's arena.
+  static size_t estimate_bytes(const graph::Graph& g, const CacheShape& caches);
 
   struct Builder;
 

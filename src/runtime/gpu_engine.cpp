@@ -31,7 +31,7 @@ GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : fi
   for (const graph::Tensor& t : decode.tensors)
     if (t.role == graph::Role::constant) constants.insert(t.checkpoint_name);
   plan::CacheShape caches{spec.n_layer, 1, options_.n_ctx, spec.n_head_kv, spec.head_dim};
-  const size_t reserve = plan::StepPlan::estimate_bytes(decode) + plan::StepPlan::estimate_bytes(chunk);
+  const size_t reserve = plan::StepPlan::estimate_bytes(decode, caches) + plan::StepPlan::estimate_bytes(chunk, caches);
   model_ = std::make_unique<plan::DeviceModel>(file, constants, caches, reserve, options_.gpu_memory);
   stream_ = std::make_unique<cuda::Stream>();
 }
