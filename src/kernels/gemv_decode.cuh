@@ -33,6 +33,15 @@ __device__ __forceinline__ void lathe_gemv1_commit() { asm volatile("cp.async.co
 template <int N>
 __device__ __forceinline__ void lathe_gemv1_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
+// Asks L2 for `bytes` at p (16-byte aligned, a multiple of 16) without waiting or using registers:
+// the decode products ask for chunks past their cp.async ring before the programmatic-launch wait,
+// so the weights stream while the small kernel before them runs.
+__device__ __forceinline__ void lathe_prefetch_l2(const void* p, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+
 // 8 words at a 2-byte aligned shared address: 9 aligned loads and funnel shifts (shift 0 or 16).
 __device__ __forceinline__ void lathe_gemv1_words8(const uint8_t* p, uint32_t* q) {
   const uint64_t a = reinterpret_cast<uint64_t>(p);
@@ -186,6 +195,16 @@ __device__ __forceinline__ int lathe_gemv1_chunk(const uint8_t* w, long long row
   return head;
 }
 
+// Chunk c of `row` into L2 (no shared memory): the 16-byte lines lathe_gemv1_chunk would stage.
+template <class F>
+__device__ __forceinline__ void lathe_gemv1_prefetch_chunk(const uint8_t* w, long long row_bytes, int units, int row,
+                                                           int c) {
+  const int u0 = c * F::chunk_units, nu = min(F::chunk_units, units - u0);
+  const uint8_t* g = w + row * row_bytes + static_cast<long long>(u0) * F::unit_bytes;
+  const uint8_t* g16 = reinterpret_cast<const uint8_t*>(reinterpret_cast<uint64_t>(g) & ~15ull);
+  lathe_prefetch_l2(g16, static_cast<unsigned>((g - g16 + nu * F::unit_bytes + 15) & ~15));
+}
+
 // A group of `group` warps (sub: this warp's index in it) that each summed a pair of values (v0, v1)
 // for one work item: their sums meet in `partial` behind the group's named barrier (1 + warp / group),
 // in a fixed order. Returns true for the one lane that holds the group's totals in (v0, v1) and writes
@@ -210,7 +229,7 @@ __device__ __forceinline__ bool lathe_gemv_group_sum2(float2 (*partial)[LATHE_GE
 
 template <class F, int C>
 __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row_bytes, const int8_t* xq, float* y,
-                                                 int k, int n_out, int group) {
+                                                 int k, int n_out, int group, int early) {
   extern __shared__ uint4 lathe_gemv1_smem[];
   __shared__ float partial[2][LATHE_GEMV1_WARPS];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -228,13 +247,13 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
 
   // The loader runs STAGES - 1 chunks ahead along this warp's sequence: rows g0, g0 + n_groups, ...,
   // chunks sub, sub + group, ... of each. One commit group per chunk (empty past the end).
+  // early > 0: the weights do not depend on the kernel before, so the ring's first chunks are asked
+  // for, and lane i asks L2 for the warp's (STAGES - 1 + i)-th chunk (i < early), BEFORE the
+  // programmatic-launch wait; x after it (as gemv_multi.cuh). early == 0 waits first.
+  if (early == 0) lathe_pdl_entry();
   int ld_row = g0, ld_c = sub;
   for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
     if (ld_row < n_out) lathe_gemv1_chunk<F>(w, row_bytes, units, ld_row, ld_c, stage + s * LATHE_GEMV1_SLOT, true);
-    if (s == 0) {  // x rides with the first chunk
-      const int n16 = (x_level_bytes + k / 2) >> 4;
-      for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
-    }
     lathe_gemv1_commit();
     ld_c += group;
     if (ld_c >= n_chunks) {
@@ -242,7 +261,19 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
       ld_row += n_groups;
     }
   }
-  lathe_gemv1_wait<LATHE_GEMV1_STAGES - 2>();
+  if (early > 0) {
+    const int per_row = (n_chunks - sub + group - 1) / group;  // this warp's chunks of a row (>= 1)
+    const int j = (LATHE_GEMV1_STAGES - 1) + lane;
+    const int pf_row = g0 + (j / per_row) * n_groups, pf_c = sub + (j % per_row) * group;
+    if (lane < early && pf_row < n_out) lathe_gemv1_prefetch_chunk<F>(w, row_bytes, units, pf_row, pf_c);
+    lathe_pdl_entry();
+  }
+  {  // x: the newest commit group (waiting for it waits for the chunks above, asked for first)
+    const int n16 = (x_level_bytes + k / 2) >> 4;
+    for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
+    lathe_gemv1_commit();
+  }
+  lathe_gemv1_wait<0>();
   __syncthreads();  // x is in place for every warp
 
   int row = g0, c = sub, slot = 0, parity = 0;
@@ -300,8 +331,8 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
 
 #define LATHE_GEMV1_KERNEL(FMT, C, CNAME)                                                                   \
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemv1_##FMT##_##CNAME(      \
-      const uint8_t* w, long long row_bytes, const int8_t* xq, float* y, int k, int n_out, int group) { lathe_pdl_entry();     \
-    lathe_gemv1_body<lathe_gemv1_##FMT, C>(w, row_bytes, xq, y, k, n_out, group);                          \
+      const uint8_t* w, long long row_bytes, const int8_t* xq, float* y, int k, int n_out, int group, int early) { \
+    lathe_gemv1_body<lathe_gemv1_##FMT, C>(w, row_bytes, xq, y, k, n_out, group, early);                   \
   }
 
 LATHE_GEMV1_KERNEL(q8_0, 1, int8)

@@ -6,6 +6,7 @@
 #include "runtime/cuda_api.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 namespace lathe::kernels {
@@ -131,9 +132,10 @@ bool launch_decode_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUd
   long long row_bytes = lathe::row_bytes(w.type, w.k);
   int k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out);
   CUdeviceptr wp = w.data;
+  int early = decode_early_requests();
   const std::string name = std::string("lathe_gemv1_") + u.name + "_" + std::string(activations_name(a));
   cuda::launch(kernel(name), {blocks, 1, 1}, {32 * kDecodeWarps, 1, 1}, static_cast<unsigned>(shared), stream,
-               {&wp, &row_bytes, &x, &y, &k, &n_out, &group}, "launching the decode GEMV");
+               {&wp, &row_bytes, &x, &y, &k, &n_out, &group, &early}, "launching the decode GEMV");
   return true;
 }
 
@@ -171,6 +173,16 @@ std::string_view activations_name(Activations a) {
 bool gemv_supports(GgmlType type) { return unit_of(type) != nullptr; }
 
 void set_decode_gemv_enabled(bool enabled) { g_decode_enabled = enabled; }
+
+int decode_early_requests() {
+  static const int early = [] {
+    const char* v = std::getenv("LATHE_DECODE_PREFETCH");
+    if (!v || !*v) return 1 + 8;
+    if (std::string(v) == "off") return 0;
+    return 1 + std::clamp(std::atoi(v), 0, 31);
+  }();
+  return early;
+}
 
 int64_t quantized_activation_bytes(int64_t rows, int64_t k, Activations a) {
   if (a == Activations::f32) return 0;

@@ -58,6 +58,12 @@ void gemv(const WeightMatrix& w, Activations a, CUdeviceptr x, int64_t n_rows, C
 // measurements and tests that compare the two. Not thread-safe against concurrent gemv calls.
 void set_decode_gemv_enabled(bool enabled);
 
+// The decode products' requests made before the programmatic-launch wait (their `early` argument):
+// 0 waits first; 1 + P asks for the cp.async ring's first chunks and P more chunks a warp of L2
+// (P <= 31) while the kernel before still runs. LATHE_DECODE_PREFETCH=P sets P (default 8), =off
+// waits first. Read once.
+int decode_early_requests();
+
 // ---- GEMV over experts (mixtures). W is a stack [n_expert][n_out][k]; ids [n_rows][top_k] int32 on
 // the device, each in [0, n_expert) (not checked on the device).
 //   combine == false: y [n_rows * top_k][n_out], y[r * top_k + j] = x[xr] . W_ids[r][j]^T  (gate, up)

@@ -14,9 +14,9 @@
 //   the launcher keeps group <= every item's chunk count, so each warp of a group has >= 1 chunk.
 //   Partial sums meet in shared memory in a fixed order: results are deterministic.
 // - early != 0: the weights do not depend on the kernel before this one, so the first STAGES - 1
-//   chunks of each warp are requested BEFORE the programmatic-launch wait (lathe_pdl_entry); x after
-//   it. The first DRAM round trip then overlaps the predecessor's tail (most of a small product's
-//   floor). early == 0 waits first, as every other kernel does (for measurements).
+//   chunks of each warp are requested BEFORE the programmatic-launch wait (lathe_pdl_entry), and the
+//   next early - 1 chunks asked of L2 (one bulk prefetch a lane); x after the wait. The first DRAM
+//   round trips then overlap the predecessor (most of a small product's floor). early == 0 waits first, as every other kernel does (for measurements).
 // Launch (gemv_multi_launch.cpp): grid (<= SM count, 1, 1), 512 threads, dynamic shared memory as
 // the decode kernel: LATHE_GEMV1 stage bytes + k * (1 or 2) + k / 2.
 
@@ -138,9 +138,29 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       ld_item += n_groups;
     }
   }
-  // Weights requested; now wait for the kernel that wrote x, then stage x (the newest commit group:
-  // waiting for it waits for the chunks above too, which were asked for first).
-  if (early) lathe_pdl_entry();
+  // Weights requested; lane i < early - 1 asks L2 for the warp's chunk i past the ring; now wait for
+  // the kernel that wrote x, then stage x (the newest commit group: waiting for it waits for the
+  // chunks above too, which were asked for first).
+  if (early) {
+    int pf_item = ld_item, pf_c = ld_c;
+    for (int i = 0; i < lane && pf_item < n_items; ++i) {
+      pf_c += group;
+      if (pf_c >= L.chunks(pf_item)) {
+        pf_c = sub;
+        pf_item += n_groups;
+      }
+    }
+    if (lane < early - 1 && pf_item < n_items) {
+      const lathe_gemvm_at a = L.locate(pf_item, pf_c);
+      const uint8_t* w = lathe_gemvm_pick(a.seg, w0, w1, w2);
+      const long long rb = lathe_gemvm_pick(a.seg, rb0, rb1, rb2);
+      if (L.is_b(a.seg))
+        lathe_gemv1_prefetch_chunk<FB>(w, rb, L.units_b, a.row, a.c);
+      else
+        lathe_gemv1_prefetch_chunk<FA>(w, rb, L.units_a, a.row, a.c);
+    }
+    lathe_pdl_entry();
+  }
   {
     const int n16 = (x_level_bytes + k / 2) >> 4;
     for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
