@@ -187,6 +187,37 @@ TEST(GemvGpu, DecodeKernelMatchesCpu) {
   }
 }
 
+// The decode kernel quantizing its f32 row in each block (gemv_quantizing_row) gives the same bits
+// as the quantizer followed by the decode kernel.
+TEST(GemvGpu, QuantizingRowIsBitIdenticalToQuantizerThenGemv) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(31);
+  const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {1024, 12288}, {3, 2816}, {151, 256}};  // (n_out, k)
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (auto [n_out, k] : shapes) {
+      const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
+      const std::vector<float> x = random_values(k, rng);
+      DeviceBuffer wd = upload(m), xd = upload(x), y1(n_out * sizeof(float)), y2(n_out * sizeof(float));
+      const WeightMatrix w{t, wd.ptr(), n_out, k};
+      for (Activations a : {Activations::int8, Activations::int8x2}) {
+        DeviceBuffer q = activations(xd, 1, k, a, s);
+        y1.zero();
+        y2.zero();
+        settle(y2);
+        gemv(w, a, q.ptr(), 1, y1.ptr(), s.handle());
+        ASSERT_TRUE(gemv_quantizing_row(w, a, xd.ptr(), y2.ptr(), s.handle()))
+            << ggml_type_name(t) << " n_out=" << n_out << " k=" << k;
+        s.synchronize();
+        const std::vector<float> a1 = download(y1, n_out), a2 = download(y2, n_out);
+        EXPECT_EQ(std::memcmp(a1.data(), a2.data(), a1.size() * sizeof(float)), 0)
+            << ggml_type_name(t) << " n_out=" << n_out << " k=" << k << " " << activations_name(a);
+      }
+    }
+  }
+  EXPECT_FALSE(gemv_quantizing_row(WeightMatrix{GgmlType::F16, 0, 64, 64}, Activations::int8x2, 0, 0, s.handle()));
+}
+
 // Mixtures: expert e = ids[r][j] of a stack, without and with the weighted combine.
 TEST(GemvGpu, ExpertsMatchCpu) {
   LATHE_NEED_GPU();

@@ -9,7 +9,9 @@
 //   cp.async (16-byte lines, L1 bypassed, no registers held): up to STAGES - 1 chunks (~7 KB) a warp,
 //   ~110 KB an SM, in flight while it computes the current one.
 // - x (levels, and per 32 values d1, d2 and the block sum) is copied once a block into shared memory
-//   with the first chunk: its layout there is its layout in global memory.
+//   after the weights' first chunks: its layout there is its layout in global memory. Or, xf != 0,
+//   each block quantizes the f32 row itself into that layout (bit-identical to lathe_quantize_act):
+//   the quantizer's own launch is saved where this product is the int8 form's only reader.
 // - A lane decodes whole 32-value pieces (a q8_0 block, a K-format sub-block of 32) into 8 words of
 //   int8 levels: 8 __dp4a per word of x, no per-value work; the pieces of a chunk are unrolled.
 // - Partial sums of a group meet in shared memory in a fixed order behind a named barrier: results
@@ -229,7 +231,7 @@ __device__ __forceinline__ bool lathe_gemv_group_sum2(float2 (*partial)[LATHE_GE
 
 template <class F, int C>
 __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row_bytes, const int8_t* xq, float* y,
-                                                 int k, int n_out, int group, int early) {
+                                                 int k, int n_out, int group, int early, const float* xf) {
   extern __shared__ uint4 lathe_gemv1_smem[];
   __shared__ float partial[2][LATHE_GEMV1_WARPS];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -268,7 +270,12 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
     if (lane < early && pf_row < n_out) lathe_gemv1_prefetch_chunk<F>(w, row_bytes, units, pf_row, pf_c);
     lathe_pdl_entry();
   }
-  {  // x: the newest commit group (waiting for it waits for the chunks above, asked for first)
+  if (xf) {  // x in f32: every block quantizes it into shared memory (bit-identical to lathe_quantize_act)
+    int8_t* q1 = reinterpret_cast<int8_t*>(sx);
+    for (int b = warp; b < (k >> 5); b += LATHE_GEMV1_WARPS)
+      lathe_quantize_block32(xf[32 * b + lane], 32 * b + lane, C == 2, q1, q1 + k,
+                             reinterpret_cast<float4*>(sx + x_level_bytes));
+  } else {  // x: the newest commit group (waiting for it waits for the chunks above, asked for first)
     const int n16 = (x_level_bytes + k / 2) >> 4;
     for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
     lathe_gemv1_commit();
@@ -331,8 +338,9 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
 
 #define LATHE_GEMV1_KERNEL(FMT, C, CNAME)                                                                   \
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemv1_##FMT##_##CNAME(      \
-      const uint8_t* w, long long row_bytes, const int8_t* xq, float* y, int k, int n_out, int group, int early) { \
-    lathe_gemv1_body<lathe_gemv1_##FMT, C>(w, row_bytes, xq, y, k, n_out, group, early);                   \
+      const uint8_t* w, long long row_bytes, const int8_t* xq, float* y, int k, int n_out, int group, int early,  \
+      const float* xf) {                                                                                     \
+    lathe_gemv1_body<lathe_gemv1_##FMT, C>(w, row_bytes, xq, y, k, n_out, group, early, xf);               \
   }
 
 LATHE_GEMV1_KERNEL(q8_0, 1, int8)

@@ -115,8 +115,9 @@ constexpr int kDecodeWarps = 16;
 bool g_decode_enabled = true;
 
 // Launches the decode kernel when it applies; false otherwise (the caller takes the general one).
+// x_f32: x is the f32 row, quantized by each block (x then unused).
 bool launch_decode_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUdeviceptr x, CUdeviceptr y,
-                        CUstream stream) {
+                        CUstream stream, CUdeviceptr x_f32 = 0) {
   const DecodeFormat* f = decode_format(w.type);
   const int chunk_units = f ? f->chunk_units : 0;
   if (!g_decode_enabled || chunk_units == 0 || a == Activations::f32) return false;
@@ -135,7 +136,7 @@ bool launch_decode_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUd
   int early = decode_early_requests();
   const std::string name = std::string("lathe_gemv1_") + u.name + "_" + std::string(activations_name(a));
   cuda::launch(kernel(name), {blocks, 1, 1}, {32 * kDecodeWarps, 1, 1}, static_cast<unsigned>(shared), stream,
-               {&wp, &row_bytes, &x, &y, &k, &n_out, &group, &early}, "launching the decode GEMV");
+               {&wp, &row_bytes, &x, &y, &k, &n_out, &group, &early, &x_f32}, "launching the decode GEMV");
   return true;
 }
 
@@ -171,6 +172,13 @@ std::string_view activations_name(Activations a) {
 }
 
 bool gemv_supports(GgmlType type) { return unit_of(type) != nullptr; }
+
+bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CUdeviceptr y, CUstream stream) {
+  const Unit* u = unit_of(w.type);
+  if (!u || w.n_expert != 1 || a == Activations::f32 || w.k % 32 != 0) return false;
+  LATHE_CHECK(x % 16 == 0 && y % 4 == 0);
+  return launch_decode_gemv(w, *u, a, 0, y, stream, x);
+}
 
 void set_decode_gemv_enabled(bool enabled) { g_decode_enabled = enabled; }
 

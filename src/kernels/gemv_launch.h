@@ -54,6 +54,12 @@ void quantize_activations(CUdeviceptr x, int64_t rows, int64_t k, Activations a,
 // device's opt-in shared memory holds its ~160 KB + 2.5 k bytes; everything else the general one.
 void gemv(const WeightMatrix& w, Activations a, CUdeviceptr x, int64_t n_rows, CUdeviceptr y, CUstream stream);
 
+// One row under int8 / int8x2 from its f32 form x (16-byte aligned): each block of the decode kernel
+// quantizes x into its shared memory (bit-identical to quantize_activations) and multiplies, so no
+// quantizer launch and no int8 form in memory. Returns false and launches nothing where the decode
+// kernel does not take the shape (the caller then quantizes and calls gemv).
+bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CUdeviceptr y, CUstream stream);
+
 // Whether gemv may take the decode kernel (default true); false forces the general kernel, for
 // measurements and tests that compare the two. Not thread-safe against concurrent gemv calls.
 void set_decode_gemv_enabled(bool enabled);

@@ -66,6 +66,17 @@ void StepPlan::Builder::emit_product(const graph::Node& n, int gi, bool quantize
   }
   const CUdeviceptr q = scratch_ptr(gi, 0);
   const bool gemm = rows > kGemvRows;
+  // A decode row whose int8 form no later product reads: the decode kernel quantizes it in each
+  // block's prologue (no quantizer launch; the scratch is then unused).
+  const int q_request = group_scratch.at(static_cast<size_t>(gi)).at(0);
+  if (!gemm && rows == 1 && quantize && scratch_requests.at(static_cast<size_t>(q_request)).last == gi) {
+    add(fmt::format("gemv {} quantizing {}", k::activations_name(a), shape), n, [=](CUstream s) {
+      if (k::gemv_quantizing_row(w, a, xp, y, s)) return;
+      k::quantize_activations(xp, rows, kk, a, q, s);
+      k::gemv(w, a, q, rows, y, s);
+    });
+    return;
+  }
   // The GEMM's tile for this shape is measured on the card once (remembered in the kernel cache).
   if (gemm) k::tune_gemm(w, a, q, rows, y);
   add(fmt::format("{} {} {}", gemm ? "gemm" : "gemv", k::activations_name(a), shape), n, [=](CUstream s) {
