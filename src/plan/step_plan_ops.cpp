@@ -107,7 +107,7 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
   }
   const bool merged = grp.rule == "merged_products" || grp.rule == "gate_up_swiglu";
   if (!grp.rule.empty() && !merged) return out;
-  if (n.kind == OpKind::product && reads_quantized(n)) {
+  if (n.kind == OpKind::product && (reads_quantized(n) || reads_half(n))) {
     // The int8 form of an activation is made once, by its producer (quantize_epilogue) or the first
     // product that reads it, and kept for the others (q, k and v read one normed row; gate and up
     // another).
@@ -115,7 +115,8 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
     const int64_t kk = x.shape.back(), rows = numel(x) / kk;
     auto it = quantized.find(x.id);
     if (it == quantized.end()) {
-      it = quantized.emplace(x.id, scratch(gi, k::quantized_activation_bytes(rows, kk, o.activations))).first;
+      const int64_t bytes = reads_half(n) ? rows * kk * 2 : k::quantized_activation_bytes(rows, kk, o.activations);
+      it = quantized.emplace(x.id, scratch(gi, bytes)).first;
       quantize_in[gi] = true;
     } else {
       scratch_requests[static_cast<size_t>(it->second)].last = gi;

@@ -41,8 +41,9 @@ struct StepPlan::Builder {
   std::vector<CUdeviceptr> scratch_ptrs;
   std::vector<std::vector<int>> group_scratch;  // group -> its scratch requests
   std::vector<bool> copy_first;     // group -> copy the input into the output before working in place
-  std::map<int, int> quantized;     // activation tensor -> the scratch request holding its int8 form
-  std::map<int, bool> quantize_in;  // product group -> it quantizes its input (the first to read it)
+  std::map<int, int> quantized;     // activation tensor -> the scratch request holding the form products
+                                    // read: int8 (reads_quantized) or f16 (reads_half; chunks only)
+  std::map<int, bool> quantize_in;  // product group -> it makes that form (the first to read it)
   std::map<int, int> quantize_out;  // producer group -> its scratch slot for its output's int8 form
 
   void own(int tensor, int group);
@@ -62,11 +63,12 @@ struct StepPlan::Builder {
   }
   void emit(int group);  // step_plan_ops.cpp
   kernels::ElemStep elem_step(const graph::Node& e, int value) const;  // e's op on the run's value
-  bool reads_quantized(const graph::Node& product) const;
+  bool reads_quantized(const graph::Node& product) const;  // the product reads its input's int8 form
+  bool reads_half(const graph::Node& product) const;       // ... its f16 form (a chunk on f16 tensor cores)
   void emit_product(const graph::Node& n, int group, bool quantize);
   void emit_merged(int group);  // merged_products, gate_up_swiglu
   void emit_mixture(int group);
-  bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores  // the product reads its input's int8 form
+  bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores
   void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);
   [[noreturn]] void no_kernel(const graph::Node& n, const std::string& why) const;
 };

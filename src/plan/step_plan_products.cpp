@@ -1,6 +1,7 @@
 // The products of a step: one GEMV, GEMM or matmul per product, the merged decode products
 // (merged_products, gate_up_swiglu), and the mixture of experts.
 #include "kernels/elementwise_launch.h"
+#include "kernels/gemm_f16_launch.h"
 #include "kernels/gemm_launch.h"
 #include "kernels/gemv_launch.h"
 #include "kernels/gemv_multi_launch.h"
@@ -42,12 +43,28 @@ bool StepPlan::Builder::reads_quantized(const graph::Node& product) const {
   const graph::Tensor& wt = g.tensor(product.args[1].tensor);
   if (wt.role != graph::Role::constant) return false;
   const int64_t rows = numel(x) / x.shape.back();
-  return rows <= kGemvRows || k::gemm_supports(weight_of(m, wt).type);
+  return rows <= kGemvRows || (k::gemm_supports(weight_of(m, wt).type) && !reads_half(product));
 }
 
-// One product: the GEMV (a few rows), the int8 GEMM or the f32 matmul (a chunk). `quantize`: this
-// launch first makes the int8 form of its input (no producer or earlier product made it); the form
-// is in the group's scratch slot 0.
+// A chunk's product under the int8 contracts on f16 tensor cores (gemm_f16_launch.h: x and the
+// dequantized weights rounded to f16, ~3e-4 of max|y|, inside the contracts' end-to-end bound) where
+// it takes the format, unless LATHE_PREFILL_GEMM=int8 keeps the int8 GEMM (for measurements).
+bool StepPlan::Builder::reads_half(const graph::Node& product) const {
+  static const bool int8_gemm = [] {
+    const char* v = std::getenv("LATHE_PREFILL_GEMM");
+    return v && std::string(v) == "int8";
+  }();
+  if (int8_gemm || product.kind != OpKind::product || o.activations == k::Activations::f32) return false;
+  const graph::Tensor& x = g.tensor(product.args[0].tensor);
+  const graph::Tensor& wt = g.tensor(product.args[1].tensor);
+  if (wt.role != graph::Role::constant) return false;
+  const int64_t rows = numel(x) / x.shape.back();
+  return rows > kGemvRows && k::gemm_f16_supports(weight_of(m, wt).type);
+}
+
+// One product: the GEMV (a few rows), the f16 or int8 GEMM or the f32 matmul (a chunk). `quantize`:
+// this launch first makes the form of its input the product reads (int8, or f16 for the f16 GEMM; no
+// producer or earlier product made it); the form is in the group's scratch slot 0.
 void StepPlan::Builder::emit_product(const graph::Node& n, int gi, bool quantize) {
   const graph::Tensor& x = g.tensor(n.args[0].tensor);
   const graph::Tensor& wt = g.tensor(n.args[1].tensor);
@@ -57,6 +74,14 @@ void StepPlan::Builder::emit_product(const graph::Node& n, int gi, bool quantize
   const CUdeviceptr xp = ptr(x.id), y = ptr(n.output);
   const k::Activations a = o.activations;
   const std::string shape = fmt::format("{} [{} x {}] . [{} x {}]^T", ggml_type_name(w.type), rows, kk, w.n_out, kk);
+  if (reads_half(n)) {
+    const CUdeviceptr h = scratch_ptr(gi, 0);
+    add(fmt::format("gemm f16 {}", shape), n, [=](CUstream s) {
+      if (quantize) k::convert_to_f16(xp, rows * kk, h, s);
+      k::gemm_f16(w, h, rows, y, s);
+    });
+    return;
+  }
   if (!reads_quantized(n)) {
     if (rows > kGemvRows)
       add("matmul " + shape, n, [=](CUstream s) { k::matmul(w, xp, rows, y, s); });
