@@ -43,6 +43,7 @@ using namespace test;
 
 constexpr double kBoundRebuilt = 1e-4;
 constexpr double kBoundWeights = 4e-6;
+constexpr double kBoundLogits = 1e-5;  // f32 router product vs the interpreter's, of max|logit|
 double bound_end_to_end(Activations a) { return a == Activations::int8x2 ? 2e-3 : 3e-2; }  // ~max/64516, max/254 a value
 
 struct Shape {
@@ -132,7 +133,7 @@ void product_terms(const MatrixRef& w, const float* x, std::vector<double>& y, s
 
 struct Errors {
   bool ids_ok = true, group_ok = true, mixture_ids_ok = true, repeat_ok = true;
-  double weights = 0, gate_up = 0, down = 0, mixture = 0;
+  double weights = 0, logits = 0, gate_up = 0, down = 0, mixture = 0;
   int64_t tiles = 0, near_ties = 0;
 };
 
@@ -161,7 +162,7 @@ Errors check_chunk(const Layer& l, Activations a, int64_t rows, std::mt19937& rn
     }
   }
   // grouping
-  const int bm = moe_prefill_row_tile(rows, kk, ne);
+  const int bm = moe_prefill_row_tile(rows, kk, ne, a);
   const MoeGrouping ref = moe_group_reference(ids, rows, kk, ne, bm);
   const MoeGroupView v = moe_group_view(c.group.ptr(), rows, kk, ne);
   std::vector<int32_t> got(static_cast<size_t>(moe_group_bytes(rows, kk, ne) / 4));
@@ -178,9 +179,9 @@ Errors check_chunk(const Layer& l, Activations a, int64_t rows, std::mt19937& rn
   quantize_activations(c.x.ptr(), rows, n, a, xq.ptr(), s.handle());
   s.synchronize();
   const std::vector<float> xh = rebuilt_x(download<uint8_t>(xq, xq.bytes()), rows, n, a);
-  // sampled rows: all of a small chunk, else 32 spread over it
+  // sampled rows: all of a small chunk, else 16 spread over it
   std::vector<int64_t> sample;
-  for (int64_t r = 0; r < rows; r += std::max<int64_t>(1, rows / 32)) sample.push_back(r);
+  for (int64_t r = 0; r < rows; r += std::max<int64_t>(1, rows / 16)) sample.push_back(r);
   const MatrixRef gate = l.ref(l.gate, l.type, ff, n, ne), up = l.ref(l.up, l.type, ff, n, ne);
   const MatrixRef down = l.ref(l.down, l.type, n, ff, ne);
   double gu_err = 0, gu_scale = 0, d_err = 0, d_scale = 0;
@@ -222,12 +223,16 @@ Errors check_chunk(const Layer& l, Activations a, int64_t rows, std::mt19937& rn
   const MatrixRef router = l.ref(l.router, GgmlType::F32, ne, n, 1);
   const Tensor mix = lathe::mixture(xt, router, gate, up, down, opt);
   const Tensor cl = lathe::product(xt, router);
-  double m_err = 0, m_scale = 0;
+  double m_err = 0, m_scale = 0, l_err = 0, l_scale = 0;
   for (int64_t i = 0; i < ns; ++i) {
     const int64_t r = sample[static_cast<size_t>(i)];
     std::vector<int32_t> ci;
     std::vector<float> cw;
     const float* lr = cl.row(i);
+    for (int64_t j = 0; j < ne; ++j) {
+      l_err = std::max(l_err, std::abs(double(lr[j]) - logits[r * ne + j]));
+      l_scale = std::max(l_scale, std::abs(double(lr[j])));
+    }
     lathe::route_top_k({lr, static_cast<size_t>(ne)}, opt, ci, cw);
     if (!std::equal(ci.begin(), ci.end(), ids.begin() + r * kk)) {
       std::vector<float> sorted(lr, lr + ne);
@@ -246,6 +251,7 @@ Errors check_chunk(const Layer& l, Activations a, int64_t rows, std::mt19937& rn
     }
   }
   e.mixture = m_scale > 0 ? m_err / m_scale : 0;
+  e.logits = l_err / l_scale;
   run_chunk(l, a, rows, c, s);
   e.repeat_ok = download<float>(c.out, rows * n) == out;
   return e;
@@ -260,14 +266,15 @@ void check_and_print(const Layer& l, int64_t rows, const std::string& label, std
                              std::string(activations_name(a));
     EXPECT_TRUE(e.ids_ok) << what;
     EXPECT_LE(e.weights, kBoundWeights) << what;
+    EXPECT_LE(e.logits, kBoundLogits) << what;
     EXPECT_TRUE(e.group_ok) << what;
     EXPECT_LE(e.gate_up, kBoundRebuilt) << what;
     EXPECT_LE(e.down, kBoundRebuilt) << what;
     EXPECT_LE(e.mixture, bound_end_to_end(a)) << what;
     EXPECT_TRUE(e.mixture_ids_ok) << what;
     EXPECT_TRUE(e.repeat_ok) << what;
-    std::printf("  %-44s tiles %4lld group %s gate/up %.1e down %.1e mixture %.1e (bound %.0e) ties %lld %s\n",
-                what.c_str(), static_cast<long long>(e.tiles), e.group_ok ? "ok" : "DIFFERS", e.gate_up, e.down,
+    std::printf("  %-44s tiles %4lld group %s logits %.1e gate/up %.1e down %.1e mixture %.1e (bound %.0e) ties %lld %s\n",
+                what.c_str(), static_cast<long long>(e.tiles), e.group_ok ? "ok" : "DIFFERS", e.logits, e.gate_up, e.down,
                 e.mixture, bound_end_to_end(a), static_cast<long long>(e.near_ties),
                 e.ids_ok && e.repeat_ok && e.mixture_ids_ok ? "ok" : "FAIL");
   }
@@ -321,17 +328,23 @@ TEST(MoePrefillGpu, MatchesInterpreter) {
   {
     const Layer big = make_layer(GgmlType::Q8_0, {2048, 768, 128, 8}, 0, rng);
     for (int64_t rows : {16, 100, 512}) check_and_print(big, rows, "", rng, s);
+    set_moe_prefill_stages(1);
+    check_and_print(big, 512, "1 stage", rng, s);
+    set_moe_prefill_stages(0);
   }
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
     const Layer l = make_layer(t, {512, 256, 64, 6}, 0, rng);
     for (int64_t rows : {9, 77}) check_and_print(l, rows, "", rng, s);
   }
   const Layer ragged = make_layer(GgmlType::Q8_0, {160, 96, 10, 3}, 0, rng);  // partial k-tiles and n-tiles
-  for (int bm : {32, 64}) {
-    set_moe_prefill_row_tile(bm);
-    for (int64_t rows : {9, 37, 200}) check_and_print(ragged, rows, "bm " + std::to_string(bm), rng, s);
+  for (int bm : {32, 64, 1}) {  // 1: 32 rows, one stage
+    set_moe_prefill_row_tile(bm == 1 ? 32 : bm);
+    set_moe_prefill_stages(bm == 1 ? 1 : 2);
+    for (int64_t rows : {9, 37, 200})
+      check_and_print(ragged, rows, bm == 1 ? "1 stage" : "bm " + std::to_string(bm), rng, s);
   }
   set_moe_prefill_row_tile(0);
+  set_moe_prefill_stages(0);
   for (int pattern : {1, 2}) {
     const Layer l = make_layer(GgmlType::Q8_0, {256, 128, 16, 4}, pattern, rng);
     check_and_print(l, 100, "ties " + std::to_string(pattern), rng, s);
@@ -352,8 +365,10 @@ TEST(MoePrefillGpu, Timing) {
   std::printf("mixture prefill, qwen3-30b-a3b layer, %lld rows, q8_0: us (TOPS of the expert products)\n",
               static_cast<long long>(rows));
   for (Activations a : {Activations::int8, Activations::int8x2})
-    for (int bm : {32, 64}) {
+    for (int variant : {32, 64, 1}) {  // 1: 32 rows, one stage
+      const int bm = variant == 1 ? 32 : variant;
       set_moe_prefill_row_tile(bm);
+      set_moe_prefill_stages(variant == 1 ? 1 : 2);
       const Chunk c = make_chunk(sh, rows, a, random_values(rows * sh.n_embd, rng));
       const MoePrefillScratch sc = c.scratch();
       std::vector<std::pair<std::string, std::function<void(CUstream)>>> stages = {
@@ -361,8 +376,12 @@ TEST(MoePrefillGpu, Timing) {
              moe_prefill(l.router_w(), l.gate_w(), l.up_w(), l.down_w(), a, c.x.ptr(), rows, sh.top_k, true,
                          c.out.ptr(), sc, st);
            }},
-          {"router", [&](CUstream st) {
+          {"router (matmul)", [&](CUstream st) {
              matmul(l.router_w(), c.x.ptr(), rows, sc.logits, st);
+             route_top_k(sc.ids, sc.weights, sc.logits, rows, sh.n_expert, sh.top_k, true, st);
+           }},
+          {"router", [&](CUstream st) {
+             moe_router_logits(l.router_w(), c.x.ptr(), rows, sc.logits, st);
              route_top_k(sc.ids, sc.weights, sc.logits, rows, sh.n_expert, sh.top_k, true, st);
            }},
           {"group", [&](CUstream st) { moe_group(sc.ids, rows, sh.top_k, sh.n_expert, bm, sc.group, st); }},
@@ -401,10 +420,12 @@ TEST(MoePrefillGpu, Timing) {
         line += buf;
       }
       const auto tiles = download<int32_t>(c.group, static_cast<size_t>(moe_group_bytes(rows, sh.top_k, sh.n_expert) / 4));
-      std::printf("  %-6s bm %d:%s; tiles %d\n", std::string(activations_name(a)).c_str(), bm, line.c_str(),
+      std::printf("  %-6s bm %d%s:%s; tiles %d\n", std::string(activations_name(a)).c_str(), bm,
+                  variant == 1 ? " 1 stage" : "", line.c_str(),
                   tiles[(moe_group_view(c.group.ptr(), rows, sh.top_k, sh.n_expert).n_tiles - c.group.ptr()) / 4]);
     }
   set_moe_prefill_row_tile(0);
+  set_moe_prefill_stages(0);
 }
 
 }  // namespace

@@ -6,14 +6,15 @@
 //   gate_up (NMAT 2): h[p0 + i][o] = silu(gate_e[o] . x^_src) * (up_e[o] . x^_src), src the row of
 //                     pair pair_of[p0 + i] (= r * top_k + j, so row r): x^ is read in place, gathered.
 //   down (NMAT 1):    y[p0 + i][o] = down_e[o] . h^[p0 + i] (h^ already in grouped order).
-// The k-loop is gemm_int8.cuh's (two cp.async stages of raw weight lines, activation levels and block
-// scales; the block unpacks each matrix's tile with gemm_blocks.cuh's unpackers; 8 warps, 2 along
+// The k-loop is gemm_int8.cuh's (S cp.async stages of raw weight lines, activation levels and block
+// scales: S = 2 overlaps the next tile's loads with this one's work inside a block; S = 1 leaves
+// that to a second block on the SM (half the shared memory, <= 128 registers); the block unpacks each matrix's tile with gemm_blocks.cuh's unpackers; 8 warps, 2 along
 // rows x 4 along outputs, run lathe_gemm_kstep per 32-value block), so every output's terms and their
 // order are those of gemm_quantized: the int32 sums of a block are exact, scaled in f32.
 
 #define LATHE_MOE_GEMM_THREADS 256
 
-template <class F, bool X2, int BM, int BN, int NMAT>
+template <class F, bool X2, int BM, int BN, int NMAT, int S>
 struct LatheMoeGemmLayout {
   static constexpr int w_stride = (F::lines | 1) * 16;
   static constexpr int w_bytes = NMAT * BN * w_stride;
@@ -21,17 +22,17 @@ struct LatheMoeGemmLayout {
   static constexpr int ds_bytes = BM * 128;
   static constexpr int stage_bytes = w_bytes + x_bytes * (X2 ? 2 : 1) + ds_bytes;
   static constexpr int unpacked_bytes = BN * 256 + BN * 32 * 2 + BN * 16;  // one matrix
-  static constexpr int unpacked_at = 2 * stage_bytes;
+  static constexpr int unpacked_at = S * stage_bytes;
   static constexpr int src_at = unpacked_at + NMAT * unpacked_bytes;
   static constexpr int total = src_at + BM * 4;  // moe_prefill_launch.cpp mirrors this
 };
 
-template <class F, bool X2, int BM, int BN, int NMAT>
+template <class F, bool X2, int BM, int BN, int NMAT, int S>
 __device__ __forceinline__ void lathe_moe_gemm_load(uint8_t* stage, const uint8_t* w0, const uint8_t* w1,
                                                     long long row_bytes, long long wbase, const int8_t* q1,
                                                     const int8_t* q2, const float4* ds, const int* src, int n_rows,
                                                     int k, int n_out, int n0, int kt) {
-  typedef LatheMoeGemmLayout<F, X2, BM, BN, NMAT> L;
+  typedef LatheMoeGemmLayout<F, X2, BM, BN, NMAT, S> L;
   const int t = threadIdx.x;
   const int n_blocks = min(8, (k >> 5) - kt * 8);
   const int need = F::tile_bytes == 272 ? 34 * n_blocks : F::tile_bytes;
@@ -60,13 +61,13 @@ __device__ __forceinline__ void lathe_moe_gemm_load(uint8_t* stage, const uint8_
   }
 }
 
-template <class F, bool X2, int BM, int BN, int NMAT>
+template <class F, bool X2, int BM, int BN, int NMAT, int S>
 __device__ __forceinline__ void lathe_moe_gemm_body(const uint8_t* w0, const uint8_t* w1, long long row_bytes,
                                                     long long expert_bytes, const int8_t* q1, const int8_t* q2,
                                                     const float4* ds, const int* pair_of, int top_k,
                                                     const int4* tiles, const int* n_tiles, float* y, int k,
                                                     int n_out) {
-  typedef LatheMoeGemmLayout<F, X2, BM, BN, NMAT> L;
+  typedef LatheMoeGemmLayout<F, X2, BM, BN, NMAT, S> L;
   constexpr int MT = BM / 32, NT = BN / 32;
   if (static_cast<int>(blockIdx.x) >= n_tiles[0]) return;  // surplus block of the worst-case grid
   const int4 tile = tiles[blockIdx.x];
@@ -93,16 +94,23 @@ __device__ __forceinline__ void lathe_moe_gemm_body(const uint8_t* w0, const uin
 #pragma unroll
   for (int m = 0; m < NMAT; ++m) lathe_gemm_zero(acc[m]);
 
-  lathe_moe_gemm_load<F, X2, BM, BN, NMAT>(smem, w0, w1, row_bytes, wbase, q1, q2, ds, src, n_rows, k, n_out, n0, 0);
+  lathe_moe_gemm_load<F, X2, BM, BN, NMAT, S>(smem, w0, w1, row_bytes, wbase, q1, q2, ds, src, n_rows, k, n_out, n0, 0);
   lathe_gemm_commit();
   for (int kt = 0; kt < n_tiles_k; ++kt) {
-    uint8_t* stage = smem + (kt & 1) * L::stage_bytes;
+    uint8_t* stage = smem + (S == 2 ? (kt & 1) * L::stage_bytes : 0);
+    if (S == 1 && kt > 0) {  // the barrier ending tile kt - 1 freed the one stage
+      lathe_moe_gemm_load<F, X2, BM, BN, NMAT, S>(smem, w0, w1, row_bytes, wbase, q1, q2, ds, src, n_rows, k, n_out,
+                                                  n0, kt);
+      lathe_gemm_commit();
+    }
     lathe_gemm_wait_all();
     __syncthreads();  // tile kt is in; every warp is done with tile kt - 1
-    if (kt + 1 < n_tiles_k)
-      lathe_moe_gemm_load<F, X2, BM, BN, NMAT>(smem + ((kt + 1) & 1) * L::stage_bytes, w0, w1, row_bytes, wbase, q1,
-                                               q2, ds, src, n_rows, k, n_out, n0, kt + 1);
-    lathe_gemm_commit();
+    if (S == 2) {
+      if (kt + 1 < n_tiles_k)
+        lathe_moe_gemm_load<F, X2, BM, BN, NMAT, S>(smem + ((kt + 1) & 1) * L::stage_bytes, w0, w1, row_bytes, wbase,
+                                                    q1, q2, ds, src, n_rows, k, n_out, n0, kt + 1);
+      lathe_gemm_commit();
+    }
     {
       const int n_blocks = min(8, (k >> 5) - kt * 8);
 #pragma unroll
@@ -141,6 +149,7 @@ __device__ __forceinline__ void lathe_moe_gemm_body(const uint8_t* w0, const uin
         lathe_gemm_kstep<F, X2, MT, NT, BN>(acc[m], kk, u[m].levels, u[m].scale, u[m].minus, u[m].sub, xs1, xs2, wm0,
                                             wn0, lane, dx_of);
     }
+    if (S == 1) __syncthreads();  // every warp is done with the stage and the unpacked tile
   }
   const int tq = lane & 3;
 #pragma unroll
@@ -157,26 +166,31 @@ __device__ __forceinline__ void lathe_moe_gemm_body(const uint8_t* w0, const uin
       }
 }
 
-#define LATHE_MOE_GEMM_KERNEL(WHAT, NMAT, BN, FMT, CONTRACT, X2, BM)                                               \
-  extern "C" __global__ void __launch_bounds__(LATHE_MOE_GEMM_THREADS, 1)                                          \
-      lathe_moe_grouped_##WHAT##_##FMT##_##CONTRACT##_##BM(                                                        \
+#define LATHE_MOE_GEMM_KERNEL(WHAT, NMAT, BN, FMT, CONTRACT, X2, BM, S, BLOCKS, SUFFIX)                          \
+  extern "C" __global__ void __launch_bounds__(LATHE_MOE_GEMM_THREADS, BLOCKS)                                     \
+      lathe_moe_grouped_##WHAT##_##FMT##_##CONTRACT##_##BM##SUFFIX(                                                \
           const uint8_t* w0, const uint8_t* w1, long long row_bytes, long long expert_bytes, const int8_t* q1,      \
           const int8_t* q2, const float4* ds, const int* pair_of, int top_k, const int4* tiles, const int* n_tiles, \
           float* y, int k, int n_out) {                                                                            \
     lathe_pdl_entry();                                                                                             \
-    lathe_moe_gemm_body<lathe_gemm_##FMT, X2, BM, BN, NMAT>(w0, w1, row_bytes, expert_bytes, q1, q2, ds, pair_of,  \
-                                                            top_k, tiles, n_tiles, y, k, n_out);                   \
+    lathe_moe_gemm_body<lathe_gemm_##FMT, X2, BM, BN, NMAT, S>(w0, w1, row_bytes, expert_bytes, q1, q2, ds,         \
+                                                               pair_of, top_k, tiles, n_tiles, y, k, n_out);       \
   }
 
-#define LATHE_MOE_GEMM_FORMAT(FMT)                          \
-  LATHE_MOE_GEMM_KERNEL(gate_up, 2, 64, FMT, int8, false, 32)   \
-  LATHE_MOE_GEMM_KERNEL(gate_up, 2, 64, FMT, int8, false, 64)   \
-  LATHE_MOE_GEMM_KERNEL(gate_up, 2, 64, FMT, int8x2, true, 32)  \
-  LATHE_MOE_GEMM_KERNEL(gate_up, 2, 64, FMT, int8x2, true, 64)  \
-  LATHE_MOE_GEMM_KERNEL(down, 1, 128, FMT, int8, false, 32)     \
-  LATHE_MOE_GEMM_KERNEL(down, 1, 128, FMT, int8, false, 64)     \
-  LATHE_MOE_GEMM_KERNEL(down, 1, 128, FMT, int8x2, true, 32)    \
-  LATHE_MOE_GEMM_KERNEL(down, 1, 128, FMT, int8x2, true, 64)
+// Two-stage kernels at 32 and 64 rows; single-stage ones (two blocks an SM) at 32 rows.
+#define LATHE_MOE_GEMM_FORMAT(FMT)                                    \
+  LATHE_MOE_GEMM_KERNEL(gate_up, 2, 64, FMT, int8, false, 32, 2, 1, )   \
+  LATHE_MOE_GEMM_KERNEL(gate_up, 2, 64, FMT, int8, false, 64, 2, 1, )   \
+  LATHE_MOE_GEMM_KERNEL(gate_up, 2, 64, FMT, int8x2, true, 32, 2, 1, )  \
+  LATHE_MOE_GEMM_KERNEL(gate_up, 2, 64, FMT, int8x2, true, 64, 2, 1, )  \
+  LATHE_MOE_GEMM_KERNEL(down, 1, 128, FMT, int8, false, 32, 2, 1, )     \
+  LATHE_MOE_GEMM_KERNEL(down, 1, 128, FMT, int8, false, 64, 2, 1, )     \
+  LATHE_MOE_GEMM_KERNEL(down, 1, 128, FMT, int8x2, true, 32, 2, 1, )    \
+  LATHE_MOE_GEMM_KERNEL(down, 1, 128, FMT, int8x2, true, 64, 2, 1, )    \
+  LATHE_MOE_GEMM_KERNEL(gate_up, 2, 64, FMT, int8, false, 32, 1, 2, _1s) \
+  LATHE_MOE_GEMM_KERNEL(gate_up, 2, 64, FMT, int8x2, true, 32, 1, 2, _1s) \
+  LATHE_MOE_GEMM_KERNEL(down, 1, 128, FMT, int8, false, 32, 1, 2, _1s)  \
+  LATHE_MOE_GEMM_KERNEL(down, 1, 128, FMT, int8x2, true, 32, 1, 2, _1s)
 
 LATHE_MOE_GEMM_FORMAT(q8_0)
 LATHE_MOE_GEMM_FORMAT(q4_k)

@@ -25,8 +25,8 @@
 namespace lathe::kernels {
 
 // Rows of the grouped products' row tile (BM) for a chunk: 64 when the pairs an expert gets on
-// average fill it, else 32. Depends on shapes only.
-int moe_prefill_row_tile(int64_t rows, int64_t top_k, int64_t n_expert);
+// average fill 32 (int8) or 64 (int8x2) of them, else 32. Depends on shapes only.
+int moe_prefill_row_tile(int64_t rows, int64_t top_k, int64_t n_expert, Activations a);
 
 // The most tiles of bm pairs a routing of P pairs over E experts can need:
 // sum_e ceil(c_e / bm) <= (P + min(E, P) (bm - 1)) / bm.
@@ -65,7 +65,11 @@ void moe_grouped_down(const WeightMatrix& down, Activations a, CUdeviceptr h_q, 
 void moe_combine(CUdeviceptr y, int64_t rows, int64_t top_k, int64_t n_expert, int64_t n_out, CUdeviceptr group,
                  CUdeviceptr weights, CUdeviceptr out, CUstream stream);
 
-// ---- the whole mixture of a chunk: router (f32 matmul, route_top_k), x^, grouping, gate/up/SwiGLU,
+// ---- the router's logits [rows][E] f32 = x . router^T in f32: an f32 router takes
+// lathe_moe_router_f32 (32 rows x 32 experts a block), any other format matmul.
+void moe_router_logits(const WeightMatrix& router, CUdeviceptr x, int64_t rows, CUdeviceptr logits, CUstream stream);
+
+// ---- the whole mixture of a chunk: router (moe_router_logits, route_top_k), x^, grouping, gate/up/SwiGLU,
 // h^, down, combine. x, out: f32 [rows][n_embd], 16-byte aligned; out fully written.
 struct MoePrefillScratch {
   CUdeviceptr logits = 0;   // f32 [rows][E]
@@ -88,5 +92,9 @@ void moe_prefill(const WeightMatrix& router, const WeightMatrix& gate, const Wei
 
 // Forces the row tile (32 or 64; 0 restores the rule), for measurements. Not thread-safe.
 void set_moe_prefill_row_tile(int bm);
+// Forces the grouped products' stages at 32-row tiles (2: the next k-tile loads while a block works;
+// 1: half the shared memory, two blocks an SM; 0: the rule, 2 unless LATHE_MOE_STAGES=1). Not
+// thread-safe.
+void set_moe_prefill_stages(int stages);
 
 }  // namespace lathe::kernels
