@@ -8,6 +8,7 @@
 #include "kernels/cache_launch.h"
 #include "kernels/elementwise_launch.h"
 #include "kernels/gemv_launch.h"
+#include "kernels/moe_prefill_launch.h"
 #include "kernels/norm_launch.h"
 #include "kernels/rope_launch.h"
 #include "lang/op_table.h"
@@ -138,13 +139,24 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
     const graph::Tensor& gate = g.tensor(ex->args[0].tensor);
     const int64_t rows = x.shape[0], kk = static_cast<int64_t>(n.args[0].number);
     const int64_t n_expert = gate.shape[0], ff = gate.shape[1], embd = x.shape[1];
+    // A chunk under an int8 contract grouped by expert (emit_mixture asks the same question): up's slot
+    // holds the down product's [rows * k][embd] output, then the x^ / h^ slot and the grouping.
+    const bool grouped =
+        rows > kGemvRows &&
+        k::moe_prefill_applies(weight_of(m, gate), weight_of(m, g.tensor(ex->args[1].tensor)),
+                               weight_of(m, g.tensor(ex->args[2].tensor)), o.activations, kk);
     out.push_back(scratch(gi, rows * n_expert * 4));            // router logits
     out.push_back(scratch(gi, rows * kk * 4));                  // expert ids
     out.push_back(scratch(gi, rows * kk * 4));                  // expert weights
-    out.push_back(scratch(gi, rows * kk * ff * 4));             // gate
-    out.push_back(scratch(gi, rows * kk * ff * 4));             // up
-    out.push_back(scratch(gi, std::max(gemv_quantized_bytes(std::min(rows, kGemvRows), embd, o.activations),
-                                       gemv_quantized_bytes(std::min(rows, kGemvRows) * kk, ff, o.activations))));
+    out.push_back(scratch(gi, rows * kk * ff * 4));             // gate (grouped: h)
+    out.push_back(scratch(gi, rows * kk * (grouped ? std::max(ff, embd) : ff) * 4));  // up (grouped: down's y)
+    if (grouped) {
+      out.push_back(scratch(gi, k::moe_prefill_quantized_bytes(rows, kk, embd, ff, o.activations)));
+      out.push_back(scratch(gi, k::moe_group_bytes(rows, kk, n_expert)));
+    } else {
+      out.push_back(scratch(gi, std::max(gemv_quantized_bytes(std::min(rows, kGemvRows), embd, o.activations),
+                                         gemv_quantized_bytes(std::min(rows, kGemvRows) * kk, ff, o.activations))));
+    }
   } else if (n.kind == OpKind::argmax) {
     const graph::Tensor& x = g.tensor(n.args[0].tensor);
     const size_t bytes = k::argmax_workspace_bytes(x.shape[0], x.shape.back());

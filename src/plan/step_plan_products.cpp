@@ -6,6 +6,7 @@
 #include "kernels/gemv_launch.h"
 #include "kernels/gemv_multi_launch.h"
 #include "kernels/moe_launch.h"
+#include "kernels/moe_prefill_launch.h"
 #include "kernels/route_launch.h"
 #include "plan/step_plan_ops.h"
 
@@ -157,9 +158,10 @@ void StepPlan::Builder::emit_merged(int gi) {
   }
 }
 
-// The mixture, 8 rows at a time: the f32 router product, top-k, the experts' gate and up products,
-// SwiGLU, the down product with the weighted combine (the int8 forms made between). Chunks of more
-// rows run the f32 contract (no grouped GEMM yet). With LATHE_MOE_KERNELS=1, a step of at most 8 rows
+// The mixture. A chunk of more than 8 rows under an int8 contract whose formats the grouped products
+// read: grouped by expert (moe_prefill). Otherwise 8 rows at a time: the f32 router product, top-k,
+// the experts' gate and up products, SwiGLU, the down product with the weighted combine (the int8
+// forms made between); such chunks of more rows run the f32 contract. With LATHE_MOE_KERNELS=1, a step of at most 8 rows
 // under an int8 contract runs it as three kernels (router and top-k; gate, up and SwiGLU; down and
 // combine) where their launchers take the shapes without falling back (a fallback allocates scratch,
 // which a captured graph cannot).
@@ -178,6 +180,17 @@ void StepPlan::Builder::emit_mixture(int gi) {
   const CUdeviceptr xp = ptr(x.id), out = ptr(n.output);
   const CUdeviceptr logits = scratch_ptr(gi, 0), ids = scratch_ptr(gi, 1), wts = scratch_ptr(gi, 2);
   const CUdeviceptr gbuf = scratch_ptr(gi, 3), ubuf = scratch_ptr(gi, 4), q = scratch_ptr(gi, 5);
+  if (rows > kGemvRows && k::moe_prefill_applies(gate, up, down, o.activations, top_k)) {
+    // A chunk under an int8 contract: pairs grouped by expert, one grouped launch per projection
+    // (moe_prefill_launch.h); scratch_for sized slot 4 for down's output and added the grouping.
+    const k::Activations ga = o.activations;
+    const k::MoePrefillScratch sc{logits, ids, wts, gbuf, ubuf, q, scratch_ptr(gi, 6)};
+    add(fmt::format("mixture grouped by expert, {} of {} experts {} [{} x {}] ff {} {}", top_k, n_expert,
+                    ggml_type_name(gate.type), rows, embd, ff, k::activations_name(ga)), n, [=](CUstream s) {
+      k::moe_prefill(router, gate, up, down, ga, xp, rows, top_k, renorm, out, sc, s);
+    });
+    return;
+  }
   const k::Activations a = rows > kGemvRows ? k::Activations::f32 : o.activations;
   if (moe_kernels_opted_in() && a != k::Activations::f32 && k::moe_route_applies(router, rows, top_k) &&
       k::moe_gate_up_applies(gate, up, a, top_k) && k::moe_down_applies(down, a, top_k)) {
