@@ -64,11 +64,14 @@ bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CU
 // measurements and tests that compare the two. Not thread-safe against concurrent gemv calls.
 void set_decode_gemv_enabled(bool enabled);
 
-// The decode products' requests made before the programmatic-launch wait (their `early` argument):
-// 0 waits first; 1 + P asks for the cp.async ring's first chunks and P more chunks a warp of L2
-// (P <= 31) while the kernel before still runs. LATHE_DECODE_PREFETCH=P sets P (default 8), =off
-// waits first. Read once.
-int decode_early_requests();
+// The decode products' requests made before the programmatic-launch wait (their `early` argument),
+// for a launch reading `weight_bytes` of matrices: 0 waits first; 1 + P asks for the cp.async ring's
+// first chunks and P more chunks a warp of L2 (P <= 31) while the kernel before still runs. P = 8
+// where the matrices take at most 24 MB (less than half the L2), else 0: on the H200 (tg128,
+// 2026-11-29) the L2 requests took qwen3-0.6b from 843 to 919 tok/s but qwen3-8b, whose products
+// stream more than L2 holds, from 277 to 258; the ring's early requests alone gave 8b 269 -> 277.
+// LATHE_DECODE_PREFETCH=P forces P for every launch, =off waits first. The setting is read once.
+int decode_early_requests(int64_t weight_bytes);
 
 // ---- GEMV over experts (mixtures). W is a stack [n_expert][n_out][k]; ids [n_rows][top_k] int32 on
 // the device, each in [0, n_expert) (not checked on the device).

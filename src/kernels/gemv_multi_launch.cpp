@@ -113,7 +113,10 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
     rb[m] = lathe::row_bytes(w[m].type, w[m].k);
     n_out[m] = static_cast<int>(w[m].n_out);
   }
-  int b_mask = kc.b_mask, sw = swiglu ? 1 : 0, k = static_cast<int>(k64), early = g_early_weights ? decode_early_requests() : 0;
+  int64_t weight_bytes = 0;
+  for (int m = 0; m < n; ++m) weight_bytes += rb[m] * n_out[m];
+  int b_mask = kc.b_mask, sw = swiglu ? 1 : 0, k = static_cast<int>(k64);
+  int early = g_early_weights ? decode_early_requests(weight_bytes) : 0;
   CUdeviceptr xq = x;
   const unsigned shared = static_cast<unsigned>(merged_shared_bytes(k64, a));
   cuda::launch(kernel(kc.name), {blocks, 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
