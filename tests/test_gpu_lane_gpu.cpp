@@ -124,6 +124,37 @@ TEST(GpuLaneResidence, MatricesInPinnedHostMemoryGiveTheSameLogits) {
   }
 }
 
+// A prompt whose caller reads only the last row's logits runs the chunk's prompt variant (the output
+// product and argmax on the last row alone): its logits agree with the all-rows plan's last row
+// within the contract (a GEMV row against the chunk's GEMM) and with the interpreter.
+TEST(GpuLanePrompt, LastRowVariantAgreesWithAllRows) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  for (const std::string shape : {"qwen3-tiny", "llama-tiny"}) {
+    const std::string path = testing::TempDir() + "/lane-last-row-" + shape + ".gguf";
+    SynthOptions o;
+    o.shape = shape;
+    write_synthetic_checkpoint(o, path);
+    const GgufFile f = GgufFile::open(path);
+    GpuEngineOptions go;
+    go.n_ctx = 128;
+    go.max_chunk = 32;
+    GpuEngine e(f, go);
+    CpuEngine cpu(f, 128);
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 45; ++i) ids.push_back((i * 53 + 11) % 300);  // chunks of 32, 8, 4 and 1
+    const std::vector<float> last = e.run(ids, 0, false);
+    const std::vector<float> all = e.run(ids, 0, true);
+    const std::vector<float> all_last(all.end() - static_cast<long>(last.size()), all.end());
+    const std::vector<float> ref = cpu.run(ids, 0, false);
+    const double vs_all = normalized(last, all_last), vs_cpu = normalized(last, ref);
+    std::printf("[ lane ] %-13s prompt variant: vs all rows %.2e, vs interpreter %.2e\n", shape.c_str(), vs_all, vs_cpu);
+    EXPECT_LE(vs_all, 1e-3);
+    EXPECT_LE(vs_cpu, 2e-3);
+    EXPECT_NE(e.plan(32, true).describe().find("of the last row"), std::string::npos);
+  }
+}
+
 // Residence keeps StepPlan::estimate_bytes free for the steps before any plan exists: it must cover
 // the arena each plan then takes, for a decode row and a full chunk, dense and mixture.
 TEST(GpuLaneResidence, StepEstimateCoversThePlansArena) {

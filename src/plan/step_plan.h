@@ -25,6 +25,9 @@ namespace lathe::plan {
 struct PlanOptions {
   kernels::Activations activations = kernels::Activations::int8x2;
   std::set<std::string> held;  // fusion rules held back
+  // A prompt chunk whose caller reads the returned values (logits, next) of its last row only: the
+  // product that makes them and the argmax run on that row alone (the other rows' are not written).
+  bool last_row_outputs = false;
 };
 
 struct Launch {

@@ -379,6 +379,12 @@ void StepPlan::Builder::emit(int gi) {
       const graph::Tensor& x = g.tensor(n.args[0].tensor);
       const int64_t cols = x.shape.back(), rows = numel(x) / cols;
       const CUdeviceptr xp = ptr(x.id), out = ptr(n.output), ws = p.workspace_.ptr();
+      if (o.last_row_outputs && rows > 1 && g.tensor(n.output).role == graph::Role::output) {
+        const CUdeviceptr xl = xp + static_cast<CUdeviceptr>((rows - 1) * cols * 4), ol = out + static_cast<CUdeviceptr>((rows - 1) * 4);
+        add(fmt::format("argmax of the last row [{} x {}]", rows, cols), n,
+            [=](CUstream s) { k::argmax(ol, xl, 1, cols, ws, s); });
+        return;
+      }
       add(fmt::format("argmax [{} x {}]", rows, cols), n, [=](CUstream s) { k::argmax(out, xp, rows, cols, ws, s); });
       return;
     }

@@ -75,6 +75,20 @@ void StepPlan::Builder::emit_product(const graph::Node& n, int gi, bool quantize
   const CUdeviceptr xp = ptr(x.id), y = ptr(n.output);
   const k::Activations a = o.activations;
   const std::string shape = fmt::format("{} [{} x {}] . [{} x {}]^T", ggml_type_name(w.type), rows, kk, w.n_out, kk);
+  if (o.last_row_outputs && rows > 1 && g.tensor(n.output).role == graph::Role::output) {
+    // Only the last row's values are read: one GEMV row (the output's other rows are not written).
+    const CUdeviceptr xl = xp + static_cast<CUdeviceptr>((rows - 1) * kk * 4);
+    const CUdeviceptr yl = y + static_cast<CUdeviceptr>((rows - 1) * w.n_out * 4);
+    const CUdeviceptr q = group_scratch.at(static_cast<size_t>(gi)).empty() ? 0 : scratch_ptr(gi, 0);
+    const k::Activations la = q ? a : k::Activations::f32;  // the f32 contract has no form to quantize into
+    add(fmt::format("gemv {} of the last row {}", k::activations_name(la), shape), n, [=](CUstream s) {
+      if (la == k::Activations::f32) return k::gemv(w, la, xl, 1, yl, s);
+      if (k::gemv_quantizing_row(w, la, xl, yl, s)) return;
+      k::quantize_activations(xl, 1, kk, la, q, s);
+      k::gemv(w, la, q, 1, yl, s);
+    });
+    return;
+  }
   if (reads_half(n)) {
     const CUdeviceptr h = scratch_ptr(gi, 0);
     add(fmt::format("gemm f16 {}", shape), n, [=](CUstream s) {

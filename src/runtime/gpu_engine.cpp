@@ -31,7 +31,8 @@ GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : fi
   for (const graph::Tensor& t : decode.tensors)
     if (t.role == graph::Role::constant) constants.insert(t.checkpoint_name);
   plan::CacheShape caches{spec.n_layer, 1, options_.n_ctx, spec.n_head_kv, spec.head_dim};
-  const size_t reserve = plan::StepPlan::estimate_bytes(decode, caches) + plan::StepPlan::estimate_bytes(chunk, caches);
+  // Steps: the decode row, and a chunk in both variants (all rows' logits; the last row's).
+  const size_t reserve = plan::StepPlan::estimate_bytes(decode, caches) + 2 * plan::StepPlan::estimate_bytes(chunk, caches);
   model_ = std::make_unique<plan::DeviceModel>(file, constants, caches, reserve, options_.gpu_memory);
   stream_ = std::make_unique<cuda::Stream>();
 }
@@ -42,22 +43,27 @@ std::string GpuEngine::name() const {
   return fmt::format("gpu ({}, {})", cuda::Context::get().info().name, kernels::activations_name(options_.activations));
 }
 
-const plan::StepPlan& GpuEngine::plan(int64_t rows) { return mutable_plan(rows); }
+const plan::StepPlan& GpuEngine::plan(int64_t rows, bool last_row_outputs) {
+  return mutable_plan(rows, last_row_outputs);
+}
 
-plan::StepPlan& GpuEngine::mutable_plan(int64_t rows) {
-  auto it = plans_.find(rows);
+plan::StepPlan& GpuEngine::mutable_plan(int64_t rows, bool last_row_outputs) {
+  last_row_outputs = last_row_outputs && rows > 1;
+  auto it = plans_.find({rows, last_row_outputs});
   if (it != plans_.end()) return *it->second;
   const graph::Graph g = lift_cut(file_, program_, rows);
   plan::PlanOptions po;
   po.activations = options_.activations;
   po.held = options_.held;
-  return *plans_.emplace(rows, std::make_unique<plan::StepPlan>(g, *model_, po)).first->second;
+  po.last_row_outputs = last_row_outputs;
+  return *plans_.emplace(std::make_pair(rows, last_row_outputs), std::make_unique<plan::StepPlan>(g, *model_, po))
+              .first->second;
 }
 
 void GpuEngine::synchronize() { stream_->synchronize(); }
 
 std::vector<std::pair<std::string, double>> GpuEngine::profile(int64_t rows, int reps) {
-  plan::StepPlan& p = mutable_plan(rows);
+  plan::StepPlan& p = mutable_plan(rows, true);
   std::vector<int32_t> t(static_cast<size_t>(rows), 1), pos(static_cast<size_t>(rows)), seq(static_cast<size_t>(rows), 0);
   for (int64_t r = 0; r < rows; ++r) pos[static_cast<size_t>(r)] = static_cast<int32_t>(r);
   p.set_inputs(t, pos, seq, stream_->handle());
@@ -78,9 +84,9 @@ std::vector<std::pair<std::string, double>> GpuEngine::profile(int64_t rows, int
   return out;
 }
 
-void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start) {
+void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start, bool last_row_outputs) {
   const int64_t rows = static_cast<int64_t>(tokens.size());
-  plan::StepPlan& p = mutable_plan(rows);
+  plan::StepPlan& p = mutable_plan(rows, last_row_outputs);
   std::vector<int32_t> t(tokens.begin(), tokens.end()), pos(static_cast<size_t>(rows)), seq(static_cast<size_t>(rows), 0);
   for (int64_t r = 0; r < rows; ++r) {
     if (t[static_cast<size_t>(r)] < 0 || t[static_cast<size_t>(r)] >= n_vocab_)
@@ -108,9 +114,11 @@ void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start) {
 std::vector<float> GpuEngine::run(std::span<const int32_t> tokens, int64_t start, bool all_logits) {
   return run_in_chunks(tokens, start, all_logits, options_.n_ctx, options_.max_chunk, n_vocab_,
                        [this](std::span<const int32_t> chunk, int64_t at, int64_t want) {
-                         run_rows(chunk, at);
-                         return want > 0 ? plan(static_cast<int64_t>(chunk.size()))
-                                               .read_f32("logits", stream_->handle(), want * n_vocab_)
+                         // A chunk whose logits are read for its last row at most computes only that row's.
+                         const int64_t rows = static_cast<int64_t>(chunk.size());
+                         const bool last_row = want <= 1;
+                         run_rows(chunk, at, last_row);
+                         return want > 0 ? plan(rows, last_row).read_f32("logits", stream_->handle(), want * n_vocab_)
                                          : std::vector<float>();
                        });
 }

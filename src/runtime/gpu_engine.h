@@ -38,24 +38,26 @@ class GpuEngine : public Engine {
   int64_t n_vocab() const override { return n_vocab_; }
   std::string name() const override;
 
-  const plan::StepPlan& plan(int64_t rows);  // made on first use
+  // The step of `rows` rows, made on first use; last_row_outputs: the variant a prompt chunk runs
+  // when only its last row's logits are read (plan::PlanOptions).
+  const plan::StepPlan& plan(int64_t rows, bool last_row_outputs = false);
   // Times every launch of the `rows` step alone (synchronizing around each), `reps` times; returns
-  // the median milliseconds of each launch, in plan order.
+  // the median milliseconds of each launch, in plan order (a chunk: its prompt variant).
   std::vector<std::pair<std::string, double>> profile(int64_t rows, int reps);
   const plan::DeviceModel& device_model() const { return *model_; }
   const ModelProgram& program() const { return program_; }
   void synchronize();
 
  private:
-  void run_rows(std::span<const int32_t> tokens, int64_t start);
-  plan::StepPlan& mutable_plan(int64_t rows);
+  void run_rows(std::span<const int32_t> tokens, int64_t start, bool last_row_outputs = false);
+  plan::StepPlan& mutable_plan(int64_t rows, bool last_row_outputs = false);
 
   const GgufFile& file_;
   GpuEngineOptions options_;
   int64_t n_vocab_ = 0;
   ModelProgram program_;
   std::unique_ptr<plan::DeviceModel> model_;
-  std::map<int64_t, std::unique_ptr<plan::StepPlan>> plans_;
+  std::map<std::pair<int64_t, bool>, std::unique_ptr<plan::StepPlan>> plans_;  // (rows, last_row_outputs)
   std::unique_ptr<cuda::Stream> stream_;
   std::unique_ptr<cuda::CapturedGraph> decode_graph_;
 };
