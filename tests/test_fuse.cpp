@@ -51,12 +51,13 @@ TEST(Fuse, Qwen3DecodeGroups) {
   // add -> norm: attention output into the ffn norm (2), ffn output into the next layer's attention
   // norm (1) and into the output norm (1).
   EXPECT_EQ(all.count("add_norm"), 4);
-  EXPECT_EQ(all.count("qk_norm_rope"), 4);  // q and k of each layer
-  EXPECT_EQ(all.count("kv_append"), 2);     // one a layer
+  EXPECT_EQ(all.count("rope_append"), 2);  // q and k norms and ropes, the two appends: one a layer
+  EXPECT_EQ(all.count("qk_norm_rope"), 0);
+  EXPECT_EQ(all.count("kv_append"), 0);
   const fuse::FusionPlan no_add = fuse::fuse(g, {"add_norm"});
   expect_partition(g, no_add);
   EXPECT_EQ(no_add.count("add_norm"), 0);
-  EXPECT_EQ(no_add.count("qk_norm_rope"), 4);
+  EXPECT_EQ(no_add.count("rope_append"), 2);
   EXPECT_EQ(no_add.groups.size(), all.groups.size() + 4);
   EXPECT_EQ(all.count("gate_up_swiglu"), 2);   // one a layer
   EXPECT_EQ(all.count("merged_products"), 2);  // q, k and v of each layer
@@ -76,6 +77,36 @@ TEST(Fuse, Qwen3DecodeGroups) {
   expect_partition(g, no_gate_up);
   EXPECT_EQ(no_gate_up.count("merged_products"), 4);  // gate and up then merge as a pair
   EXPECT_EQ(no_gate_up.groups.size(), all.groups.size() + 2);
+}
+
+// rope_append takes a layer's q and k (norms and ropes) and both appends; held back, qk_norm_rope and
+// kv_append take them as before. Llama has no head norms: its group is the two ropes and appends.
+TEST(Fuse, RopeAndAppendsInOneGroup) {
+  const graph::Graph g = lift_shape("qwen3-tiny", "decode");
+  const fuse::FusionPlan all = fuse::fuse(g);
+  for (const fuse::Group& grp : all.groups) {
+    if (grp.rule != "rope_append") continue;
+    ASSERT_EQ(grp.nodes.size(), 6u);
+    std::vector<lang::OpKind> kinds;
+    for (int n : grp.nodes) kinds.push_back(g.nodes[static_cast<size_t>(n)].kind);
+    EXPECT_EQ(kinds, (std::vector<lang::OpKind>{lang::OpKind::rms_norm, lang::OpKind::rms_norm, lang::OpKind::rope,
+                                                lang::OpKind::rope, lang::OpKind::append_keys,
+                                                lang::OpKind::append_values}));
+  }
+  const fuse::FusionPlan held = fuse::fuse(g, {"rope_append"});
+  expect_partition(g, held);
+  EXPECT_EQ(held.count("rope_append"), 0);
+  EXPECT_EQ(held.count("qk_norm_rope"), 4);
+  EXPECT_EQ(held.count("kv_append"), 2);
+  EXPECT_EQ(held.groups.size(), all.groups.size() + 2 * 2);  // per layer 1 group -> qk, qk, kv
+  const graph::Graph llama = lift_shape("llama-tiny", "decode");
+  const fuse::FusionPlan ll = fuse::fuse(llama);
+  expect_partition(llama, ll);
+  EXPECT_EQ(ll.count("rope_append"), 2);
+  for (const fuse::Group& grp : ll.groups)
+    if (grp.rule == "rope_append") EXPECT_EQ(grp.nodes.size(), 4u);
+  const graph::Graph chunk = lift_shape("qwen3-tiny", "prefill:16");
+  EXPECT_EQ(fuse::fuse(chunk).count("rope_append"), 2);
 }
 
 // The names of the values a plan quantizes in their producers' epilogue.
@@ -138,6 +169,7 @@ TEST(Fuse, LlamaHasNoQkNorm) {
   const fuse::FusionPlan p = fuse::fuse(g);
   expect_partition(g, p);
   EXPECT_EQ(p.count("qk_norm_rope"), 0);
+  EXPECT_EQ(fuse::fuse(g, {"rope_append"}).count("qk_norm_rope"), 0);
   EXPECT_EQ(p.count("add_norm"), 4);
 }
 
@@ -147,7 +179,7 @@ TEST(Fuse, UnknownRuleIsRefusedByName) {
     fuse::fuse(g, {"add_nrom"});
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: add_norm, qk_norm_rope, kv_append, "
+    EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: add_norm, rope_append, qk_norm_rope, kv_append, "
                                          "gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue)"),
               std::string::npos) << e.what();
   }

@@ -11,6 +11,43 @@
 // blocks, each making the row's sines and cosines); dynamic shared memory
 //   (n_rot / 2) * 2 floats (the row's cosines and sines) + (blockDim.x / 32) * d floats (a head per warp).
 
+// One head of d values at xh, by one warp: RMS-normed (norm != 0; weight w or 1) and rotated in place
+// with the row's cosines and sines; when `cache` is given, the result also goes there as f16
+// (rounded to nearest even, as cache_append). buf: d floats of this warp's shared memory.
+__device__ __forceinline__ void lathe_rope_head(float* xh, int d, int half, int n_rot, int neox, const float* cos_t,
+                                                const float* sin_t, float* buf, const float* __restrict__ w,
+                                                int norm, float eps, __half* cache) {
+  const int lane = threadIdx.x & 31;
+  float inv = 1.0f;
+  if (norm) {
+    float sum = 0.0f;
+    for (int i = lane; i < d; i += 32) sum += xh[i] * xh[i];
+    inv = rsqrtf(lathe_warp_sum(sum) / float(d) + eps);
+  }
+  for (int i = lane; i < d; i += 32) {
+    float v = xh[i];
+    if (norm) v = v * inv * (w ? w[i] : 1.0f);
+    buf[i] = v;
+  }
+  __syncwarp();
+  for (int j = lane; j < half; j += 32) {
+    const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
+    const float a = buf[i0], b = buf[i1], c = cos_t[j], s = sin_t[j];
+    const float r0 = a * c - b * s, r1 = a * s + b * c;
+    xh[i0] = r0;
+    xh[i1] = r1;
+    if (cache) {
+      cache[i0] = __float2half_rn(r0);
+      cache[i1] = __float2half_rn(r1);
+    }
+  }
+  for (int i = n_rot + lane; i < d; i += 32) {
+    xh[i] = buf[i];
+    if (cache) cache[i] = __float2half_rn(buf[i]);
+  }
+  __syncwarp();  // the buffer is reused by this warp's next head
+}
+
 extern "C" __global__ void lathe_rope_norm(float* x, const int* __restrict__ positions, int heads, int d,
                                            int n_rot, const double* __restrict__ freq,
                                            double position_scale, int neox,
@@ -19,7 +56,7 @@ extern "C" __global__ void lathe_rope_norm(float* x, const int* __restrict__ pos
   const int half = n_rot / 2;
   float* cos_t = rope_shared;
   float* sin_t = rope_shared + half;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n_warps = blockDim.x >> 5;
+  const int warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
   float* head_buf = rope_shared + 2 * half + warp * d;
   const long long row = blockIdx.x;
 
@@ -32,27 +69,52 @@ extern "C" __global__ void lathe_rope_norm(float* x, const int* __restrict__ pos
   }
   __syncthreads();
 
-  for (int head = blockIdx.y * n_warps + warp; head < heads && head < (blockIdx.y + 1) * n_warps; head += n_warps) {
-    float* xh = x + (row * heads + head) * (long long)d;
-    float inv = 1.0f;
-    if (norm) {
-      float sum = 0.0f;
-      for (int i = lane; i < d; i += 32) sum += xh[i] * xh[i];
-      inv = rsqrtf(lathe_warp_sum(sum) / float(d) + eps);
+  for (int head = blockIdx.y * n_warps + warp; head < heads && head < (blockIdx.y + 1) * n_warps; head += n_warps)
+    lathe_rope_head(x + (row * heads + head) * (long long)d, d, half, n_rot, neox, cos_t, sin_t, head_buf,
+                    norm_weight, norm, eps, nullptr);
+}
+
+// rope_append: a layer's q and k (each optionally head-normed, with its own weight) rotated in place
+// at the row's position, as lathe_rope_norm, and the rotated k and the v rows written into the f16
+// caches [sequences, n_ctx, hk, d] at slot (sequences[r], positions[r]), as lathe_cache_append: one
+// launch for what took three. Units of a row: hq q heads, hk k heads, hk v heads; one warp a unit;
+// grid (rows, ceil((hq + 2 hk) / warps)); shared memory as lathe_rope_norm.
+extern "C" __global__ void lathe_rope_append(float* q, float* k, const float* __restrict__ v,
+                                             const int* __restrict__ positions, const int* __restrict__ sequences,
+                                             int hq, int hk, int d, int n_rot, const double* __restrict__ freq,
+                                             double position_scale, int neox, const float* __restrict__ q_weight,
+                                             const float* __restrict__ k_weight, int norm, float eps,
+                                             __half* k_cache, __half* v_cache, int n_ctx) { lathe_pdl_entry();
+  extern __shared__ float rope_shared[];
+  const int half = n_rot / 2;
+  float* cos_t = rope_shared;
+  float* sin_t = rope_shared + half;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n_warps = blockDim.x >> 5;
+  float* head_buf = rope_shared + 2 * half + warp * d;
+  const long long row = blockIdx.x;
+  const double position = double(positions[row]) * position_scale;
+  for (int j = threadIdx.x; j < half; j += blockDim.x) {
+    double sn, cs;
+    sincos(position * freq[j], &sn, &cs);
+    cos_t[j] = float(cs);
+    sin_t[j] = float(sn);
+  }
+  __syncthreads();
+  const long long slot = ((long long)sequences[row] * n_ctx + positions[row]) * hk * d;
+  const int units = hq + 2 * hk;
+  for (int u = blockIdx.y * n_warps + warp; u < units && u < (blockIdx.y + 1) * n_warps; u += n_warps) {
+    if (u < hq) {
+      lathe_rope_head(q + (row * hq + u) * (long long)d, d, half, n_rot, neox, cos_t, sin_t, head_buf, q_weight, norm,
+                      eps, nullptr);
+    } else if (u < hq + hk) {
+      const int h = u - hq;
+      lathe_rope_head(k + (row * hk + h) * (long long)d, d, half, n_rot, neox, cos_t, sin_t, head_buf, k_weight, norm,
+                      eps, k_cache + slot + (long long)h * d);
+    } else {
+      const int h = u - hq - hk;
+      const float* src = v + (row * hk + h) * (long long)d;
+      __half* dst = v_cache + slot + (long long)h * d;
+      for (int i = lane; i < d; i += 32) dst[i] = __float2half_rn(src[i]);
     }
-    for (int i = lane; i < d; i += 32) {
-      float v = xh[i];
-      if (norm) v = v * inv * (norm_weight ? norm_weight[i] : 1.0f);
-      head_buf[i] = v;
-    }
-    __syncwarp();
-    for (int j = lane; j < half; j += 32) {
-      const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
-      const float a = head_buf[i0], b = head_buf[i1], c = cos_t[j], s = sin_t[j];
-      xh[i0] = a * c - b * s;
-      xh[i1] = a * s + b * c;
-    }
-    for (int i = n_rot + lane; i < d; i += 32) xh[i] = head_buf[i];
-    __syncwarp();  // the buffer is reused by this warp's next head
   }
 }

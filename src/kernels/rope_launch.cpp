@@ -62,4 +62,27 @@ void head_rms_norm_rope(CUdeviceptr x, CUdeviceptr positions, CUdeviceptr norm_w
                    table.position_scale, order, stream);
 }
 
+void rope_append(CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdeviceptr positions, CUdeviceptr sequences,
+                 int64_t rows, int64_t hq, int64_t hk, int64_t d, const RopeTable& table, RopeOrder order, bool norm,
+                 CUdeviceptr q_weight, CUdeviceptr k_weight, float eps, CUdeviceptr k_cache, CUdeviceptr v_cache,
+                 int64_t n_ctx, CUstream stream) {
+  const int64_t n_rot = table.n_rot;
+  if (n_rot < 0 || n_rot % 2 != 0 || n_rot > d)
+    fail("rope: n_rot {} must be even and at most the head size {}", n_rot, d);
+  if (hq <= 0 || hk <= 0 || d <= 0 || d > 4096) fail("rope: {} and {} heads of {} values are not supported", hq, hk, d);
+  if (rows == 0) return;
+  const int64_t units = hq + 2 * hk;
+  const unsigned warps = static_cast<unsigned>(std::min<int64_t>(units, 4));
+  const unsigned unit_blocks = static_cast<unsigned>((units + warps - 1) / warps);
+  const unsigned shared = static_cast<unsigned>((n_rot + warps * d) * sizeof(float));
+  CUdeviceptr freq = table.freq.ptr();
+  double position_scale = table.position_scale;
+  int h_q = static_cast<int>(hq), h_k = static_cast<int>(hk), dd = static_cast<int>(d), nr = static_cast<int>(n_rot);
+  int neox = order == RopeOrder::neox ? 1 : 0, do_norm = norm ? 1 : 0, ctx = static_cast<int>(n_ctx);
+  cuda::launch(kernel("lathe_rope_append"), {static_cast<unsigned>(rows), unit_blocks, 1}, {32 * warps}, shared, stream,
+               {&q, &k, &v, &positions, &sequences, &h_q, &h_k, &dd, &nr, &freq, &position_scale, &neox, &q_weight,
+                &k_weight, &do_norm, &eps, &k_cache, &v_cache, &ctx},
+               "rope and cache append");
+}
+
 }  // namespace lathe::kernels

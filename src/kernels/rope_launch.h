@@ -32,4 +32,14 @@ void head_rms_norm_rope(CUdeviceptr x, CUdeviceptr positions, CUdeviceptr norm_w
                         int64_t rows, int64_t heads, int64_t d, const RopeTable& table,
                         RopeOrder order, CUstream stream);
 
+// rope_append (fusion rule rope_append): q [rows, hq, d] and k [rows, hk, d] f32 each RMS-normed per
+// head (norm: weights q_weight, k_weight, either 0 for 1) and rotated in place, as head_rms_norm_rope
+// / rope; then the rotated k and v [rows, hk, d] f32 written into the f16 caches
+// [sequences, n_ctx, hk, d] at slot (sequences[r], positions[r]), as cache_append. Bit-identical to
+// those three launches. q, k, v, caches 4-byte aligned; positions and sequences int32 on the device.
+void rope_append(CUdeviceptr q, CUdeviceptr k, CUdeviceptr v, CUdeviceptr positions, CUdeviceptr sequences,
+                 int64_t rows, int64_t hq, int64_t hk, int64_t d, const RopeTable& table, RopeOrder order, bool norm,
+                 CUdeviceptr q_weight, CUdeviceptr k_weight, float eps, CUdeviceptr k_cache, CUdeviceptr v_cache,
+                 int64_t n_ctx, CUstream stream);
+
 }  // namespace lathe::kernels

@@ -58,7 +58,8 @@ void StepPlan::Builder::view(int tensor, int of) {
 }
 
 void StepPlan::Builder::in_place(const graph::Node& n, int group) {
-  if (may_overwrite(n.args[0].tensor, n.id)) {
+  // Readers of the operand inside the group run in its kernel: only readers after the group count.
+  if (may_overwrite(n.args[0].tensor, p.fusion_.groups[static_cast<size_t>(group)].nodes.back())) {
     view(n.output, n.args[0].tensor);
     copy_first.push_back(false);
   } else {
@@ -86,6 +87,29 @@ void StepPlan::Builder::assign_storage() {
     } else if (grp.rule == "qk_norm_rope") {
       in_place(first, gi);
       view(g.nodes[static_cast<size_t>(grp.nodes[1])].output, first.output);
+    } else if (grp.rule == "rope_append") {
+      copy_first.push_back(false);
+      // q's and k's paths (norm, rope) each work in place on their operand where nothing after the
+      // group reads it; else on their own storage with the operand copied in first.
+      const int last = grp.nodes.back();
+      std::vector<int> ropes;
+      for (int id : grp.nodes)
+        if (g.nodes[static_cast<size_t>(id)].kind == lang::OpKind::rope) ropes.push_back(id);
+      std::vector<bool> copies;
+      for (int r : ropes) {
+        const graph::Node& rope = g.nodes[static_cast<size_t>(r)];
+        const int np = g.tensor(rope.args[0].tensor).producer;
+        const bool normed = np >= 0 && std::find(grp.nodes.begin(), grp.nodes.end(), np) != grp.nodes.end();
+        const graph::Node& f = normed ? g.nodes[static_cast<size_t>(np)] : rope;
+        const bool copy = !may_overwrite(f.args[0].tensor, last);
+        if (copy)
+          own(f.output, gi);
+        else
+          view(f.output, f.args[0].tensor);
+        if (normed) view(rope.output, f.output);
+        copies.push_back(copy);
+      }
+      rope_copies[gi] = copies;
     } else if (grp.rule == "merged_products" || grp.rule == "gate_up_swiglu") {
       copy_first.push_back(false);
       for (int n : grp.nodes) own(g.nodes[static_cast<size_t>(n)].output, gi);  // all kept: another path may need them

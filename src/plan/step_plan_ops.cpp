@@ -233,6 +233,56 @@ void StepPlan::Builder::emit(int gi) {
     return;
   }
 
+  if (grp.rule == "rope_append") {
+    std::vector<const graph::Node*> ropes, norms;
+    const graph::Node* appends[2] = {nullptr, nullptr};
+    for (int id : grp.nodes) {
+      const graph::Node& x = g.nodes[static_cast<size_t>(id)];
+      if (x.kind == OpKind::rope) ropes.push_back(&x);
+      if (x.kind == OpKind::rms_norm) norms.push_back(&x);
+      if (x.kind == OpKind::append_keys) appends[0] = &x;
+      if (x.kind == OpKind::append_values) appends[1] = &x;
+    }
+    // The rope whose result the key append reads is k's; the other is q's.
+    const int ki = ropes[1]->output == appends[0]->args[0].tensor ? 1 : 0;
+    const graph::Node& rq = *ropes[static_cast<size_t>(1 - ki)];
+    const graph::Node& rk = *ropes[static_cast<size_t>(ki)];
+    const std::vector<bool>& copies = rope_copies.at(gi);
+    const bool norm = !norms.empty();
+    // A rope's operand: its norm's when normed (the norm feeding q's rope is the one q's rope reads).
+    auto operand = [&](const graph::Node& r) {
+      const int t = r.args[0].tensor;
+      for (const graph::Node* nn : norms)
+        if (nn->output == t) return nn->args[0].tensor;
+      return t;
+    };
+    auto norm_of = [&](const graph::Node& r) -> const graph::Node* {
+      for (const graph::Node* nn : norms)
+        if (nn->output == r.args[0].tensor) return nn;
+      return nullptr;
+    };
+    const graph::Tensor& qt = g.tensor(rq.output);
+    const graph::Tensor& kt = g.tensor(rk.output);
+    const int64_t rows = qt.shape[0], hq = qt.shape[1], hk = kt.shape[1], d = qt.shape[2];
+    const CUdeviceptr q = ptr(rq.output), k = ptr(rk.output), v = ptr(appends[1]->args[0].tensor);
+    const CUdeviceptr q_in = ptr(operand(rq)), k_in = ptr(operand(rk));
+    const bool copy_q = copies[ki == 1 ? 0 : 1], copy_k = copies[static_cast<size_t>(ki)];
+    const CUdeviceptr qw = norm ? weight_ptr(*norm_of(rq), ModKind::weighted_by) : 0;
+    const CUdeviceptr kw = norm ? weight_ptr(*norm_of(rk), ModKind::weighted_by) : 0;
+    const float eps = norm ? static_cast<float>(number(*norm_of(rq), ModKind::epsilon, 1e-6)) : 0.0f;
+    const k::RopeTable& table = rope_table(rq, d);
+    const RopeOrder order = order_of(rq);
+    const CUdeviceptr kc = ptr(appends[0]->state[0]), vc = ptr(appends[1]->state[0]);
+    const CUdeviceptr seqs = input_ptr(lang::ValueKind::sequences), pos = ptr(rq.args[1].tensor);
+    const int64_t n_ctx = m.cache_shape().n_ctx;
+    add(fmt::format("rope{} and cache append [{} x {}+{} x {}]", norm ? " with head norms" : "", rows, hq, hk, d), rq,
+        [=, &table](CUstream s) {
+          if (copy_q) copy(q, q_in, rows * hq * d * 4, s);
+          if (copy_k) copy(k, k_in, rows * hk * d * 4, s);
+          k::rope_append(q, k, v, pos, seqs, rows, hq, hk, d, table, order, norm, qw, kw, eps, kc, vc, n_ctx, s);
+        });
+    return;
+  }
   if (grp.rule == "merged_products" || grp.rule == "gate_up_swiglu") {
     emit_merged(gi);
     return;

@@ -45,6 +45,7 @@ struct StepPlan::Builder {
                                     // read: int8 (reads_quantized) or f16 (reads_half; chunks only)
   std::map<int, bool> quantize_in;  // product group -> it makes that form (the first to read it)
   std::map<int, int> quantize_out;  // producer group -> its scratch slot for its output's int8 form
+  std::map<int, std::vector<bool>> rope_copies;  // rope_append group -> per rope (graph order): copy its operand in
 
   void own(int tensor, int group);
   void view(int tensor, int of);
