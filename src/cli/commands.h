@@ -20,5 +20,6 @@ Action add_emit_command(CLI::App& app);
 Action add_tokenize_command(CLI::App& app);
 Action add_logits_command(CLI::App& app);
 Action add_perplexity_command(CLI::App& app);
+Action add_kernels_command(CLI::App& app);
 
 }  // namespace lathe::cli

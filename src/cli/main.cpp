@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   add(lathe::cli::add_tokenize_command);
   add(lathe::cli::add_logits_command);
   add(lathe::cli::add_perplexity_command);
+  add(lathe::cli::add_kernels_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

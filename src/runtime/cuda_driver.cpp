@@ -247,23 +247,26 @@ std::vector<char> nvrtc_compile(const std::string& source, const std::string& na
   return cubin;
 }
 
-Module Module::compile(const std::string& source, const std::string& name,
-                       const std::vector<std::string>& options) {
-  const Context& ctx = Context::get();
-  const std::string arch = ctx.info().arch();
+namespace {
+
+// The cache key of a compilation: the source, the architecture, the options and NVRTC's version.
+std::string module_digest(const std::string& source, const std::string& arch, const std::vector<std::string>& options) {
   std::string key = source + "\n//arch " + arch;
   for (const std::string& o : options) key += "\n//option " + o;
   int nvrtc_major = 0, nvrtc_minor = 0;
   N().nvrtcVersion(&nvrtc_major, &nvrtc_minor);
   key += fmt::format("\n//nvrtc {}.{}", nvrtc_major, nvrtc_minor);
-  Module m;
-  m.digest_ = sha256_hex(key);
-  const std::filesystem::path file = cache_dir() / (m.digest_ + ".cubin");
+  return sha256_hex(key);
+}
+
+// The cached cubin of a digest, else compiled and written to the cache (a cache that cannot be
+// written is not an error). `from_cache`: whether it was found.
+std::vector<char> cached_cubin(const std::string& digest, const std::string& source, const std::string& name,
+                               const std::vector<std::string>& options, const std::string& arch, bool* from_cache) {
+  const std::filesystem::path file = cache_dir() / (digest + ".cubin");
   std::vector<char> cubin;
-  if (std::ifstream in(file, std::ios::binary); in) {
-    cubin.assign(std::istreambuf_iterator<char>(in), {});
-    m.from_cache_ = !cubin.empty();
-  }
+  if (std::ifstream in(file, std::ios::binary); in) cubin.assign(std::istreambuf_iterator<char>(in), {});
+  *from_cache = !cubin.empty();
   if (cubin.empty()) {
     cubin = nvrtc_compile(source, name, options, arch);
     std::error_code ec;
@@ -272,11 +275,33 @@ Module Module::compile(const std::string& source, const std::string& name,
     if (std::ofstream out(tmp, std::ios::binary); out) {
       out.write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
       out.close();
-      std::filesystem::rename(tmp, file, ec);  // a cache that cannot be written is not an error
+      std::filesystem::rename(tmp, file, ec);
     }
   }
+  return cubin;
+}
+
+}  // namespace
+
+Module Module::compile(const std::string& source, const std::string& name,
+                       const std::vector<std::string>& options) {
+  const Context& ctx = Context::get();
+  const std::string arch = ctx.info().arch();
+  Module m;
+  m.digest_ = module_digest(source, arch, options);
+  const std::vector<char> cubin = cached_cubin(m.digest_, source, name, options, arch, &m.from_cache_);
   check(D().cuModuleLoadData(&m.mod_, cubin.data()), "loading the compiled kernels");
   return m;
+}
+
+std::string Module::precompile(const std::string& source, const std::string& name, const std::string& arch,
+                               const std::vector<std::string>& options) {
+  const std::string digest = module_digest(source, arch, options);
+  bool from_cache = false;
+  cached_cubin(digest, source, name, options, arch, &from_cache);
+  const std::filesystem::path file = cache_dir() / (digest + ".cubin");
+  if (!std::filesystem::exists(file)) throw CudaError(fmt::format("could not write {} (the kernel cache)", file.string()));
+  return file.string();
 }
 
 Module::~Module() {

@@ -110,6 +110,11 @@ class Module {
  public:
   static Module compile(const std::string& source, const std::string& name,
                         const std::vector<std::string>& options = {});
+  // Compiles for `arch` ("sm_90") into the cache, where compile() on such a device finds it, without
+  // a device (deploying: compile once, carry the cache). Returns the cache file; nothing is compiled
+  // when it is already there. Only an NVRTC of the same version makes the same key.
+  static std::string precompile(const std::string& source, const std::string& name, const std::string& arch,
+                                const std::vector<std::string>& options = {});
   Module(Module&& o) noexcept : mod_(o.mod_), digest_(std::move(o.digest_)), from_cache_(o.from_cache_) { o.mod_ = nullptr; }
   ~Module();
   CUfunction function(const std::string& name) const;  // CudaError naming the kernel if absent
