@@ -45,7 +45,9 @@ constexpr double kBoundEndToEnd = 2e-3;
 struct MoeShape {
   int64_t n_embd, n_ff, n_expert, top_k;
 };
-const MoeShape kShapes[] = {{2048, 768, 128, 8}, {256, 128, 16, 4}, {512, 256, 64, 6}};
+// The last takes the down kernel's one-row-a-chunk path (q8_0 / q6_K rows of 2048 fill a slot); the
+// others pack several experts' rows into a chunk.
+const MoeShape kShapes[] = {{2048, 768, 128, 8}, {256, 128, 16, 4}, {512, 256, 64, 6}, {512, 2048, 16, 2}};
 const int64_t kRows[] = {1, 3, 8};
 
 // A stack [n_stack][n_out][k] on the host and the device.
@@ -123,6 +125,7 @@ std::string contract(Activations a) { return std::string(activations_name(a)); }
 struct RouteErrors {
   double logits = 0;
   bool ids_match_gpu_logits = true, ids_match_cpu = true, quantized_x_identical = true, fallback_ids_match = true;
+  bool options_identical = true;  // route flags 3 (prefetch, register top k) give the default's bytes
   double weights = 0;
 };
 
@@ -171,6 +174,12 @@ RouteErrors check_route(const Stack& router, const std::vector<float>& x, int64_
       for (int64_t j = 0; j < top_k; ++j) e.ids_match_cpu = e.ids_match_cpu && ci[j] == gi[r * top_k + j];
     }
   }
+  set_moe_route_flags(3);
+  moe_route(router.weights(), xd.ptr(), rows, top_k, renorm, ids.ptr(), wts.ptr(), {xq.ptr(), a}, s.handle(), logits.ptr());
+  s.synchronize();
+  set_moe_route_flags(0);
+  e.options_identical = download<int32_t>(ids, rows * top_k) == gi && download<float>(wts, rows * top_k) == gw &&
+                        download<float>(logits, rows * ne) == gl;
   set_moe_kernels_enabled(false);
   moe_route(router.weights(), xd.ptr(), rows, top_k, renorm, ids.ptr(), wts.ptr(), {xq.ptr(), a}, s.handle(), logits.ptr());
   s.synchronize();
@@ -200,6 +209,7 @@ TEST(MoeGpu, RouteMatchesInterpreter) {
           EXPECT_TRUE(e.ids_match_cpu) << what;
           EXPECT_TRUE(e.quantized_x_identical) << what;
           EXPECT_TRUE(e.fallback_ids_match) << what;
+          EXPECT_TRUE(e.options_identical) << what;
           std::printf("  %-36s %s logits %.1e weights %.1e ids %s\n", what.c_str(),
                       moe_route_applies(router.weights(), rows, sh.top_k) ? "kernel  " : "fallback", e.logits,
                       e.weights, e.ids_match_gpu_logits && e.ids_match_cpu ? "ok" : "DIFFER");
@@ -225,7 +235,7 @@ TEST(MoeGpu, RouteTiesGoToTheLowerIndex) {
       for (int64_t rows : kRows) {
         const std::vector<float> x = random_values(rows * sh.n_embd, rng);
         const RouteErrors e = check_route(router, x, rows, sh.top_k, true, Activations::int8x2, s);
-        EXPECT_TRUE(e.ids_match_gpu_logits && e.ids_match_cpu && e.fallback_ids_match)
+        EXPECT_TRUE(e.ids_match_gpu_logits && e.ids_match_cpu && e.fallback_ids_match && e.options_identical)
             << "ties pattern " << pattern << " experts " << sh.n_expert << " rows " << rows;
       }
     }
@@ -424,18 +434,23 @@ TEST(MoeGpu, Timing) {
       if (variant <= 1 || variant == 4 || variant == 5)
         moe_down_combine(down.weights(), a, h.ptr(), false, 1, il, wl, sh.top_k, out.ptr(), s.handle(), variant != 5);
     };
-    const char* names[] = {"8 launches", "3 launches", "route", "gate/up", "down", "down late"};
-    const int64_t bytes[] = {expert_bytes, expert_bytes, sh.n_expert * sh.n_embd * 4, expert_bytes * 2 / 3,
-                             expert_bytes / 3, expert_bytes / 3};
+    // "route fN": the router with route flags N (moe_launch.h; "route" is the default, 0).
+    const char* names[] = {"8 launches", "3 launches", "route", "gate/up", "down", "down late",
+                           "route f1", "route f2", "route f3"};
+    const int64_t route_bytes = sh.n_expert * sh.n_embd * 4;
+    const int64_t bytes[] = {expert_bytes, expert_bytes, route_bytes, expert_bytes * 2 / 3,
+                             expert_bytes / 3, expert_bytes / 3, route_bytes, route_bytes, route_bytes};
     for (int l = 0; l < layers; ++l) layer(l, 1);  // the ids every variant reads
     s.synchronize();
-    for (int v = 0; v < 6; ++v) {
+    for (int v = 0; v < 9; ++v) {
       set_moe_kernels_enabled(v != 0);
-      layer(0, v);  // warm up (and the fallbacks' scratch, made outside the capture)
+      set_moe_route_flags(v >= 6 ? v - 5 : 0);
+      const int what = v >= 6 ? 2 : v;
+      layer(0, what);  // warm up (and the fallbacks' scratch, made outside the capture)
       s.synchronize();
       cuda::CapturedGraph g;
       g.begin(s);
-      for (int l = 0; l < layers; ++l) layer(l, v);
+      for (int l = 0; l < layers; ++l) layer(l, what);
       g.end(s);
       g.replay(s);
       std::vector<float> ms;
@@ -451,6 +466,7 @@ TEST(MoeGpu, Timing) {
                   100 * gbs / limit_gbs);
     }
     set_moe_kernels_enabled(true);
+    set_moe_route_flags(0);
     const auto got = download<int32_t>(ids, sh.top_k * layers);
     for (int l = 0; l < layers; ++l)
       for (int64_t j = 0; j < sh.top_k; ++j)  // falling logits: 8l + 7 first

@@ -76,13 +76,11 @@ TEST(MoePrefill, TileBoundIsTight) {
 }
 
 TEST(MoePrefill, RowTileAndScratch) {
-  const Activations x2 = Activations::int8x2, i8 = Activations::int8;
-  EXPECT_EQ(moe_prefill_row_tile(512, 8, 128, x2), 32);  // 32 pairs an expert on average
-  EXPECT_EQ(moe_prefill_row_tile(512, 8, 128, i8), 64);
-  EXPECT_EQ(moe_prefill_row_tile(2048, 8, 128, x2), 64);  // 128
-  EXPECT_EQ(moe_prefill_row_tile(9, 8, 8, i8), 32);
-  set_moe_prefill_row_tile(32);
-  EXPECT_EQ(moe_prefill_row_tile(512, 8, 128, i8), 32);
+  EXPECT_EQ(moe_prefill_row_tile(512, 8, 128), 32);   // 32 pairs an expert on average
+  EXPECT_EQ(moe_prefill_row_tile(1024, 8, 128), 64);  // 64
+  EXPECT_EQ(moe_prefill_row_tile(9, 8, 8), 32);
+  set_moe_prefill_row_tile(64);
+  EXPECT_EQ(moe_prefill_row_tile(512, 8, 128), 64);
   set_moe_prefill_row_tile(0);
   // the grouping's scratch holds the tile table of the smallest tile, 16-byte aligned
   const MoeGroupView v = moe_group_view(0, 512, 8, 128);

@@ -11,8 +11,8 @@
 //   deq    two [BN][64] f16 tiles, swizzled as x: chunk c's weights dequantized ONCE per block
 //          (w = d q rounded to f16, q4_K d sc q - dmin m), read by all BM rows' mma.
 // Iteration c (one barrier): wait for chunk c + 1's raw bytes, issue the loads of chunk c + S - 1,
-// dequantize chunk c + 1 into deq[(c + 1) & 1], then mma.sync m16n8k16 (f16 x f16 -> f32) over chunk c
-// from deq[c & 1]. The f16 format needs no dequantizing: its lines land swizzled in the stage and the
+// then mma.sync m16n8k16 (f16 x f16 -> f32) over chunk c from deq[c & 1], dequantizing chunk c + 1
+// into deq[(c + 1) & 1] halfway through (fragments loaded one 16-value step ahead). The f16 format needs no dequantizing: its lines land swizzled in the stage and the
 // mma reads them there (F::direct). Rows >= R, outputs >= n_out and k past its end are zero-filled
 // when loaded and never stored. Consecutive blocks (blockIdx.x: rows) share a weight tile, so a
 // tile's bytes come from DRAM once and from L2 for the other row tiles running beside it.
@@ -174,28 +174,34 @@ __device__ __forceinline__ void lathe_gf16_body(const uint8_t* w, long long row_
       lathe_gf16_load<F, BM, BN>(smem + ((c + S - 1) % S) * L::stage_bytes, w, row_bytes, x, n_rows, k, n_out, m0, n0,
                                  c + S - 1);
     lathe_gf16_commit();
-    if (!F::direct && c + 1 < n_chunks) dequant(c + 1);
     const uint8_t* xs = smem + (c % S) * L::stage_bytes;
     const uint8_t* ws = F::direct ? xs + L::x_bytes : smem + L::deq_at + (c & 1) * BN * 128;
-#pragma unroll
-    for (int s = 0; s < 4; ++s) {  // 16-value steps of the chunk
-      uint32_t a[MT][4], b[NT][2];
+    // Fragments of 16-value step s + 1 load while step s multiplies; chunk c + 1 is dequantized
+    // after step 1's mma are issued, so the tensor pipe works through them meanwhile.
+    uint32_t a[2][MT][4], b[2][NT][2];
+    auto fragments = [&](int s, int buf) {
 #pragma unroll
       for (int i = 0; i < MT; ++i)
-        lathe_gf16_ldsm4(xs + lathe_gf16_swz(wm0 + 16 * i + (lane & 15), 2 * s + (lane >> 4)), a[i]);
+        lathe_gf16_ldsm4(xs + lathe_gf16_swz(wm0 + 16 * i + (lane & 15), 2 * s + (lane >> 4)), a[buf][i]);
 #pragma unroll
       for (int j = 0; j < NT; j += 2) {
         uint32_t f[4];
         lathe_gf16_ldsm4(ws + lathe_gf16_swz(wn0 + 8 * j + (lane & 7) + 8 * (lane >> 4), 2 * s + ((lane >> 3) & 1)), f);
-        b[j][0] = f[0];
-        b[j][1] = f[1];
-        b[j + 1][0] = f[2];
-        b[j + 1][1] = f[3];
+        b[buf][j][0] = f[0];
+        b[buf][j][1] = f[1];
+        b[buf][j + 1][0] = f[2];
+        b[buf][j + 1][1] = f[3];
       }
+    };
+    fragments(0, 0);
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      if (s < 3) fragments(s + 1, (s + 1) & 1);
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
-        for (int j = 0; j < NT; ++j) lathe_gf16_mma(acc[i][j], a[i], b[j][0], b[j][1]);
+        for (int j = 0; j < NT; ++j) lathe_gf16_mma(acc[i][j], a[s & 1][i], b[s & 1][j][0], b[s & 1][j][1]);
+      if (s == 1 && !F::direct && c + 1 < n_chunks) dequant(c + 1);
     }
   }
 

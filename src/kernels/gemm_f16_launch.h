@@ -26,6 +26,19 @@
 // memory at 128 x 128. Tiles (gemm_f16_tile): the first of 128x128, 64x128, 64x64 that makes at least
 // 3/4 as many blocks as the card has SMs, else 64x64. Blocks walk rows fastest, so the row tiles that
 // share a weight tile run together and read it from DRAM once.
+//
+// Speed (H200, tests/test_gemm_f16_gpu.cpp TimingPrintsTflops; TFLOP/s = 2 rows n_out k / time, median
+// of 10 after a warm-up; beside it the int8x2 GEMM, gemm_quantized, on the same shape), rows 512 / 4096:
+//   q8_0 4096x4096 153 / 162 (int8x2 98 / 103), 12288x4096 159 / 162 (102 / 106), 4096x12288 162 / 165
+//        (102 / 106), 151936x4096 168 / 170 (109 / 108): 1.53-1.58x;
+//   q4_K 4096x4096 171 / 185 (93 / 97), 12288x4096 181 / 187, 4096x12288 186 / 190, 151936x4096 191 / 194
+//        (102 / 102): 1.84-1.90x;
+//   q6_K 4096x4096 114 / 122, 4096x12288 121 / 124 (int8x2 68-72): 1.7x; f16 weights 209-233.
+// convert_to_f16 of 512 x 4096: 8 us. That is 12-24% of the ~990 dense f16 TFLOP/s: even f16 weights
+// (no dequantizing) reach only 23%, so the bound is the mma loop itself (one block of 8 warps per SM,
+// a barrier per 64-value chunk, ldmatrix traffic of 64x32 warp tiles), not the dequantizing, which
+// costs q8_0 ~30% and q4_K ~20% on top. Next: 64x64 warp tiles (256x128 blocks) with split-k for the
+// 512-row shapes, wgmma (sm_90a) fed from the same dequantized tiles.
 #pragma once
 
 #include "kernels/gemv_launch.h"

@@ -17,10 +17,11 @@
 // (the router), so nothing is requested before the programmatic-launch wait.
 //
 // lathe_moe_down_<fmt>_<contract>: item o of row r is output o; its chunks are row o of each slot's
-// expert, slot by slot; out[r][o] = sum_j route_w[r][j] * (down_ids[r][j][o] . h[r * top_k + j]),
-// the weight applied to each lane's share of each slot before the sums (no atomics). h is either the
-// quantized form of [rows * top_k][n_ff] (copied in) or f32, quantized by each block into shared memory
-// with lathe_quantize_block32 (bit-identical to the quantizer kernel). early != 0: ids and route_w were
+// expert, slot by slot, several slots' rows to a chunk when they fit (`segs`, below);
+// out[r][o] = sum_j route_w[r][j] * (down_ids[r][j][o] . h[r * top_k + j]), each lane's terms weighted
+// as they are added (no atomics). h is either the quantized form of [rows * top_k][n_ff] (copied in)
+// or f32, quantized by the whole block into shared memory (lathe_moe_quantize_h, bit-identical to the
+// quantizer kernel). early != 0: ids and route_w were
 // written two launches back (the router, before the gate/up kernel), so they are read and the first
 // STAGES - 1 weight chunks requested BEFORE the programmatic-launch wait; h after it.
 // Dynamic shared memory: LATHE_GEMV1 stage bytes + the staged activation (x_r: k * C + k / 2;
@@ -133,11 +134,85 @@ __device__ __forceinline__ void lathe_moe_gate_up_body(const uint8_t* wg, const 
   lathe_moe_stream(g0, sub, group, n_groups, n_items, 2 * nc, stage, ld_item, ld_c, chunk, dot, done);
 }
 
+// Down chunks: with segs == 1, chunk c of item o is chunk c % nc of row o of slot c / nc's expert.
+// With segs > 1 (a row is one chunk, nc == 1, and several rows fit a slot), chunk c of item o is row o
+// of the experts of slots c * segs .. + segs - 1 (fewer in the last), each its own 16-byte-line copy
+// into a region of lathe_moe_seg_stride bytes of the slot: a slot carries ~2.4 KB instead of one short
+// row (qwen3-30b-a3b: 3 x 816 B), so a warp keeps ~7 KB in flight and an item is 3 chunks, not 8.
+__device__ __forceinline__ int lathe_moe_seg_stride(int seg_bytes) { return ((seg_bytes + 19 + 15) >> 4) << 4; }
+
+// A row's h (K f32 values) into the quantizer's layout in shared memory, by the whole block: thread t
+// takes values 16 t .. 16 t + 15 (four 16-byte loads, all in flight at once), the lane pair (t, t ^ 1)
+// one 32-value block. Same arithmetic as lathe_quantize_block32: a block's maxima and integer level
+// sums do not depend on how it is split, so the bytes equal the quantizer kernel's. Replaces a warp a
+// block (a chain of ~20 dependent shuffles per block, 12 blocks a warp at qwen3-30b-a3b).
+template <int C>
+__device__ __forceinline__ void lathe_moe_quantize_h(const float* hf, int K, int8_t* q1, int8_t* q2, float4* ds) {
+  const int n = K >> 4;  // even: K is a multiple of 32, so a pair never straddles a warp or the end
+  for (int base = 0; base < n; base += blockDim.x) {  // the same trips for every lane: shuffles see all
+    const int t = base + static_cast<int>(threadIdx.x);
+    const bool on = t < n;
+    float v[16];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float4 a = on ? reinterpret_cast<const float4*>(hf)[4 * t + i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      v[4 * i] = a.x;
+      v[4 * i + 1] = a.y;
+      v[4 * i + 2] = a.z;
+      v[4 * i + 3] = a.w;
+    }
+    float m = fabsf(v[0]);
+#pragma unroll
+    for (int i = 1; i < 16; ++i) m = fmaxf(m, fabsf(v[i]));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    const float d1 = m / 127.0f;
+    int l1[16], l2[16], s1 = 0, s2 = 0;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      l1[i] = lathe_quantize_level(v[i], d1);
+      s1 += l1[i];
+      l2[i] = 0;
+    }
+    float d2 = 0.0f;
+    if (C == 2) {
+      float res[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) res[i] = fmaf(-d1, static_cast<float>(l1[i]), v[i]);
+      float m2 = fabsf(res[0]);
+#pragma unroll
+      for (int i = 1; i < 16; ++i) m2 = fmaxf(m2, fabsf(res[i]));
+      m2 = fmaxf(m2, __shfl_xor_sync(0xffffffffu, m2, 1));
+      d2 = m2 / 127.0f;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        l2[i] = lathe_quantize_level(res[i], d2);
+        s2 += l2[i];
+      }
+    }
+    s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
+    s2 += __shfl_xor_sync(0xffffffffu, s2, 1);
+    if (on) {
+      int4 w1, w2;
+      int* p1 = reinterpret_cast<int*>(&w1);
+      int* p2 = reinterpret_cast<int*>(&w2);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        p1[i] = (l1[4 * i] & 0xff) | (l1[4 * i + 1] & 0xff) << 8 | (l1[4 * i + 2] & 0xff) << 16 | (l1[4 * i + 3] & 0xff) << 24;
+        p2[i] = (l2[4 * i] & 0xff) | (l2[4 * i + 1] & 0xff) << 8 | (l2[4 * i + 2] & 0xff) << 16 | (l2[4 * i + 3] & 0xff) << 24;
+      }
+      reinterpret_cast<int4*>(q1)[t] = w1;
+      if (C == 2) reinterpret_cast<int4*>(q2)[t] = w2;
+      if ((t & 1) == 0)  // the block's sums are exact in f32 (at most 32 x 127 in magnitude)
+        ds[t >> 1] = make_float4(d1, d2, fmaf(d1, static_cast<float>(s1), d2 * static_cast<float>(s2)), 0.0f);
+    }
+  }
+}
+
 template <class F, int C>
 __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long row_bytes, long long expert_bytes,
                                                     const int* ids, const float* route_w, const void* hin, int h_f32,
                                                     float* out, int n_out, int n_ff, int rows, int top_k, int group,
-                                                    int early) {
+                                                    int early, int segs) {
   extern __shared__ uint4 lathe_moe_smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int units = n_ff / F::unit_values, nc = (units + F::chunk_units - 1) / F::chunk_units;
@@ -147,16 +222,29 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
   uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_moe_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
   const int gpb = LATHE_GEMV1_WARPS / group, sub = warp % group;
   const int n_groups = bpr * gpb, g0 = br * gpb + warp / group;
-  const int item_chunks = top_k * nc;
+  const int seg_bytes = units * F::unit_bytes, seg_stride = lathe_moe_seg_stride(seg_bytes);
+  const int item_chunks = segs > 1 ? (top_k + segs - 1) / segs : top_k * nc;
   if (r >= rows || br >= bpr) return;
 
   if (!early) lathe_pdl_entry();
   const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
   const float my_w = lane < top_k ? (route_w ? route_w[r * top_k + lane] : 1.0f) : 0.0f;
   auto chunk = [&](int item, int c, uint8_t* slot, bool issue) -> int {
-    const int j = c / nc;
-    const long long e = __shfl_sync(0xffffffffu, my_id, j);
-    return lathe_moe_chunk<F>(w + e * expert_bytes, row_bytes, units, item, c - j * nc, slot, issue);
+    if (segs == 1) {
+      const int j = c / nc;
+      const long long e = __shfl_sync(0xffffffffu, my_id, j);
+      return lathe_moe_chunk<F>(w + e * expert_bytes, row_bytes, units, item, c - j * nc, slot, issue);
+    }
+    if (issue) {
+      for (int sg = 0; sg < segs && c * segs + sg < top_k; ++sg) {  // warp-uniform bounds
+        const long long e = __shfl_sync(0xffffffffu, my_id, c * segs + sg);
+        const uint8_t* g = w + e * expert_bytes + item * row_bytes;
+        const uint8_t* g16 = reinterpret_cast<const uint8_t*>(reinterpret_cast<uint64_t>(g) & ~15ull);
+        const int n16 = (static_cast<int>(g - g16) + seg_bytes + 15) >> 4;
+        for (int i = lane; i < n16; i += 32) lathe_gemv1_cp16(slot + sg * seg_stride + 16 * i, g16 + 16 * i);
+      }
+    }
+    return 0;  // each segment's head is found by the dot
   };
   int ld_item = g0, ld_c = sub;
   for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
@@ -171,15 +259,9 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
   if (early) lathe_pdl_entry();  // now h, written by the kernel just before, may be read
 
   if (h_f32) {
-    // Quantized here, one warp a 32-value block, into the quantizer's layout in shared memory.
-    const float* hf = reinterpret_cast<const float*>(hin) + static_cast<long long>(r) * K;
-    int8_t* q1 = reinterpret_cast<int8_t*>(sx);
-    int8_t* q2 = reinterpret_cast<int8_t*>(sx + K);
-    float4* ds = reinterpret_cast<float4*>(sx + K * C);
-    for (int b = warp; b < (K >> 5); b += LATHE_GEMV1_WARPS) {
-      const int i = 32 * b + lane;
-      lathe_quantize_block32(hf[i], i, C == 2, q1, q2, ds);
-    }
+    lathe_moe_quantize_h<C>(reinterpret_cast<const float*>(hin) + static_cast<long long>(r) * K, K,
+                            reinterpret_cast<int8_t*>(sx), reinterpret_cast<int8_t*>(sx + K),
+                            reinterpret_cast<float4*>(sx + K * C));
   } else {
     const int8_t* hq = reinterpret_cast<const int8_t*>(hin);
     const int8_t* q1 = hq + static_cast<long long>(r) * K;
@@ -190,17 +272,38 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
       for (int i = threadIdx.x; i < (K >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + K + 16 * i, q2 + 16 * i);
     for (int i = threadIdx.x; i < (K >> 5); i += blockDim.x) lathe_gemv1_cp16(sx + K * C + 16 * i, dsp + 16 * i);
     lathe_gemv1_commit();
+    lathe_gemv1_wait<0>();  // h's group is the newest: the weight chunks before it have landed too
   }
-  lathe_gemv1_wait<0>();
-  __syncthreads();  // h_r is in place for every warp
+  __syncthreads();  // h_r is in place for every warp (the weight chunks are waited for one by one)
 
   auto dot = [&](int item, int c, const uint8_t* s, float& acc0, float& acc1) {
-    const int j = c / nc;
-    const float wj = __shfl_sync(0xffffffffu, my_w, j);
-    const int4* sq1 = reinterpret_cast<const int4*>(sx + j * n_ff);
-    const int4* sq2 = reinterpret_cast<const int4*>(sx + K + j * n_ff);
-    const float4* sds = reinterpret_cast<const float4*>(sx + K * C) + j * (n_ff >> 5);
-    acc0 = fmaf(wj, lathe_gemvm_chunk_dot<F, C>(s, units, c - j * nc, sq1, sq2, sds), acc0);
+    if (segs == 1) {
+      const int j = c / nc;
+      const float wj = __shfl_sync(0xffffffffu, my_w, j);
+      const int4* sq1 = reinterpret_cast<const int4*>(sx + j * n_ff);
+      const int4* sq2 = reinterpret_cast<const int4*>(sx + K + j * n_ff);
+      const float4* sds = reinterpret_cast<const float4*>(sx + K * C) + j * (n_ff >> 5);
+      acc0 = fmaf(wj, lathe_gemvm_chunk_dot<F, C>(s, units, c - j * nc, sq1, sq2, sds), acc0);
+      return;
+    }
+    // Piece p of the chunk is piece p % seg_pieces of segment p / seg_pieces; each term is weighted by
+    // its slot's route weight as it is added (a fixed order per lane: deterministic).
+    const int j0 = c * segs, nseg = min(segs, top_k - j0), seg_pieces = units * F::pieces;
+    const int n_pieces = nseg * seg_pieces;
+    for (int base = 0; base < n_pieces; base += 32) {  // warp-uniform trips: the shuffles see every lane
+      const int p = base + lane, sg = min(p / seg_pieces, nseg - 1), j = j0 + sg;
+      const float wj = __shfl_sync(0xffffffffu, my_w, j);
+      const long long e = __shfl_sync(0xffffffffu, my_id, j);
+      if (p < n_pieces) {
+        const int pp = p - sg * seg_pieces, uu = pp / F::pieces, jj = pp - uu * F::pieces;
+        const int head = static_cast<int>(reinterpret_cast<uint64_t>(w + e * expert_bytes + item * row_bytes) & 15);
+        const int4* sq1 = reinterpret_cast<const int4*>(sx + j * n_ff);
+        const int4* sq2 = reinterpret_cast<const int4*>(sx + K + j * n_ff);
+        const float4* sds = reinterpret_cast<const float4*>(sx + K * C) + j * (n_ff >> 5);
+        acc0 = fmaf(wj, lathe_gemv1_piece_dot<F, C>(s + sg * seg_stride + head + uu * F::unit_bytes, jj, sq1, sq2, sds, pp),
+                    acc0);
+      }
+    }
   };
   auto done = [&](int item, float v, float) { out[static_cast<long long>(r) * n_out + item] = v; };
   lathe_moe_stream(g0, sub, group, n_groups, n_out, item_chunks, stage, ld_item, ld_c, chunk, dot, done);
@@ -215,9 +318,10 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
   }                                                                                                              \
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_moe_down_##FMT##_##CNAME(         \
       const uint8_t* w, long long row_bytes, long long expert_bytes, const int* ids, const float* route_w,       \
-      const void* h, int h_f32, float* out, int n_out, int n_ff, int rows, int top_k, int group, int early) {    \
+      const void* h, int h_f32, float* out, int n_out, int n_ff, int rows, int top_k, int group, int early,      \
+      int segs) {                                                                                                \
     lathe_moe_down_body<lathe_gemv1_##FMT, C>(w, row_bytes, expert_bytes, ids, route_w, h, h_f32, out, n_out,    \
-                                              n_ff, rows, top_k, group, early);                                  \
+                                              n_ff, rows, top_k, group, early, segs);                            \
   }
 
 LATHE_MOE_KERNELS(q8_0, 1, int8)

@@ -8,6 +8,7 @@
 #include "runtime/cuda_api.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ constexpr int kRouteCluster = 8, kRouteWarps = 16, kMaxRows = 8, kMaxTopK = 32;
 constexpr int kWarps = 16;
 
 bool g_enabled = true;
+// moe_route.cuh's options, none by default: on the H200 (MoeGpu.Timing, 2026-11-29) the router took
+// 8.1 us with none, 8.2 with the L2 prefetch, 8.7 with the register top k, 8.8 with both.
+int g_route_flags = 0;
 
 const char* route_format(GgmlType t) {
   switch (t) {
@@ -91,6 +95,16 @@ ExpertShape expert_shape(int64_t rows, int64_t n_items, int64_t chunks) {
   return s;
 }
 
+// Rows of the down stack a chunk carries (moe_decode.cuh, lathe_moe_seg_stride): several experts' row o
+// when a row is one chunk and more than one fits a ring slot (2,560 bytes), else 1.
+int down_segments(const WeightMatrix& down, int64_t top_k) {
+  const DecodeFormat& f = *decode_format(down.type);
+  const int64_t units = down.k / f.unit_values;
+  if (units > f.chunk_units) return 1;
+  const int64_t stride = (lathe::row_bytes(down.type, down.k) + 19 + 15) / 16 * 16;
+  return static_cast<int>(std::clamp<int64_t>(2560 / stride, 1, top_k));
+}
+
 std::string expert_kernel(const char* what, GgmlType t, Activations a) {
   return std::string("lathe_moe_") + what + "_" + decode_format(t)->name + "_" + std::string(activations_name(a));
 }
@@ -103,6 +117,19 @@ void check_rows(int64_t rows, int64_t top_k, const char* what) {
 }  // namespace
 
 void set_moe_kernels_enabled(bool enabled) { g_enabled = enabled; }
+void set_moe_route_flags(int flags) { g_route_flags = flags; }
+
+namespace {
+// LATHE_MOE_GAPS=1: the router kernel prints each row's k-th and (k+1)-th logits (moe_route.cuh's
+// report, which rides on its register top k), to tell a near-tie in the router from a bug.
+int route_report_flag() {
+  static const int flag = [] {
+    const char* v = std::getenv("LATHE_MOE_GAPS");
+    return v && std::string(v) == "1" ? 2 | 4 : 0;
+  }();
+  return flag;
+}
+}  // namespace
 
 bool moe_route_applies(const WeightMatrix& router, int64_t rows, int64_t top_k) {
   if (!g_enabled || !route_format(router.type) || router.n_expert != 1) return false;
@@ -136,10 +163,10 @@ void moe_route(const WeightMatrix& router, CUdeviceptr x, int64_t rows, int64_t 
   long long row_bytes = lathe::row_bytes(router.type, router.k);
   int r = static_cast<int>(rows), k = static_cast<int>(router.k), ne = static_cast<int>(router.n_out);
   int parts = route_parts(router.n_out, router.k), kk = static_cast<int>(top_k), renorm = renormalize ? 1 : 0;
-  int two = qp.two_words;
+  int two = qp.two_words, flags = g_route_flags | route_report_flag();
   cuda::launch(kernel(std::string("lathe_moe_route_") + route_format(router.type)), {kRouteCluster, 1, 1},
                {32 * kRouteWarps, 1, 1}, static_cast<unsigned>(route_shared_bytes(rows, router.n_out, router.k)),
-               stream, {&wp, &row_bytes, &xp, &r, &k, &ne, &parts, &kk, &renorm, &idp, &wtp, &lp, &q1, &q2, &ds, &two},
+               stream, {&wp, &row_bytes, &xp, &r, &k, &ne, &parts, &kk, &renorm, &idp, &wtp, &lp, &q1, &q2, &ds, &two, &flags},
                "launching the mixture router");
 }
 
@@ -187,14 +214,18 @@ void moe_down_combine(const WeightMatrix& down, Activations a, CUdeviceptr h, bo
     gemv_experts(down, a, hin, rows, combine, out, stream);
     return;
   }
-  const ExpertShape s = expert_shape(rows, down.n_out, top_k * decode_chunks_per_row(*decode_format(down.type), down.k));
+  const int segs = down_segments(down, top_k);
+  const int64_t item_chunks =
+      segs > 1 ? (top_k + segs - 1) / segs : top_k * decode_chunks_per_row(*decode_format(down.type), down.k);
+  const ExpertShape s = expert_shape(rows, down.n_out, item_chunks);
   CUdeviceptr wp = down.data, idp = ids, rw = route_w, hp = h, op = out;
   long long row_bytes = lathe::row_bytes(down.type, down.k), expert_bytes = row_bytes * down.n_out;
   int h_f32 = h_quantized ? 0 : 1, n_out = static_cast<int>(down.n_out), n_ff = static_cast<int>(down.k);
-  int r = static_cast<int>(rows), kk = static_cast<int>(top_k), group = s.group, early = ids_settled ? 1 : 0;
+  int r = static_cast<int>(rows), kk = static_cast<int>(top_k), group = s.group, early = ids_settled ? 1 : 0, sg = segs;
   const unsigned shared = static_cast<unsigned>(kDecodeStageBytes + staged_levels_bytes(top_k * down.k, a));
   cuda::launch(kernel(expert_kernel("down", down.type, a)), {s.blocks, 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
-               {&wp, &row_bytes, &expert_bytes, &idp, &rw, &hp, &h_f32, &op, &n_out, &n_ff, &r, &kk, &group, &early},
+               {&wp, &row_bytes, &expert_bytes, &idp, &rw, &hp, &h_f32, &op, &n_out, &n_ff, &r, &kk, &group, &early,
+                &sg},
                "launching the mixture's down/combine");
 }
 

@@ -15,9 +15,14 @@
 // the launches the planner used before (named per function below), so callers can always use them.
 // Results are deterministic (fixed summation order, no atomics) for a given shape and device.
 //
-// NOT YET MEASURED: written without device time; tests/test_moe_gpu.cpp checks them against the
-// interpreter and times them (MoeGpu.Timing) against the eight-launch path. Nothing here is verified
-// on a GPU yet.
+// Measured on the H200 (tests/test_moe_gpu.cpp, MoeGpu.Timing: qwen3-30b-a3b shape, q8_0, 1 row, us
+// per layer; all its correctness tests pass):
+//   int8    3 launches 28.7 (eight launches 65.6); route 8.1; gate/up 9.4 (62% of 4,630 GB/s);
+//           down 9.7 (30%; 13.6 before its chunks carried several experts' rows and h was quantized by
+//           the whole block)
+//   int8x2  3 launches 31.5 (66.6); route 8.3; gate/up 10.0 (58%); down 11.1 (26%; 17.1 before)
+// The router's ~8 us is not its work (1 MB, a top k): neither an L2 prefetch nor a faster top k
+// moved it; the cluster launch itself is the suspect, not yet profiled.
 #pragma once
 
 #include "kernels/gemv_launch.h"
@@ -77,5 +82,11 @@ bool moe_down_applies(const WeightMatrix& down, Activations a, int64_t top_k);
 // Whether the entry points may take their kernels (default true); false forces the fallbacks, for
 // measurements and tests that compare the two. Not thread-safe.
 void set_moe_kernels_enabled(bool enabled);
+
+// The router kernel's options, for measurements (moe_route.cuh: 1 requests the router's rows into L2
+// before waiting for the kernel before it, 2 picks the top k in registers; default none, the fastest
+// measured). No option changes a result. LATHE_MOE_GAPS=1 adds the near-tie report (2 | 4). Not
+// thread-safe.
+void set_moe_route_flags(int flags);
 
 }  // namespace lathe::kernels

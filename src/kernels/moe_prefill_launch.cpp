@@ -41,12 +41,14 @@ unsigned grouped_shared_bytes(const GroupedFormat& f, bool x2, int bm, int bn, i
   return static_cast<unsigned>(stages * stage + n_mat * bn * 336 + bm * 4);
 }
 
-// Stages of the grouped products' k-loop: 2, or 1 (two blocks an SM; 32-row tiles only) when forced
-// or asked for with LATHE_MOE_STAGES=1, until measurements pick one per shape.
+// Stages of the grouped products' k-loop at 32-row tiles: 1 (two blocks an SM; gate/up 432 vs 522 us,
+// down 236 vs 289 at the Qwen3-30B-A3B layer under int8x2; pp512 9,858 vs 8,740 tok/s), or 2 when
+// forced or asked for with LATHE_MOE_STAGES=2. 64-row tiles always take 2 (one stage would not fit
+// two blocks an SM).
 int grouped_stages(int bm) {
   static const int env = [] {
     const char* v = std::getenv("LATHE_MOE_STAGES");
-    return v && std::string(v) == "1" ? 1 : 2;
+    return v && std::string(v) == "2" ? 2 : 1;
   }();
   return bm == 32 ? (g_stages != 0 ? g_stages : env) : 2;
 }
@@ -85,13 +87,12 @@ void launch_grouped(const char* what, const WeightMatrix& w0, const WeightMatrix
 
 }  // namespace
 
-int moe_prefill_row_tile(int64_t rows, int64_t top_k, int64_t n_expert, Activations a) {
+int moe_prefill_row_tile(int64_t rows, int64_t top_k, int64_t n_expert) {
   if (g_row_tile != 0) return g_row_tile;
-  // Measured at the Qwen3-30B-A3B layer (512 rows, 32 pairs an expert on average): 64-row tiles win
-  // under int8 (823 vs 862 us), 32-row ones under int8x2 (1,011 vs 1,027 us), whose doubled mma work
-  // makes empty rows cost more than a second read of an expert's weights.
+  // Measured at the Qwen3-30B-A3B layer (512 rows, 32 pairs an expert on average), whole mixture:
+  // int8 32 rows one stage 728 us, 64 rows 747, 32 rows two stages 785; int8x2 893 / 949 / 942.
   const int64_t pairs = rows * top_k, used = std::min(pairs, n_expert);
-  return pairs >= (a == Activations::int8x2 ? 64 : 32) * used ? 64 : 32;
+  return pairs >= 64 * used ? 64 : 32;
 }
 
 void set_moe_prefill_row_tile(int bm) { g_row_tile = bm; }
@@ -217,7 +218,7 @@ void moe_prefill(const WeightMatrix& router, const WeightMatrix& gate, const Wei
     fail("mixture prefill: no grouped kernels for {} experts of {} under {}", gate.n_expert, ggml_type_name(gate.type),
          activations_name(a));
   const int64_t n_expert = gate.n_expert, pairs = rows * top_k;
-  const int bm = moe_prefill_row_tile(rows, top_k, n_expert, a);
+  const int bm = moe_prefill_row_tile(rows, top_k, n_expert);
   moe_router_logits(router, x, rows, s.logits, stream);
   route_top_k(s.ids, s.weights, s.logits, rows, n_expert, top_k, renormalize, stream);
   quantize_activations(x, rows, gate.k, a, s.q, stream);

@@ -17,6 +17,14 @@
 #define LATHE_MOE_ROUTE_CLUSTER 8
 #define LATHE_MOE_ROUTE_WARPS 16
 #define LATHE_MOE_MAX_ROWS 8
+// flags (moe_launch.cpp's route flags): request the router's rows into L2 before the programmatic-
+// launch wait; pick the top k with lathe_moe_top_k_warp (else common.cuh's lathe_route_top_k_warp).
+// Neither changes a result: the products and the picks are the same either way.
+#define LATHE_MOE_ROUTE_PREFETCH 1
+#define LATHE_MOE_ROUTE_REGISTER_TOP_K 2
+// A diagnostic (with REGISTER_TOP_K): each row's k-th and (k+1)-th logits and its largest are printed
+// (device printf, "lathe-moe-gap k K next N max M"), to tell a near-tie in the router from a bug.
+#define LATHE_MOE_ROUTE_REPORT_GAP 4
 
 __device__ __forceinline__ unsigned lathe_moe_ctarank() {
   unsigned r;
@@ -40,11 +48,75 @@ __device__ __forceinline__ void lathe_moe_store_remote(float* local, unsigned ra
   asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(ra), "f"(v) : "memory");
 }
 
+__device__ __forceinline__ unsigned lathe_moe_warp_max_u32(unsigned v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned r;
+  asm volatile("redux.sync.max.u32 %0, %1, 0xffffffff;" : "=r"(r) : "r"(v));
+  return r;
+#else
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+#endif
+}
+
+// lathe_route_top_k_warp (common.cuh) with the same arithmetic, so the same ids and weights: a lane
+// keeps its best remaining key (experts lane, lane + 32, ...; the chosen marked in a bit mask, so
+// n_expert <= 1024) and a pick is two 32-bit warp maxima (the key's value half, then the index half
+// among the lanes holding that value) instead of ten 64-bit shuffles and a pass over shared memory.
+__device__ __forceinline__ void lathe_moe_top_k_warp(const float* sl, int n_expert, int k, int renormalize, int* ids,
+                                                     float* weights, int report_gap) {
+  const int lane = threadIdx.x & 31;
+  float max = __int_as_float(0xff800000);
+  for (int e = lane; e < n_expert; e += 32) max = fmaxf(max, sl[e]);
+  max = lathe_warp_max(max);
+  float sum = 0.0f;
+  for (int e = lane; e < n_expert; e += 32) sum += expf(sl[e] - max);
+  sum = lathe_warp_sum(sum);
+  unsigned taken = 0u;
+  auto local_best = [&]() {
+    unsigned long long best = 0ull;
+    for (int i = 0, e = lane; e < n_expert; ++i, e += 32)
+      if (!((taken >> i) & 1u)) {
+        const unsigned long long key = lathe_route_key(sl[e], static_cast<unsigned>(e));
+        best = key > best ? key : best;
+      }
+    return best;
+  };
+  unsigned long long mine = local_best();
+  float kept = 0.0f, last = 0.0f;
+  const int picks = k + (report_gap && k < n_expert ? 1 : 0);
+  for (int i = 0; i < picks; ++i) {
+    const unsigned mine_hi = static_cast<unsigned>(mine >> 32);
+    const unsigned hi = lathe_moe_warp_max_u32(mine_hi);
+    const unsigned lo = lathe_moe_warp_max_u32(mine_hi == hi ? static_cast<unsigned>(mine) : 0u);
+    const int e = static_cast<int>(~lo);
+    if (i == k) {  // the best expert left out: only looked at for the gap report
+      if (lane == 0)
+        printf("lathe-moe-gap k %.9g next %.9g max %.9g\n", last, sl[e], max);
+      break;
+    }
+    last = sl[e];
+    const float p = expf(sl[e] - max) / sum;
+    kept += p;
+    if (lane == 0) {
+      ids[i] = e;
+      weights[i] = p;
+    }
+    if ((e & 31) == lane) {
+      taken |= 1u << (e >> 5);
+      mine = local_best();
+    }
+  }
+  __syncwarp();  // lane 0's weights are visible to the lanes that renormalize them
+  if (renormalize)
+    for (int i = lane; i < k; i += 32) weights[i] /= kept;
+}
+
 template <class F>
 __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long row_bytes, const float* x, int rows,
                                                      int k, int n_expert, int parts, int top_k, int renormalize,
                                                      int* ids, float* weights, float* logits, int8_t* q1, int8_t* q2,
-                                                     float4* ds, int two_words) {
+                                                     float4* ds, int two_words, int flags) {
   extern __shared__ float4 lathe_moe_route_smem[];
   float* sx = reinterpret_cast<float*>(lathe_moe_route_smem);  // [rows][k]
   float* part = sx + rows * k;                                  // [rows][parts][n_expert] (block 0's)
@@ -52,6 +124,21 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   const unsigned rank = lathe_moe_ctarank();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   lathe_moe_cluster_arrive();  // this block has started
+  const int gw = static_cast<int>(rank) * LATHE_MOE_ROUTE_WARPS + warp;
+  constexpr int n_warps = LATHE_MOE_ROUTE_CLUSTER * LATHE_MOE_ROUTE_WARPS;
+  const int pieces_row = k >> 3, per_part = (pieces_row + parts - 1) / parts;
+  // The router is a constant: its rows are requested into L2 before waiting for the kernel that
+  // writes x, so the products below read L2, not DRAM, and the requests overlap that kernel's tail.
+  for (int u = gw; (flags & LATHE_MOE_ROUTE_PREFETCH) && u < n_expert * parts; u += n_warps) {
+    const int e = u % n_expert, p = u / n_expert;
+    const int first = p * per_part, end = min(pieces_row, first + per_part);
+    if (first >= end) continue;
+    const long long b0 = static_cast<long long>((first << 3) / F::unit_values) * F::unit_bytes;
+    const long long b1 = static_cast<long long>(((end << 3) + F::unit_values - 1) / F::unit_values) * F::unit_bytes;
+    const uint8_t* row = w + e * row_bytes;
+    for (long long off = (b0 & ~127ll) + 128 * lane; off < b1; off += 32 * 128)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(row + off));
+  }
   lathe_pdl_entry();
 
   for (int i = threadIdx.x; i < (rows * k) >> 2; i += blockDim.x)
@@ -59,8 +146,6 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   __syncthreads();
 
   // x's int8 form: 32-value blocks dealt over the cluster's warps (rows are contiguous).
-  const int gw = static_cast<int>(rank) * LATHE_MOE_ROUTE_WARPS + warp;
-  constexpr int n_warps = LATHE_MOE_ROUTE_CLUSTER * LATHE_MOE_ROUTE_WARPS;
   if (q1) {
     const int n_blocks = rows * (k >> 5);
     for (int b = gw; b < n_blocks; b += n_warps) {
@@ -70,7 +155,6 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   }
 
   lathe_moe_cluster_wait();  // every block of the cluster has started: block 0's shared memory is live
-  const int pieces_row = k >> 3, per_part = (pieces_row + parts - 1) / parts;
   for (int u = gw; u < n_expert * parts; u += n_warps) {
     const int e = u % n_expert, p = u / n_expert;
     const int first = p * per_part, end = min(pieces_row, first + per_part);
@@ -116,8 +200,13 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
     if (logits) logits[i] = s;
   }
   __syncthreads();
-  if (warp < rows)
-    lathe_route_top_k_warp(sl + warp * n_expert, n_expert, top_k, renormalize, ids + warp * top_k, weights + warp * top_k);
+  if (warp < rows) {
+    if (flags & LATHE_MOE_ROUTE_REGISTER_TOP_K)
+      lathe_moe_top_k_warp(sl + warp * n_expert, n_expert, top_k, renormalize, ids + warp * top_k, weights + warp * top_k,
+                           flags & LATHE_MOE_ROUTE_REPORT_GAP);
+    else
+      lathe_route_top_k_warp(sl + warp * n_expert, n_expert, top_k, renormalize, ids + warp * top_k, weights + warp * top_k);
+  }
 }
 
 #define LATHE_MOE_ROUTE_KERNEL(FMT)                                                                              \
@@ -125,9 +214,9 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
       __launch_bounds__(32 * LATHE_MOE_ROUTE_WARPS, 1) lathe_moe_route_##FMT(                                    \
           const uint8_t* w, long long row_bytes, const float* x, int rows, int k, int n_expert, int parts,       \
           int top_k, int renormalize, int* ids, float* weights, float* logits, int8_t* q1, int8_t* q2,          \
-          float4* ds, int two_words) {                                                                           \
+          float4* ds, int two_words, int flags) {                                                                \
     lathe_moe_route_body<lathe_gemv_##FMT>(w, row_bytes, x, rows, k, n_expert, parts, top_k, renormalize, ids,   \
-                                           weights, logits, q1, q2, ds, two_words);                              \
+                                           weights, logits, q1, q2, ds, two_words, flags);                       \
   }
 
 LATHE_MOE_ROUTE_KERNEL(f32)
