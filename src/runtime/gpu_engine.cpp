@@ -21,6 +21,8 @@ graph::Graph lift_cut(const GgufFile& file, const ModelProgram& program, int64_t
 
 GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : file_(file), options_(options) {
   if (options_.n_ctx <= 0) fail("--ctx must be positive");
+  if (options_.max_chunk <= 0) fail("--max-chunk must be positive");
+  options_.max_chunk = std::min(options_.max_chunk, options_.n_ctx);  // a chunk never exceeds the cache
   const ModelSpec spec = read_model_spec(file);
   n_vocab_ = spec.n_vocab;
   program_ = model_program(file, spec, options_.n_ctx, options_.program_file);
