@@ -2,7 +2,7 @@
 # Prepares what scripts/device_run.sh carries to the GPU machine: a Release build of lathe and the GPU
 # tests (build-dev), the binaries in build-dev/carry, their shared libraries in build-dev/devlibs, and
 # the standalone program `lathe emit` writes for the default model (build-dev/carry/emitted).
-# Then call the device tool's run with carry ["build-dev/carry", "build-dev/devlibs"] and
+# Then call the device tool's run with carry ["build-dev/carry", "build-dev/devlibs", "build-dev/kcache"] and
 #   scripts/device_run.sh tests checks bench ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,5 +12,6 @@ rm -rf build-dev/carry && mkdir -p build-dev/carry
 cp build-dev/lathe build-dev/carry/
 for t in build-dev/tests/test_*_gpu; do [ -x "$t" ] && cp "$t" build-dev/carry/; done
 scripts/device_libs.sh build-dev/devlibs build-dev/lathe build-dev/carry/test_*_gpu >/dev/null
+rm -rf build-dev/kcache && LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90
 scripts/build_emitted.sh build-dev/lathe
 du -sh build-dev/carry build-dev/devlibs

@@ -18,6 +18,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/build-dev/devlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export LATHE_CACHE_DIR=/tmp/lathe-cache
+# The kernel library compiled here by `lathe kernels --arch sm_90` (device_prepare.sh), when carried:
+# the GPU machine's NVRTC is the same version, so it skips its own 2-3 minute compile.
+mkdir -p $LATHE_CACHE_DIR && [ -d build-dev/kcache ] && cp -n build-dev/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
 C=build-dev/carry
 L=$C/lathe
 M=/tmp/models
@@ -65,12 +68,12 @@ for part in "$@"; do
     echo "== bench qwen3-8b q8_0 pp512 with the tuner"; LATHE_TUNE=1 $L bench $(synth qwen3-8b q8_0) -p 512 -n 0 -r 3 2>&1 | tail -1
     rm -f $M/qwen3-8b-q8_0.gguf
     echo "== mixture kernels"; $C/test_gpu_lane_gpu --gtest_filter='GpuLaneMixture*' 2>&1 | grep -E "lane|OK|FAILED|Failure" -A3 | head
-    LATHE_MOE_KERNELS=1 $L check $(synth qwen3moe-tiny q8_0) --steps 8 --prompt-tokens 20 2>&1 | tail -2 | head -1
+    $L check $(synth qwen3moe-tiny q8_0) --steps 8 --prompt-tokens 20 2>&1 | tail -2 | head -1
     for moe in 0 1; do
       echo "== bench qwen3-30b-a3b q8_0, LATHE_MOE_KERNELS=$moe"
       LATHE_MOE_KERNELS=$moe $L bench $(synth qwen3-30b-a3b q8_0) -p 512 -n 128 -r 3 2>&1 | tail -2
     done
-    LATHE_MOE_KERNELS=1 $L check $(synth qwen3-30b-a3b q8_0) --steps 8 2>&1 | tail -2 | head -1 ;;
+    $L check $(synth qwen3-30b-a3b q8_0) --steps 8 2>&1 | tail -2 | head -1 ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do

@@ -185,7 +185,7 @@ TEST(GpuLaneResidence, StepEstimateCoversThePlansArena) {
   }
 }
 
-// The mixture's three decode kernels (opt-in, LATHE_MOE_KERNELS=1) against the eight-launch path
+// The mixture's three decode kernels (the default; LATHE_MOE_KERNELS=0 the eight launches) against the eight-launch path
 // and the interpreter.
 TEST(GpuLaneMixture, ThreeKernelsAgree) {
   std::string why;
@@ -198,12 +198,13 @@ TEST(GpuLaneMixture, ThreeKernelsAgree) {
   GpuEngineOptions go;
   go.n_ctx = 64;
   go.max_chunk = 8;
+  ::setenv("LATHE_MOE_KERNELS", "0", 1);  // plans are made at first use: trace while it is set
   GpuEngine eight(f, go);
   const std::vector<float> base = trace(eight);
-  ::setenv("LATHE_MOE_KERNELS", "1", 1);
+  ASSERT_EQ(eight.plan(1).describe().find("mixture in three kernels"), std::string::npos);
+  ::unsetenv("LATHE_MOE_KERNELS");
   GpuEngine three(f, go);
   const std::string plan = three.plan(1).describe();
-  ::unsetenv("LATHE_MOE_KERNELS");
   ASSERT_NE(plan.find("mixture in three kernels"), std::string::npos) << plan;
   const std::vector<float> got = trace(three);
   CpuEngine cpu(f, 64, 8);
