@@ -159,7 +159,9 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
     }
   } else if (n.kind == OpKind::argmax) {
     const graph::Tensor& x = g.tensor(n.args[0].tensor);
-    const size_t bytes = k::argmax_workspace_bytes(x.shape[0], x.shape.back());
+    size_t bytes = k::argmax_workspace_bytes(x.shape[0], x.shape.back());
+    if (o.last_row_outputs)  // the argmax may run on the last row alone, which splits a row
+      bytes = std::max(bytes, k::argmax_workspace_bytes(1, x.shape.back()));
     if (bytes > p.workspace_.bytes()) p.workspace_ = cuda::DeviceBuffer(bytes, "argmax workspace");
   }
   return out;
