@@ -270,11 +270,12 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
     if (lane < early && pf_row < n_out) lathe_gemv1_prefetch_chunk<F>(w, row_bytes, units, pf_row, pf_c);
     lathe_pdl_entry();
   }
-  if (xf) {  // x in f32: every block quantizes it into shared memory (bit-identical to lathe_quantize_act)
+  if (xf) {  // x in f32: every block quantizes it into shared memory (bit-identical to lathe_quantize_act),
+            // a thread a 32-value block (one pass of the block's threads for k <= 16384)
     int8_t* q1 = reinterpret_cast<int8_t*>(sx);
-    for (int b = warp; b < (k >> 5); b += LATHE_GEMV1_WARPS)
-      lathe_quantize_block32(xf[32 * b + lane], 32 * b + lane, C == 2, q1, q1 + k,
-                             reinterpret_cast<float4*>(sx + x_level_bytes));
+    float4* ds = reinterpret_cast<float4*>(sx + x_level_bytes);
+    for (int b = threadIdx.x; b < (k >> 5); b += blockDim.x)
+      lathe_quantize_block32_thread(xf + 32 * b, C == 2, q1 + 32 * b, q1 + k + 32 * b, ds + b);
   } else {  // x: the newest commit group (waiting for it waits for the chunks above, asked for first)
     const int n16 = (x_level_bytes + k / 2) >> 4;
     for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
