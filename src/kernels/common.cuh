@@ -82,51 +82,47 @@ __device__ __forceinline__ void lathe_quantize_block32(float v, long long i, int
   if (lane == 0) ds[i >> 5] = make_float4(d1, d2, fmaf(d1, s1, d2 * s2), 0.0f);
 }
 
-// The same quantization of one 32-value block by ONE thread (no shuffles: a block's prologue can
-// quantize a whole row in one pass of its threads): bit-identical to lathe_quantize_block32 (maxima
-// and sums of integer levels do not depend on order). x: 32 f32 values, 16-byte aligned; q1, q2: 32
-// bytes each, 4-byte aligned (q2 written when two_words); *ds as lathe_quantize_block32 writes it.
-__device__ __forceinline__ void lathe_quantize_block32_thread(const float* x, int two_words, int8_t* q1, int8_t* q2,
-                                                              float4* ds) {
-  float v[32];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const float4 f = reinterpret_cast<const float4*>(x)[i];
-    v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
-  }
-  float m1 = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 32; ++i) m1 = fmaxf(m1, fabsf(v[i]));
+// The same quantization of one 32-value block by 8 threads of a warp (lanes 8g..8g+7, 4 values
+// each, one 16-byte load): a block's prologue quantizes a row four blocks a warp per pass. Bit-
+// identical to lathe_quantize_block32 (maxima and sums of integer levels do not depend on order).
+// x: this thread's 4 values (x + 4 * (lane & 7) of a 16-byte aligned block); q1, q2: this thread's 4
+// bytes of the block's levels (q2 written when two_words); ds: the block's float4, written by the
+// group's first thread. Called by whole warps (8-lane shuffles).
+__device__ __forceinline__ void lathe_quantize_block32_part(const float* x, int two_words, int8_t* q1, int8_t* q2,
+                                                            float4* ds) {
+  const float4 f = *reinterpret_cast<const float4*>(x);
+  float v[4] = {f.x, f.y, f.z, f.w};
+  float m1 = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
+  for (int o = 4; o > 0; o >>= 1) m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, o, 8));
   const float d1 = m1 / 127.0f;
-  int l1[32];
+  int l1[4];
   float s1 = 0.0f, m2 = 0.0f;
 #pragma unroll
-  for (int i = 0; i < 32; ++i) {
+  for (int i = 0; i < 4; ++i) {
     l1[i] = lathe_quantize_level(v[i], d1);
     s1 += static_cast<float>(l1[i]);
     v[i] = fmaf(-d1, static_cast<float>(l1[i]), v[i]);  // the residual
     m2 = fmaxf(m2, fabsf(v[i]));
   }
+  *reinterpret_cast<int*>(q1) = (l1[0] & 0xff) | ((l1[1] & 0xff) << 8) | ((l1[2] & 0xff) << 16) | ((l1[3] & 0xff) << 24);
   float d2 = 0.0f, s2 = 0.0f;
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-    reinterpret_cast<int*>(q1)[i] = (l1[4 * i] & 0xff) | ((l1[4 * i + 1] & 0xff) << 8) | ((l1[4 * i + 2] & 0xff) << 16) |
-                                    ((l1[4 * i + 3] & 0xff) << 24);
   if (two_words) {
+    for (int o = 4; o > 0; o >>= 1) m2 = fmaxf(m2, __shfl_xor_sync(0xffffffffu, m2, o, 8));
     d2 = m2 / 127.0f;
+    int w = 0;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      int w = 0;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int l2 = lathe_quantize_level(v[4 * i + j], d2);
-        s2 += static_cast<float>(l2);
-        w |= (l2 & 0xff) << (8 * j);
-      }
-      reinterpret_cast<int*>(q2)[i] = w;
+    for (int i = 0; i < 4; ++i) {
+      const int l2 = lathe_quantize_level(v[i], d2);
+      s2 += static_cast<float>(l2);
+      w |= (l2 & 0xff) << (8 * i);
     }
+    *reinterpret_cast<int*>(q2) = w;
   }
-  *ds = make_float4(d1, d2, fmaf(d1, s1, d2 * s2), 0.0f);
+  for (int o = 4; o > 0; o >>= 1) {
+    s1 += __shfl_xor_sync(0xffffffffu, s1, o, 8);
+    s2 += __shfl_xor_sync(0xffffffffu, s2, o, 8);
+  }
+  if ((threadIdx.x & 7) == 0) *ds = make_float4(d1, d2, fmaf(d1, s1, d2 * s2), 0.0f);
 }
 
 // ---- a mixture's router choice (route.cuh, moe_route.cuh), one warp a row: softmax over all

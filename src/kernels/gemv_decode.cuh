@@ -271,11 +271,12 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
     lathe_pdl_entry();
   }
   if (xf) {  // x in f32: every block quantizes it into shared memory (bit-identical to lathe_quantize_act),
-            // a thread a 32-value block (one pass of the block's threads for k <= 16384)
+            // 8 threads a 32-value block (k / 4096 passes of the block's threads)
     int8_t* q1 = reinterpret_cast<int8_t*>(sx);
     float4* ds = reinterpret_cast<float4*>(sx + x_level_bytes);
-    for (int b = threadIdx.x; b < (k >> 5); b += blockDim.x)
-      lathe_quantize_block32_thread(xf + 32 * b, C == 2, q1 + 32 * b, q1 + k + 32 * b, ds + b);
+    const int part = 4 * (threadIdx.x & 7);
+    for (int b = threadIdx.x >> 3; b < (k >> 5); b += blockDim.x >> 3)  // whole warps: k / 32 % 4 == 0 below
+      lathe_quantize_block32_part(xf + 32 * b + part, C == 2, q1 + 32 * b + part, q1 + k + 32 * b + part, ds + b);
   } else {  // x: the newest commit group (waiting for it waits for the chunks above, asked for first)
     const int n16 = (x_level_bytes + k / 2) >> 4;
     for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);

@@ -54,9 +54,9 @@ void quantize_activations(CUdeviceptr x, int64_t rows, int64_t k, Activations a,
 // device's opt-in shared memory holds its ~160 KB + 2.5 k bytes; everything else the general one.
 void gemv(const WeightMatrix& w, Activations a, CUdeviceptr x, int64_t n_rows, CUdeviceptr y, CUstream stream);
 
-// One row under int8 / int8x2 from its f32 form x (16-byte aligned): each block of the decode kernel
-// quantizes x into its shared memory (bit-identical to quantize_activations) and multiplies, so no
-// quantizer launch and no int8 form in memory. Returns false and launches nothing where the decode
+// One row under int8 / int8x2 from its f32 form x (16-byte aligned, k % 128 == 0): each block of the
+// decode kernel quantizes x into its shared memory (bit-identical to quantize_activations, 8 threads
+// a 32-value block) and multiplies, so no quantizer launch and no int8 form in memory. Returns false and launches nothing where the decode
 // kernel does not take the shape (the caller then quantizes and calls gemv).
 bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CUdeviceptr y, CUstream stream);
 
@@ -66,11 +66,10 @@ void set_decode_gemv_enabled(bool enabled);
 
 // The decode products' requests made before the programmatic-launch wait (their `early` argument),
 // for a launch reading `weight_bytes` of matrices: 0 waits first; 1 + P asks for the cp.async ring's
-// first chunks and P more chunks a warp of L2 (P <= 31) while the kernel before still runs. P = 8
-// where the matrices take at most 24 MB (less than half the L2), else 0: on the H200 (tg128,
-// 2026-11-29) the L2 requests took qwen3-0.6b from 843 to 919 tok/s but qwen3-8b, whose products
-// stream more than L2 holds, from 277 to 258; the ring's early requests alone gave 8b 269 -> 277.
-// LATHE_DECODE_PREFETCH=P forces P for every launch, =off waits first. The setting is read once.
+// first chunks and P more chunks a warp of L2 (P <= 31) while the kernel before still runs. Default
+// P = 0. Measured on the H200 (tg128, 2026-11-29): the ring's early requests took qwen3-8b Q8_0 from
+// 269 to 277 tok/s; L2 requests (P = 8) then cost it (258) and did not help qwen3-0.6b (927 against
+// 939 at P = 0). LATHE_DECODE_PREFETCH=P forces P, =off waits first. The setting is read once.
 int decode_early_requests(int64_t weight_bytes);
 
 // ---- GEMV over experts (mixtures). W is a stack [n_expert][n_out][k]; ids [n_rows][top_k] int32 on
