@@ -56,6 +56,7 @@ std::string write_program(const GgufFile& file, const EmitOptions& options, cons
   out += fmt::format("//   steps of {}\n", steps);
   out += "// Build: nvcc -arch=sm_90 prog.cu -o prog -lcuda\n";
   out += "// Run:   ./prog MODEL.gguf [-n N] [--prompt-tokens 1,2,3]\n\n";
+  out += "#include <cstdio>  // the kernels' device printf, which NVRTC has built in\n";
   for (const char* t : kLibraryTypes) out += fmt::format("#define {} lathe_kernel_{}\n", t, t);
   out += kLibraryBegin;
   out += kernels::library_source();
