@@ -321,6 +321,30 @@ Tensor expert_output(const Experts& m, const Tensor& x, int64_t e) {  // down_e(
                  m.down.ref.expert(e));
 }
 
+// The routing margin: the smallest gap between the k-th and (k+1)-th logit over the calls since the
+// reset, relative to the row's largest |logit|; ties give 0, keeping every expert gives none (1).
+TEST(CpuOpsMixture, RoutingMarginIsTheClosestCall) {
+  std::vector<int32_t> experts;
+  std::vector<float> weights;
+  reset_routing_margin();
+  EXPECT_EQ(routing_margin(), 1.0);
+  const std::vector<float> far = {4.0f, -1.0f, 2.0f, 0.0f};
+  route_top_k(far, {.k = 2, .renormalize = true}, experts, weights);
+  EXPECT_NEAR(routing_margin(), (2.0 - 0.0) / 4.0, 1e-7);
+  const std::vector<float> near = {1.0f, 8.0f, 0.999f, 0.5f};
+  route_top_k(near, {.k = 2, .renormalize = true}, experts, weights);
+  EXPECT_NEAR(routing_margin(), (1.0 - 0.999) / 8.0, 1e-7);
+  route_top_k(far, {.k = 2, .renormalize = true}, experts, weights);  // a wider call keeps the closest
+  EXPECT_NEAR(routing_margin(), (1.0 - 0.999) / 8.0, 1e-7);
+  route_top_k(far, {.k = 4, .renormalize = true}, experts, weights);  // all kept: no call to make
+  EXPECT_NEAR(routing_margin(), (1.0 - 0.999) / 8.0, 1e-7);
+  const std::vector<float> tie = {3.0f, 1.0f, 3.0f, 1.0f};
+  route_top_k(tie, {.k = 1, .renormalize = true}, experts, weights);
+  EXPECT_EQ(routing_margin(), 0.0);
+  reset_routing_margin();
+  EXPECT_EQ(routing_margin(), 1.0);
+}
+
 TEST(CpuOpsMixture, AllExpertsUnnormalizedIsTheDenseSum) {
   int64_t n_expert = 5, n = 16, n_ff = 24;
   Experts m = random_experts(n_expert, n, n_ff, 60);

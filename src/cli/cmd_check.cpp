@@ -5,6 +5,7 @@
 // of the numerics contract in use; exits 1 when the bound is broken.
 #include "cli/commands.h"
 #include "cli/engines.h"
+#include "interp/cpu_ops.h"
 #include "runtime/cpu_engine.h"
 #include "runtime/sampler.h"
 
@@ -84,27 +85,44 @@ Action add_check_command(CLI::App& app) {
     fmt::print("check {}{} on {} against {}: {} prompt tokens, {} decode steps, bound {:.0e} ({})\n", *path,
                o->program.empty() ? "" : " (weights " + checkpoint + ")", gpu->name(), cpu.name(), *prompt, *steps,
                bound, o->activations);
+    // A mixture's router may legitimately choose another expert where its k-th and (k+1)-th logits
+    // are closer than the contract lets values move: such a step's logits are right for the other
+    // expert, not held to the bound, and named (docs/numerics.md).
+    int excused = 0;
+    Diff worst;
+    auto account = [&](const Diff& d, const std::string& what, bool print) {
+      const double margin = routing_margin();
+      const bool near_tie = d.normalized > bound && margin < bound;
+      if (print || d.normalized > bound)
+        fmt::print("  {:<18} logits max |diff| {:.3e}  normalized {:.3e}{}\n", what, d.max_abs, d.normalized,
+                 near_tie ? fmt::format("  (router near-tie: margin {:.1e} of the top logit; not held to the bound)", margin)
+                          : "");
+      if (near_tie) {
+        ++excused;
+        return;
+      }
+      worst.max_abs = std::max(worst.max_abs, d.max_abs);
+      worst.normalized = std::max(worst.normalized, d.normalized);
+    };
+    reset_routing_margin();
     std::vector<float> lc = cpu.run(ids, 0, true);
     std::vector<float> lg = gpu->run(ids, 0, true);
-    Diff worst = compare(lg, lc, n_vocab);
-    fmt::print("  prefill {:>3} rows   logits max |diff| {:.3e}  normalized {:.3e}\n", *prompt, worst.max_abs,
-               worst.normalized);
+    account(compare(lg, lc, n_vocab), fmt::format("prefill {} rows", *prompt), true);
     int agree = 0;
     std::vector<float> last_cpu(lc.end() - n_vocab, lc.end()), last_gpu(lg.end() - n_vocab, lg.end());
     for (int64_t s = 0; s < *steps; ++s) {
       const int32_t next = argmax(last_cpu);
       agree += argmax(last_gpu) == next;
       const int32_t one[1] = {next};
+      reset_routing_margin();
       last_cpu = cpu.run(one, *prompt + s, false);
       last_gpu = gpu->run(one, *prompt + s, false);
       const Diff d = compare(last_gpu, last_cpu, n_vocab);
-      if (s < 4 || s + 1 == *steps || d.normalized > bound)
-        fmt::print("  decode step {:>3}    logits max |diff| {:.3e}  normalized {:.3e}\n", s, d.max_abs, d.normalized);
-      worst.max_abs = std::max(worst.max_abs, d.max_abs);
-      worst.normalized = std::max(worst.normalized, d.normalized);
+      account(d, fmt::format("decode step {}", s), s < 4 || s + 1 == *steps);
     }
-    fmt::print("largest difference: logits {:.3e} (normalized {:.3e}, bound {:.0e}); greedy tokens agree in {} of {} steps\n",
-               worst.max_abs, worst.normalized, bound, agree, *steps);
+    fmt::print("largest difference: logits {:.3e} (normalized {:.3e}, bound {:.0e}); greedy tokens agree in {} of {} steps{}\n",
+               worst.max_abs, worst.normalized, bound, agree, *steps,
+               excused ? fmt::format("; {} step(s) at router near-ties not held to the bound", excused) : "");
     if (!(worst.normalized <= bound)) {
       fmt::print("FAIL: the {} contract's bound is broken\n", o->activations);
       return 1;

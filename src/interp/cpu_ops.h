@@ -110,6 +110,13 @@ Tensor mixture(const Tensor& x, const MatrixRef& router, const MatrixRef& gate, 
 void route_top_k(std::span<const float> logits, const MixtureOptions& options,
                  std::vector<int32_t>& experts, std::vector<float>& weights);
 
+// How close routings came to choosing another expert: the smallest gap between a row's k-th and
+// (k+1)-th router logit, relative to the row's largest |logit|, over every route_top_k call (any
+// thread) since the last reset; 1 when there was none. `lathe check` uses it to tell a router
+// near-tie (another contract may flip the choice) from an error.
+double routing_margin();
+void reset_routing_margin();
+
 // ---- reductions and layout
 std::vector<int32_t> argmax(const Tensor& x);  // over the last dimension, ties to the lower index
 Tensor transpose(const Tensor& x);             // a 2-D [a, b] to [b, a]

@@ -3,6 +3,7 @@
 #include "interp/cpu_ops_internal.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numeric>
 
@@ -28,7 +29,18 @@ void check_mixture_shapes(const Tensor& x, const MatrixRef& router, const Matrix
     fail("mixture: k = {} experts of {}: k must be between 1 and {}", options.k, n_expert, n_expert);
 }
 
+std::atomic<double> g_routing_margin{1.0};
+
+void note_routing_margin(double margin) {
+  double seen = g_routing_margin.load();
+  while (margin < seen && !g_routing_margin.compare_exchange_weak(seen, margin)) {
+  }
+}
+
 }  // namespace
+
+double routing_margin() { return g_routing_margin.load(); }
+void reset_routing_margin() { g_routing_margin.store(1.0); }
 
 void route_top_k(std::span<const float> logits, const MixtureOptions& options,
                  std::vector<int32_t>& experts, std::vector<float>& weights) {
@@ -52,6 +64,12 @@ void route_top_k(std::span<const float> logits, const MixtureOptions& options,
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   });
   experts.assign(order.begin(), order.begin() + options.k);
+  if (options.k < n) {
+    float next = logits[order[options.k]], scale = 0.0f;
+    for (int64_t i = options.k; i < n; ++i) next = std::max(next, logits[order[i]]);
+    for (float v : logits) scale = std::max(scale, std::abs(v));
+    if (scale > 0) note_routing_margin((double(logits[order[options.k - 1]]) - next) / scale);
+  }
 
   double kept = 0;
   for (int32_t e : experts) kept += p[e];
