@@ -9,8 +9,8 @@
 #   depth   tg128 of qwen3-8b Q8_0 at 4,096 tokens of context
 #   big     `lathe check` (16-token prompt, 32 decode steps) of qwen3-0.6b, qwen3-8b and llama3-8b in
 #           Q8_0, Q4_K_M and F16 (the lane issue's criterion)
-#   pending what was written without a GPU (2026-11-29): residence under a --gpu-memory cap, the
-#           GEMM tile tuner, the MoE decode kernels (test_moe_gpu), and pp512 with LATHE_TUNE=1
+#   pending residence under a --gpu-memory cap, the GEMM tile tuner (pp512 with LATHE_TUNE=1), the
+#           mixture's kernels (test_moe_gpu) and Qwen3-30B-A3B's bench and check
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
