@@ -103,8 +103,11 @@ TEST(Fuse, RopeAndAppendsInOneGroup) {
   const fuse::FusionPlan ll = fuse::fuse(llama);
   expect_partition(llama, ll);
   EXPECT_EQ(ll.count("rope_append"), 2);
-  for (const fuse::Group& grp : ll.groups)
-    if (grp.rule == "rope_append") EXPECT_EQ(grp.nodes.size(), 4u);
+  for (const fuse::Group& grp : ll.groups) {
+    if (grp.rule == "rope_append") {
+      EXPECT_EQ(grp.nodes.size(), 4u);
+    }
+  }
   const graph::Graph chunk = lift_shape("qwen3-tiny", "prefill:16");
   EXPECT_EQ(fuse::fuse(chunk).count("rope_append"), 2);
 }
