@@ -118,6 +118,8 @@ RecordedModel record_model(const GgufFile& file, const EmitOptions& options) {
   po.held = options.held;
   for (int64_t rows : step_rows(options)) {
     const graph::Graph g = rows == 1 ? decode : lift_cut(file, mp, rows);
+    // The program reads a chunk's last row of logits only: the prompt variant, as `lathe run` takes.
+    po.last_row_outputs = rows > 1;
     plans.push_back(std::make_unique<plan::StepPlan>(g, model, po));
     const plan::StepPlan& p = *plans.back();
     EmitStep step;

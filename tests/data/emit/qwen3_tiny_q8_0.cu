@@ -333,12 +333,14 @@ static const Arg kArgs[] = {
     {8, 18, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 0ULL, 0ULL}, {8, 32, 1024ULL, 0ULL}, {8, 32, 2048ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
     // 65: lathe_add_rms_norm
     {8, 32, 16896ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {8, 22, 0ULL, 0ULL}, {8, 32, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 32, 4608ULL, 0ULL}, {8, 32, 5120ULL, 0ULL}, {8, 32, 5632ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
-    // 66: lathe_gemv_q8_0_int8x2
-    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x88000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 4608ULL, 0ULL}, {8, 32, 5120ULL, 0ULL}, {8, 32, 5632ULL, 0ULL}, {8, 33, 768ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 67: lathe_argmax
-    {8, 33, 768ULL, 0ULL}, {8, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 17152ULL, 0ULL},
+    // 66: lathe_quantize_act
+    {8, 32, 1024ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 32, 4608ULL, 0ULL}, {8, 32, 4864ULL, 0ULL}, {8, 32, 5120ULL, 0ULL},
+    // 67: lathe_gemv_q8_0_int8x2
+    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x88000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 4608ULL, 0ULL}, {8, 32, 4864ULL, 0ULL}, {8, 32, 5120ULL, 0ULL}, {8, 33, 8960ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 68: lathe_argmax
+    {8, 33, 8960ULL, 0ULL}, {8, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 17156ULL, 0ULL},
 };
-static const int kArgCount = 928;
+static const int kArgCount = 935;
 
 // {kernel (-1: copy), grid, block, shared bytes, first argument, arguments, copy to, copy from, bytes}
 static const Op kOps[] = {
@@ -408,15 +410,16 @@ static const Op kOps[] = {
     {9, {4, 1, 1}, {256, 1, 1}, 0, 869, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 63: lathe_quantize_act  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 1)
     {8, {256, 1, 1}, {128, 1, 1}, 0, 876, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 64: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 1)
     {0, {2, 1, 1}, {1024, 1, 1}, 0, 894, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 65: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 52, layer 1)
-    {8, {2048, 1, 1}, {128, 1, 1}, 0, 904, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 66: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [2048 x 256]^T  (line 56)
-    {1, {1, 2, 1}, {256, 1, 1}, 0, 922, 6, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 67: lathe_argmax  argmax [2 x 2048]  (line 57)
+    {9, {1, 1, 1}, {256, 1, 1}, 0, 904, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 66: lathe_quantize_act  gemv int8x2 of the last row q8_0 [2 x 256] . [2048 x 256]^T  (line 56)
+    {8, {2048, 1, 1}, {128, 1, 1}, 0, 911, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 67: lathe_gemv_q8_0_int8x2  gemv int8x2 of the last row q8_0 [2 x 256] . [2048 x 256]^T  (line 56)
+    {1, {1, 1, 1}, {256, 1, 1}, 0, 929, 6, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 68: lathe_argmax  argmax of the last row [2 x 2048]  (line 57)
 };
-static const int kOpCount = 68;
+static const int kOpCount = 69;
 
 // {rows, cut program identity, tokens, positions, sequences, logits, first op, ops}; the decode step first
 static const Step kSteps[] = {
     {1, "9db46c1b917e57319c824f3f8a75e3c3fb3dbc5a5efcb08a2c13375d50549e27", {29, 0ULL}, {29, 256ULL}, {29, 512ULL}, {29, 768ULL}, 0, 34},
-    {2, "20b07502124f608d6d915e1e7dcd7d7c51585654d62ac6afae1acd3bae1bf8b6", {33, 0ULL}, {33, 256ULL}, {33, 512ULL}, {33, 768ULL}, 34, 34},
+    {2, "20b07502124f608d6d915e1e7dcd7d7c51585654d62ac6afae1acd3bae1bf8b6", {33, 0ULL}, {33, 256ULL}, {33, 512ULL}, {33, 768ULL}, 34, 35},
 };
 static const int kStepCount = 2;
 
