@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 
 namespace lathe {
@@ -112,6 +113,32 @@ TEST(Fuse, RopeAndAppendsInOneGroup) {
   EXPECT_EQ(fuse::fuse(chunk).count("rope_append"), 2);
 }
 
+// norm_prologue (opt-in): in a decode cut, a sum, its norm and the merged products reading the norm
+// in one group (the first layer's attention has no sum before its norm); never in a chunk.
+TEST(Fuse, NormPrologueTakesSumNormAndProducts) {
+  const graph::Graph g = lift_shape("qwen3-tiny", "decode");
+  EXPECT_EQ(fuse::fuse(g).count("norm_prologue"), 0);  // off unless asked
+  ::setenv("LATHE_NORM_PROLOGUE", "1", 1);
+  const fuse::FusionPlan all = fuse::fuse(g);
+  const fuse::FusionPlan chunk = fuse::fuse(lift_shape("qwen3-tiny", "prefill:16"));
+  ::unsetenv("LATHE_NORM_PROLOGUE");
+  expect_partition(g, all);
+  EXPECT_EQ(chunk.count("norm_prologue"), 0);
+  ASSERT_EQ(all.count("norm_prologue"), 3);  // layer 0's ffn, layer 1's attention and ffn
+  EXPECT_EQ(all.count("add_norm"), 1);       // the output norm (one product reads it)
+  EXPECT_EQ(all.count("merged_products"), 1);  // layer 0's q, k, v
+  EXPECT_EQ(all.count("gate_up_swiglu"), 0);
+  for (const fuse::Group& grp : all.groups) {
+    if (grp.rule != "norm_prologue") continue;
+    std::vector<lang::OpKind> kinds;
+    for (int n : grp.nodes) kinds.push_back(g.nodes[static_cast<size_t>(n)].kind);
+    using K = lang::OpKind;
+    const bool qkv = kinds == std::vector<K>{K::add, K::rms_norm, K::product, K::product, K::product};
+    const bool ffn = kinds == std::vector<K>{K::add, K::rms_norm, K::product, K::product, K::swiglu};
+    EXPECT_TRUE(qkv || ffn);
+  }
+}
+
 // The names of the values a plan quantizes in their producers' epilogue.
 std::set<std::string> quantized_names(const graph::Graph& g, const fuse::FusionPlan& p) {
   std::set<std::string> out;
@@ -182,7 +209,7 @@ TEST(Fuse, UnknownRuleIsRefusedByName) {
     fuse::fuse(g, {"add_nrom"});
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: add_norm, rope_append, qk_norm_rope, kv_append, "
+    EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: norm_prologue, add_norm, rope_append, qk_norm_rope, kv_append, "
                                          "gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue)"),
               std::string::npos) << e.what();
   }

@@ -12,6 +12,7 @@
 #include "interp/cpu_ops.h"
 #include "kernels/gemv_launch.h"
 #include "kernels/gemv_multi_launch.h"
+#include "kernels/norm_launch.h"
 #include "runtime/cuda_driver.h"
 
 #include "test_product_helpers.h"
@@ -258,6 +259,80 @@ TEST(GemvMultiGpu, GateUpSwigluMatchesCpuAndSeparate) {
       std::printf("\n");
     }
   }
+}
+
+// The norm in the merged kernel's prologue (gemv_multi_norm, gemv_gate_up_swiglu_norm) against the
+// launches it replaces: add_rms_norm writing the int8 form, then the merged kernel. The sum is the
+// same bits (x + y rounded once); the outputs differ only where the norm's sum of squares, added in
+// another order, moves h by its last bits (and so, rarely, a quantized level): bound 1e-4 of max|y|.
+TEST(GemvMultiGpu, NormPrologueMatchesNormThenMerged) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(41);
+  struct Case {
+    GgmlType t;
+    bool swiglu;
+    int64_t n0, n1, n2, k;
+  };
+  const Case cases[] = {{GgmlType::Q8_0, false, 2048, 512, 512, 2048}, {GgmlType::Q8_0, true, 3072, 3072, 0, 1024},
+                        {GgmlType::Q4_K, false, 4096, 1024, 1024, 4096}, {GgmlType::Q6_K, true, 1536, 1536, 0, 8192},
+                        {GgmlType::Q8_0, false, 640, 128, 0, 128}};
+  std::printf("norm in the prologue: normalized difference from add_rms_norm + merged (bound 1e-4)\n");
+  for (const Case& c : cases) {
+    const int n = c.swiglu ? 2 : (c.n2 > 0 ? 3 : 2);
+    std::vector<Matrix> ms;
+    const int64_t outs[3] = {c.n0, c.n1, c.n2};
+    for (int i = 0; i < n; ++i) ms.push_back(make_matrix(c.t, outs[i], c.k, rng));
+    std::vector<WeightMatrix> ws;
+    for (const Matrix& m : ms) ws.push_back(m.weights());
+    const std::vector<float> x = random_values(c.k, rng), y = random_values(c.k, rng), w = random_values(c.k, rng);
+    DeviceBuffer xd = upload(x), yd = upload(y), wd = upload(w), sum1(c.k * 4), sum2(c.k * 4), h(c.k * 4);
+    for (Activations a : {Activations::int8, Activations::int8x2}) {
+      ASSERT_TRUE(merged_norm_applies(ws.data(), n, a));
+      std::vector<DeviceBuffer> out1, out2;
+      std::vector<CUdeviceptr> p1, p2;
+      for (int i = 0; i < (c.swiglu ? 1 : n); ++i) {
+        out1.emplace_back(static_cast<size_t>(outs[i] * 4));
+        out2.emplace_back(static_cast<size_t>(outs[i] * 4));
+        p1.push_back(out1.back().ptr());
+        p2.push_back(out2.back().ptr());
+      }
+      DeviceBuffer q(static_cast<size_t>(quantized_activation_bytes(1, c.k, a)));
+      // Reference: the launches the prologue replaces.
+      sum2.upload(x.data(), x.size() * 4);
+      add_rms_norm(sum2.ptr(), h.ptr(), yd.ptr(), wd.ptr(), 1, c.k, 1e-6f, s.handle(), QuantizedOut{q.ptr(), a});
+      if (c.swiglu)
+        gemv_gate_up_swiglu(ws[0], ws[1], a, q.ptr(), p2[0], s.handle());
+      else
+        gemv_multi(ws.data(), n, a, q.ptr(), p2.data(), s.handle());
+      NormPrologue np;
+      np.x = xd.ptr();
+      np.y = yd.ptr();
+      np.w = wd.ptr();
+      np.sum = sum1.ptr();
+      np.eps = 1e-6f;
+      if (c.swiglu)
+        gemv_gate_up_swiglu_norm(ws[0], ws[1], a, np, p1[0], s.handle());
+      else
+        gemv_multi_norm(ws.data(), n, a, np, p1.data(), s.handle());
+      s.synchronize();
+      const std::vector<float> s1 = download(sum1, c.k), s2 = download(sum2, c.k);
+      EXPECT_EQ(std::memcmp(s1.data(), s2.data(), s1.size() * 4), 0) << "the sum";
+      double worst = 0;
+      for (size_t i = 0; i < p1.size(); ++i) {
+        const std::vector<float> r1 = download(out1[i], outs[i]), r2 = download(out2[i], outs[i]);
+        double scale = 0;
+        for (float v : r2) scale = std::max(scale, std::abs(double(v)));
+        worst = std::max(worst, max_diff(r1, r2) / std::max(scale, 1e-30));
+      }
+      std::printf("  %-5s %s %lld/%lld/%lld x %lld %s: %.2e\n", std::string(ggml_type_name(c.t)).c_str(),
+                  c.swiglu ? "gate/up" : "merged ", static_cast<long long>(c.n0), static_cast<long long>(c.n1),
+                  static_cast<long long>(c.n2), static_cast<long long>(c.k), std::string(activations_name(a)).c_str(), worst);
+      EXPECT_LE(worst, 1e-4) << ggml_type_name(c.t) << " k " << c.k << " " << activations_name(a);
+    }
+  }
+  const WeightMatrix odd[2] = {WeightMatrix{GgmlType::Q8_0, 0, 64, 96}, WeightMatrix{GgmlType::Q8_0, 0, 64, 96}};
+  EXPECT_FALSE(merged_norm_applies(odd, 2, Activations::int8x2));  // k % 128 != 0
 }
 
 // What the merged kernel does not take goes through the fallback and is still right: several rows,

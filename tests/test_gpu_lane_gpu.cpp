@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <utility>
 
 namespace lathe {
@@ -124,6 +125,39 @@ TEST(GpuLaneResidence, MatricesInPinnedHostMemoryGiveTheSameLogits) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("too little GPU memory"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("(the --gpu-memory cap)"), std::string::npos) << e.what();
+  }
+}
+
+// norm_prologue (opt-in, LATHE_NORM_PROLOGUE=1): a decode row's sum and norm in the merged GEMV's
+// prologue, against the plan without it (add_rms_norm then the merged kernel) and the interpreter.
+TEST(GpuLaneNormPrologue, AgreesWithHeldBackAndInterpreter) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  for (const std::string shape : {"qwen3-tiny", "llama-tiny", "qwen3moe-tiny"}) {
+    const std::string path = testing::TempDir() + "/lane-norm-prologue-" + shape + ".gguf";
+    SynthOptions o;
+    o.shape = shape;
+    write_synthetic_checkpoint(o, path);
+    const GgufFile f = GgufFile::open(path);
+    GpuEngineOptions go;
+    go.n_ctx = 64;
+    go.max_chunk = 8;
+    ::setenv("LATHE_NORM_PROLOGUE", "1", 1);  // plans are made at first use: trace while it is set
+    GpuEngine fused(f, go);
+    const std::vector<float> got = trace(fused);
+    const std::string plan = fused.plan(1).describe();
+    GpuEngineOptions held_options = go;
+    held_options.held = {"norm_prologue"};
+    GpuEngine held(f, held_options);
+    const std::vector<float> base = trace(held);
+    ::unsetenv("LATHE_NORM_PROLOGUE");
+    CpuEngine cpu(f, 64, 8);
+    const double vs_held = normalized(got, base), vs_cpu = normalized(got, trace(cpu));
+    std::printf("[ lane ] %-14s norm in the prologue: vs held back %.2e, vs interpreter %.2e\n", shape.c_str(), vs_held,
+                vs_cpu);
+    EXPECT_NE(plan.find("with the norm in its prologue"), std::string::npos) << plan;
+    EXPECT_LT(vs_held, 2.5e-4);  // as add_norm: the norm's sum of squares in another order
+    EXPECT_LT(vs_cpu, 2e-3);
   }
 }
 

@@ -6,6 +6,7 @@
 
 namespace lathe::fuse {
 
+void norm_prologue_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void add_norm_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void rope_append_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void qk_norm_rope_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
@@ -17,6 +18,8 @@ void quantize_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 
 const std::vector<Rule>& fusion_rules() {
   static const std::vector<Rule> rules = {
+      {"norm_prologue", "a decode row's sum, its RMS norm and the merged products reading it in one launch "
+                        "(opt-in: LATHE_NORM_PROLOGUE=1)", norm_prologue_pass},
       {"add_norm", "a sum and the RMS norm of it in one kernel (the residual written back)", add_norm_pass},
       {"rope_append", "a layer's q and k (per-head norms, rope) and the cache appends of k and v in one kernel",
        rope_append_pass},

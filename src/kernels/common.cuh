@@ -85,12 +85,11 @@ __device__ __forceinline__ void lathe_quantize_block32(float v, long long i, int
 // The same quantization of one 32-value block by 8 threads of a warp (lanes 8g..8g+7, 4 values
 // each, one 16-byte load): a block's prologue quantizes a row four blocks a warp per pass. Bit-
 // identical to lathe_quantize_block32 (maxima and sums of integer levels do not depend on order).
-// x: this thread's 4 values (x + 4 * (lane & 7) of a 16-byte aligned block); q1, q2: this thread's 4
+// f: this thread's 4 values (values 4 * (lane & 7) .. of its group's block); q1, q2: this thread's 4
 // bytes of the block's levels (q2 written when two_words); ds: the block's float4, written by the
 // group's first thread. Called by whole warps (8-lane shuffles).
-__device__ __forceinline__ void lathe_quantize_block32_part(const float* x, int two_words, int8_t* q1, int8_t* q2,
+__device__ __forceinline__ void lathe_quantize_block32_part(float4 f, int two_words, int8_t* q1, int8_t* q2,
                                                             float4* ds) {
-  const float4 f = *reinterpret_cast<const float4*>(x);
   float v[4] = {f.x, f.y, f.z, f.w};
   float m1 = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
   for (int o = 4; o > 0; o >>= 1) m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, o, 8));

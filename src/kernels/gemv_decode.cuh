@@ -276,7 +276,8 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
     float4* ds = reinterpret_cast<float4*>(sx + x_level_bytes);
     const int part = 4 * (threadIdx.x & 7);
     for (int b = threadIdx.x >> 3; b < (k >> 5); b += blockDim.x >> 3)  // whole warps: k / 32 % 4 == 0 below
-      lathe_quantize_block32_part(xf + 32 * b + part, C == 2, q1 + 32 * b + part, q1 + k + 32 * b + part, ds + b);
+      lathe_quantize_block32_part(*reinterpret_cast<const float4*>(xf + 32 * b + part), C == 2, q1 + 32 * b + part,
+                                  q1 + k + 32 * b + part, ds + b);
   } else {  // x: the newest commit group (waiting for it waits for the chunks above, asked for first)
     const int n16 = (x_level_bytes + k / 2) >> 4;
     for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);

@@ -90,7 +90,8 @@ template <class FA, class FB, int C>
 __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0,
                                                  float* y1, float* y2, long long rb0, long long rb1, long long rb2,
                                                  int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq,
-                                                 int k, int group, int early) {
+                                                 int k, int group, int early, const float* nx, const float* ny,
+                                                 const float* nw, float eps, float* nsum) {
   extern __shared__ uint4 lathe_gemvm_smem[];
   __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -161,7 +162,41 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     }
     lathe_pdl_entry();
   }
-  {
+  if (nx) {
+    // The norm in the prologue: s = x + y, h = s / rms(s) * w (add_rms_norm's formula; its sum of
+    // squares in another order), quantized into shared memory, 8 threads a 32-value block. Block 0
+    // writes s (the next residual: its own buffer, as the other blocks still read x). k % 128 == 0,
+    // k <= 4 * 4 * blockDim.x (the launcher checks).
+    __shared__ float norm_scratch[32];
+    const float4* x4 = reinterpret_cast<const float4*>(nx);
+    const float4* y4 = reinterpret_cast<const float4*>(ny);
+    const int n4 = k >> 2;
+    float4 sv[4];
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = threadIdx.x + j * blockDim.x;
+      if (i < n4) {
+        const float4 a = x4[i], b = y4[i];
+        sv[j] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+        ss += sv[j].x * sv[j].x + sv[j].y * sv[j].y + sv[j].z * sv[j].z + sv[j].w * sv[j].w;
+        if (blockIdx.x == 0) reinterpret_cast<float4*>(nsum)[i] = sv[j];
+      }
+    }
+    const float inv = rsqrtf(lathe_block_sum(ss, norm_scratch) / float(k) + eps);
+    int8_t* q1 = reinterpret_cast<int8_t*>(sx);
+    float4* ds = reinterpret_cast<float4*>(sx + x_level_bytes);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = threadIdx.x + j * blockDim.x;  // whole warps: n4 % 32 == 0
+      if (i < n4) {
+        const float4 wv = nw ? reinterpret_cast<const float4*>(nw)[i] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+        const float4 h = make_float4(sv[j].x * inv * wv.x, sv[j].y * inv * wv.y, sv[j].z * inv * wv.z,
+                                     sv[j].w * inv * wv.w);
+        lathe_quantize_block32_part(h, C == 2, q1 + 4 * i, q1 + k + 4 * i, ds + (i >> 3));
+      }
+    }
+  } else {
     const int n16 = (x_level_bytes + k / 2) >> 4;
     for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
     lathe_gemv1_commit();
@@ -217,9 +252,10 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_##NAME##_##CNAME(         \
       const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
       long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
-      int group, int early) {                                                                                    \
+      int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum) {         \
     lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2,   \
-                                                            b_mask, swiglu, xq, k, group, early);                \
+                                                            b_mask, swiglu, xq, k, group, early, nx, ny, nw,     \
+                                                            eps, nsum);                                          \
   }
 
 #define LATHE_GEMVM_CONTRACTS(NAME, FA, FB)    \

@@ -82,8 +82,9 @@ int choose_group(int64_t n_items, int64_t min_chunks, int64_t max_chunks, int64_
 }
 
 void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUdeviceptr x, const CUdeviceptr* y,
-                   CUstream stream) {
+                   CUstream stream, const NormPrologue* norm = nullptr) {
   LATHE_CHECK(x % 16 == 0);
+  if (norm) LATHE_CHECK(norm->x % 16 == 0 && norm->y % 16 == 0 && norm->w % 16 == 0 && norm->sum % 16 == 0);
   for (int m = 0; m < n; ++m) LATHE_CHECK(w[m].data % 16 == 0 && y[swiglu ? 0 : m] % 4 == 0);  // swiglu: one y
   const KernelChoice kc = choose_kernel(w, n, a);
   const int64_t k64 = w[0].k;
@@ -118,11 +119,13 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   int b_mask = kc.b_mask, sw = swiglu ? 1 : 0, k = static_cast<int>(k64);
   int early = g_early_weights ? decode_early_requests(weight_bytes) : 0;
   CUdeviceptr xq = x;
+  CUdeviceptr nx = norm ? norm->x : 0, ny = norm ? norm->y : 0, nw = norm ? norm->w : 0, nsum = norm ? norm->sum : 0;
+  float eps = norm ? norm->eps : 0.0f;
   const unsigned shared = static_cast<unsigned>(merged_shared_bytes(k64, a));
   cuda::launch(kernel(kc.name), {blocks, 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
                {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2], &n_out[0], &n_out[1],
-                &n_out[2], &b_mask, &sw, &xq, &k, &group, &early},
-               "launching a merged decode GEMV");
+                &n_out[2], &b_mask, &sw, &xq, &k, &group, &early, &nx, &ny, &nw, &eps, &nsum},
+               norm ? "launching a merged decode GEMV with the norm in its prologue" : "launching a merged decode GEMV");
 }
 
 }  // namespace
@@ -164,6 +167,27 @@ void gemv_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activ
   gemv(gate, a, x, n_rows, y, stream);
   gemv(up, a, x, n_rows, u, stream);
   elementwise_binary(ElemBinary::swiglu, y, y, u, n, n, stream);
+}
+
+bool merged_norm_applies(const WeightMatrix* w, int n_matrices, Activations a) {
+  // The prologue holds 16 values a thread of the kernel's 512: k <= 8192, in whole warps of blocks.
+  return n_matrices >= 2 && n_matrices <= 3 && w[0].k % 128 == 0 && w[0].k <= 16 * 32 * kWarps &&
+         merged_gemv_applies(w, n_matrices, a);
+}
+
+void gemv_multi_norm(const WeightMatrix* w, int n_matrices, Activations a, const NormPrologue& norm,
+                     const CUdeviceptr* y, CUstream stream) {
+  if (!merged_norm_applies(w, n_matrices, a)) internal_fail("gemv_multi_norm: the merged kernel does not take these shapes");
+  launch_merged(w, n_matrices, false, a, 0, y, stream, &norm);
+}
+
+void gemv_gate_up_swiglu_norm(const WeightMatrix& gate, const WeightMatrix& up, Activations a, const NormPrologue& norm,
+                              CUdeviceptr y, CUstream stream) {
+  const WeightMatrix pair[2] = {gate, up};
+  if (gate.n_out != up.n_out || !merged_norm_applies(pair, 2, a))
+    internal_fail("gemv_gate_up_swiglu_norm: the merged kernel does not take these shapes");
+  const CUdeviceptr ys[1] = {y};
+  launch_merged(pair, 2, true, a, 0, ys, stream, &norm);
 }
 
 }  // namespace lathe::kernels

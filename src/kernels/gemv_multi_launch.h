@@ -58,4 +58,22 @@ void set_merged_gemv_early_weights(bool early);
 // false for one matrix (gemv's decode kernel is faster). The gate/up pair: pass both.
 bool merged_gemv_applies(const WeightMatrix* w, int n_matrices, Activations a);
 
+// The fused add and RMS norm before a merged decode product (fusion rule norm_prologue), done in the
+// merged kernel's prologue by every block: s = x + y (f32 [k], rounded once, as add_rms_norm), the
+// product's input h = s / sqrt(mean(s^2) + eps) * w (w 0: 1), quantized into each block's shared
+// memory for contract a (quantize_activations' layout and rounding); block 0 writes s to `sum` (the
+// next residual; not x: the other blocks still read it). Every pointer 16-byte aligned, f32 [k]. h
+// differs from add_rms_norm's in the last bits (its sum of squares is added in another order).
+// NOT YET RUN ON A GPU (written 2026-11-29 without device time; tests/test_gemv_multi_gpu.cpp
+// NormPrologueMatchesNormThenMerged checks it).
+struct NormPrologue {
+  CUdeviceptr x = 0, y = 0, w = 0, sum = 0;
+  float eps = 1e-6f;
+};
+bool merged_norm_applies(const WeightMatrix* w, int n_matrices, Activations a);  // and k % 128 == 0, k <= 8192
+void gemv_multi_norm(const WeightMatrix* w, int n_matrices, Activations a, const NormPrologue& norm,
+                     const CUdeviceptr* y, CUstream stream);
+void gemv_gate_up_swiglu_norm(const WeightMatrix& gate, const WeightMatrix& up, Activations a, const NormPrologue& norm,
+                              CUdeviceptr y, CUstream stream);
+
 }  // namespace lathe::kernels

@@ -87,6 +87,11 @@ void StepPlan::Builder::assign_storage() {
     } else if (grp.rule == "qk_norm_rope") {
       in_place(first, gi);
       view(g.nodes[static_cast<size_t>(grp.nodes[1])].output, first.output);
+    } else if (grp.rule == "norm_prologue") {
+      copy_first.push_back(false);
+      // The sum gets its own storage: the kernel's blocks read the residual while block 0 writes the
+      // sum. Every node's output is kept (the fallback launches write them all).
+      for (int n : grp.nodes) own(g.nodes[static_cast<size_t>(n)].output, gi);
     } else if (grp.rule == "rope_append") {
       copy_first.push_back(false);
       // q's and k's paths (norm, rope) each work in place on their operand where nothing after the

@@ -106,6 +106,13 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
       out.push_back(quantized.at(last_out));
     }
   }
+  if (grp.rule == "norm_prologue") {
+    // The fallback's int8 form of the norm's output (add_rms_norm writes it; the kernel's own path
+    // quantizes in shared memory and leaves it unused).
+    const graph::Tensor& h = g.tensor(g.nodes[static_cast<size_t>(grp.nodes[1])].output);
+    out.push_back(scratch(gi, std::max<int64_t>(256, k::quantized_activation_bytes(h.shape[0], h.shape[1], o.activations))));
+    return out;
+  }
   const bool merged = grp.rule == "merged_products" || grp.rule == "gate_up_swiglu";
   if (!grp.rule.empty() && !merged) return out;
   if (n.kind == OpKind::product && (reads_quantized(n) || reads_half(n))) {
@@ -235,6 +242,10 @@ void StepPlan::Builder::emit(int gi) {
     return;
   }
 
+  if (grp.rule == "norm_prologue") {
+    emit_norm_prologue(gi);
+    return;
+  }
   if (grp.rule == "rope_append") {
     std::vector<const graph::Node*> ropes, norms;
     const graph::Node* appends[2] = {nullptr, nullptr};

@@ -68,6 +68,7 @@ struct StepPlan::Builder {
   bool reads_half(const graph::Node& product) const;       // ... its f16 form (a chunk on f16 tensor cores)
   void emit_product(const graph::Node& n, int group, bool quantize);
   void emit_merged(int group);  // merged_products, gate_up_swiglu
+  void emit_norm_prologue(int group);
   void emit_mixture(int group);
   bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores
   void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);

@@ -6,6 +6,7 @@
 #include "kernels/gemv_launch.h"
 #include "kernels/gemv_multi_launch.h"
 #include "kernels/moe_launch.h"
+#include "kernels/norm_launch.h"
 #include "kernels/moe_prefill_launch.h"
 #include "kernels/route_launch.h"
 #include "plan/step_plan_ops.h"
@@ -171,6 +172,58 @@ void StepPlan::Builder::emit_merged(int gi) {
     add(fmt::format("swiglu [{}]", count), sw,
         [=](CUstream s) { k::elementwise_binary(k::ElemBinary::swiglu, out, gp, up, count, count, s); });
   }
+}
+
+// norm_prologue: a decode row's sum, its RMS norm and the merged products reading it as one merged
+// GEMV with the norm in its prologue where the kernel takes the shapes; else the sum and norm
+// (add_rms_norm writing the int8 form) and the merged products as before.
+void StepPlan::Builder::emit_norm_prologue(int gi) {
+  const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
+  const graph::Node& sum_node = g.nodes[static_cast<size_t>(grp.nodes[0])];
+  const graph::Node& norm = g.nodes[static_cast<size_t>(grp.nodes[1])];
+  const bool swiglu = g.nodes[static_cast<size_t>(grp.nodes.back())].kind == OpKind::swiglu;
+  const size_t n_products = grp.nodes.size() - 2 - (swiglu ? 1 : 0);
+  std::vector<k::WeightMatrix> ws;
+  std::vector<CUdeviceptr> ys;
+  for (size_t i = 0; i < n_products; ++i) {
+    const graph::Node& pn = g.nodes[static_cast<size_t>(grp.nodes[2 + i])];
+    ws.push_back(weight_of(m, g.tensor(pn.args[1].tensor)));
+    ys.push_back(ptr(pn.output));
+  }
+  const graph::Tensor& h = g.tensor(norm.output);
+  const int64_t rows = h.shape[0], cols = h.shape[1];
+  const graph::Attr* wa = norm.find(ModKind::weighted_by);
+  k::NormPrologue np;
+  np.x = ptr(sum_node.args[0].tensor);
+  np.y = ptr(sum_node.args[1].tensor);
+  np.w = wa ? ptr(wa->args[0].tensor) : 0;
+  np.sum = ptr(sum_node.output);
+  const graph::Attr* ea = norm.find(ModKind::epsilon);
+  np.eps = static_cast<float>(ea ? ea->args.at(0).number : 1e-6);
+  const CUdeviceptr out = swiglu ? ptr(g.nodes[static_cast<size_t>(grp.nodes.back())].output) : 0;
+  const k::Activations a = o.activations;
+  std::string what = swiglu ? "gemv gate, up and swiglu" : fmt::format("gemv of {} matrices", ws.size());
+  for (const k::WeightMatrix& w : ws) what += fmt::format(" {} [{} x {}]", ggml_type_name(w.type), w.n_out, w.k);
+  if (rows == 1 && a != k::Activations::f32 && k::merged_norm_applies(ws.data(), static_cast<int>(ws.size()), a)) {
+    add(fmt::format("{} {} with the norm in its prologue", what, k::activations_name(a)), sum_node, [=](CUstream s) {
+      if (swiglu)
+        k::gemv_gate_up_swiglu_norm(ws[0], ws[1], a, np, out, s);
+      else
+        k::gemv_multi_norm(ws.data(), static_cast<int>(ws.size()), a, np, ys.data(), s);
+    });
+    return;
+  }
+  // Fallback: the sum into its own storage, then add_rms_norm in place on it (with the int8 form).
+  const k::QuantizedOut qout = a == k::Activations::f32 ? k::QuantizedOut{} : k::QuantizedOut{scratch_ptr(gi, 0), a};
+  const CUdeviceptr hp = ptr(norm.output), xin = qout.q ? qout.q : hp;
+  add(fmt::format("add_rms_norm then {} {}", what, k::activations_name(a)), sum_node, [=](CUstream s) {
+    cuda::copy_async(np.sum, np.x, static_cast<size_t>(rows * cols * 4), s, "copying on the GPU");
+    k::add_rms_norm(np.sum, hp, np.y, np.w, rows, cols, np.eps, s, qout);
+    if (swiglu)
+      k::gemv_gate_up_swiglu(ws[0], ws[1], a, xin, out, s, rows);
+    else
+      k::gemv_multi(ws.data(), static_cast<int>(ws.size()), a, xin, ys.data(), s, rows);
+  });
 }
 
 // The mixture. A chunk of more than 8 rows under an int8 contract whose formats the grouped products

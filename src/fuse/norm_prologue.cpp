@@ -1,0 +1,72 @@
+// Rule norm_prologue (opt-in with LATHE_NORM_PROLOGUE=1 until it has run on a GPU): in a one-row cut,
+// `Let x be x plus a.`, `Let h be the RMS norm of x weighted by w.` and the two or three products that
+// read h (q, k and v; or gate and up with the SwiGLU of their results) as one launch: every block of
+// the merged decode GEMV adds, norms and quantizes the row in its prologue, so the row's norm no
+// longer is a launch of one block. Applies when the add's residual dies in it and the norm is the
+// sum's first reader (as add_norm), h is read by those products only, and the nodes are one
+// contiguous run of the graph (so running them at the last one moves nothing past a reader).
+#include "fuse/fusion.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace lathe::fuse {
+namespace {
+
+bool opted_in() {
+  const char* v = std::getenv("LATHE_NORM_PROLOGUE");
+  return v && std::string(v) == "1";
+}
+
+}  // namespace
+
+void norm_prologue_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups) {
+  if (g.rows != 1 || !opted_in()) return;
+  for (const graph::Node& add : g.nodes) {
+    if (add.kind != lang::OpKind::add || claimed[static_cast<size_t>(add.id)]) continue;
+    if (!add.args[0].is_tensor() || !add.args[1].is_tensor()) continue;
+    const graph::Tensor& a = g.tensor(add.args[0].tensor);
+    const graph::Tensor& b = g.tensor(add.args[1].tensor);
+    const graph::Tensor& sum = g.tensor(add.output);
+    if (a.shape != b.shape || a.shape.size() != 2 || a.role != graph::Role::temporary) continue;
+    if (a.consumers.empty() || a.consumers.back() != add.id || sum.consumers.empty()) continue;
+    const graph::Node& norm = g.nodes[static_cast<size_t>(sum.consumers.front())];
+    if (norm.kind != lang::OpKind::rms_norm || norm.each_head || norm.args[0].tensor != sum.id) continue;
+    const graph::Tensor& h = g.tensor(norm.output);
+    std::vector<int> products;
+    bool ok = h.consumers.size() >= 2 && h.consumers.size() <= 3;
+    for (int c : h.consumers) {
+      const graph::Node& p = g.nodes[static_cast<size_t>(c)];
+      ok = ok && p.kind == lang::OpKind::product && p.args[0].tensor == h.id &&
+           g.tensor(p.args[1].tensor).role == graph::Role::constant;
+      products.push_back(c);
+    }
+    if (!ok) continue;
+    std::vector<int> nodes = {add.id, norm.id};
+    if (products.size() == 2) {  // gate and up: their SwiGLU joins when it reads exactly them
+      const int s0 = only_consumer(g, g.nodes[static_cast<size_t>(products[0])].output);
+      const int s1 = only_consumer(g, g.nodes[static_cast<size_t>(products[1])].output);
+      if (s0 < 0 || s0 != s1 || g.nodes[static_cast<size_t>(s0)].kind != lang::OpKind::swiglu) continue;
+      const graph::Node& sw = g.nodes[static_cast<size_t>(s0)];
+      // Ordered as the SwiGLU reads them: gate, then up.
+      const int gate = g.tensor(sw.args[0].tensor).producer, up = g.tensor(sw.args[1].tensor).producer;
+      if (gate == up) continue;
+      nodes.insert(nodes.end(), {gate, up, sw.id});
+    } else {
+      nodes.insert(nodes.end(), products.begin(), products.end());
+    }
+    std::vector<int> sorted = nodes;
+    std::sort(sorted.begin(), sorted.end());
+    ok = sorted.back() - sorted.front() + 1 == static_cast<int>(sorted.size());  // one contiguous run
+    // The planner reads add, norm, the products (gate before up), [the SwiGLU]; the group runs at its
+    // last node, which must be the run's last.
+    ok = ok && nodes.back() == sorted.back();
+    for (int n : nodes) ok = ok && !claimed[static_cast<size_t>(n)];
+    if (!ok) continue;
+    for (int n : nodes) claimed[static_cast<size_t>(n)] = true;
+    groups.push_back({"norm_prologue", nodes});
+  }
+}
+
+}  // namespace lathe::fuse
