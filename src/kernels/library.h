@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lathe::kernels {
 
@@ -19,8 +20,22 @@ struct KernelFile {
 
 std::span<const KernelFile> kernel_files();  // generated: every .cuh, sorted by name
 
-// common.cuh first, then the rest in name order, each behind a `// ---- file: NAME` line.
+// common.cuh first, then the rest in name order, each behind a `// ---- file: NAME` line. Files
+// named gemm_wgmma*.cuh are left out: they need sm_90a (library_90a_source).
 std::string library_source();
+bool is_sm90a_only_file(std::string_view name);
+
+// The second module, for compute capability 9.0 cards only, compiled for sm_90a (wgmma,
+// setmaxnreg): common.cuh, gemm_f16.cuh and gemm_f16_blocks.cuh (the weight formats it reuses), then
+// the gemm_wgmma*.cuh files in name order. library_90a() compiles it on first use (a CudaError when
+// the card is not 9.0 or it fails); kernel_90a is kernel() for it (never recorded: lathe emit has no
+// sm_90a unit, so callers check cuda::recorder() first).
+std::string library_90a_source();
+const cuda::Module& library_90a();
+CUfunction kernel_90a(const std::string& name);
+// NVRTC's options selecting sm_90a (appended after the device's --gpu-architecture=sm_90; the last
+// architecture named wins, which tests/test_gemm_wgmma_layout.cpp checks by compiling the module).
+const std::vector<std::string>& sm90a_options();
 
 // The compiled library (compiled on first use; a CudaError when there is no GPU or it fails).
 const cuda::Module& library();

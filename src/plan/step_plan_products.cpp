@@ -3,6 +3,7 @@
 #include "kernels/elementwise_launch.h"
 #include "kernels/gemm_f16_launch.h"
 #include "kernels/gemm_launch.h"
+#include "kernels/gemm_wgmma_launch.h"
 #include "kernels/gemv_launch.h"
 #include "kernels/gemv_multi_launch.h"
 #include "kernels/moe_launch.h"
@@ -93,9 +94,19 @@ void StepPlan::Builder::emit_product(const graph::Node& n, int gi, bool quantize
   }
   if (reads_half(n)) {
     const CUdeviceptr h = scratch_ptr(gi, 0);
-    add(fmt::format("gemm f16 {}", shape), n, [=](CUstream s) {
+    // LATHE_PREFILL_GEMM=wgmma: the same contract on Hopper's wgmma (gemm_wgmma_launch.h; opt-in
+    // until measured), where the card and the format allow.
+    static const bool wgmma_gemm = [] {
+      const char* v = std::getenv("LATHE_PREFILL_GEMM");
+      return v && std::string(v) == "wgmma";
+    }();
+    const bool wg = wgmma_gemm && k::gemm_wgmma_supports(w.type) && k::gemm_wgmma_available();
+    add(fmt::format("gemm {} {}", wg ? "wgmma" : "f16", shape), n, [=](CUstream s) {
       if (quantize) k::convert_to_f16(xp, rows * kk, h, s);
-      k::gemm_f16(w, h, rows, y, s);
+      if (wg)
+        k::gemm_wgmma(w, h, rows, y, s);
+      else
+        k::gemm_f16(w, h, rows, y, s);
     });
     return;
   }

@@ -1,0 +1,290 @@
+// The wgmma prefill product (kernels/gemm_wgmma_launch.h) on a compute capability 9.0 card, against
+// the CPU f64 reference (x itself, f32, times dequantize_row(W), summed in f64) and against gemm_f16.
+//   error = max|gpu - ref| / max|ref| over the checked outputs of the rows run.
+// Bounds: to the f64 product, gemm_f16's (tests/test_gemm_f16_gpu.cpp: 1e-3 per shape and row
+// count, 5e-4 where >= 16k outputs are compared: two f16 roundings per term, a random walk). To
+// gemm_f16: the same f16 inputs and k in the same increasing 16-value steps into f32, only the
+// tensor cores' order inside a step may differ, so bound-equal: max|wgmma - f16| <= 1e-5 max|y|
+// (f32 rounding of a few partial sums); the fraction of bit-identical outputs is printed.
+// Both tiles (128 and 256 rows) are forced on every shape and row count and must be bit-identical
+// (the same k16 slices in the same order per output); unwritten outputs show as NaN (y filled with
+// 0xFF bytes first), the row past the last must stay untouched.
+// Hang guard: the kernel traps after 4 s in one mbarrier wait (LATHE_GWG_HANG_NS), and every
+// synchronize here runs under a watchdog thread that ends the process after 60 s with a message,
+// so a wrong barrier protocol fails the test instead of hanging the device run.
+// Then TimingPrintsTflops: 512 and 4096 rows on Qwen3-8B's shapes, beside gemm_f16.
+// NOT YET RUN ON A GPU: written without a device; the first run checks it.
+
+#include "gguf/block_format.h"
+#include "kernels/gemm_f16_launch.h"
+#include "kernels/gemm_wgmma_launch.h"
+#include "runtime/cuda_driver.h"
+
+#include "test_product_helpers.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace lathe::kernels {
+namespace {
+
+using cuda::DeviceBuffer;
+using namespace test;
+
+constexpr double kBound = 1e-3, kBoundMany = 5e-4, kBoundToF16 = 1e-5;
+const GgmlType kFormats[] = {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
+
+#define LATHE_NEED_WGMMA()                                 \
+  do {                                                     \
+    LATHE_NEED_GPU();                                      \
+    std::string why_wgmma;                                 \
+    if (!gemm_wgmma_available(&why_wgmma)) GTEST_SKIP() << why_wgmma; \
+  } while (0)
+
+struct FastRng {  // splitmix64
+  using result_type = uint64_t;
+  uint64_t s;
+  static constexpr uint64_t min() { return 0; }
+  static constexpr uint64_t max() { return ~uint64_t{0}; }
+  uint64_t operator()() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+};
+
+std::string name_of(GgmlType t) { return std::string(ggml_type_name(t)); }
+
+// s.synchronize() under a watchdog: a launch that never finishes (a wrong mbarrier protocol with the
+// in-kernel trap disabled or not reached) ends the process with a message naming it.
+void synchronize_guarded(cuda::Stream& s, const std::string& what) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, std::chrono::seconds(60), [&] { return done; })) {
+      std::fprintf(stderr, "HANG: %s did not finish in 60 s (mbarrier protocol?)\n", what.c_str());
+      std::fflush(stderr);
+      std::_Exit(3);
+    }
+  });
+  s.synchronize();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_one();
+  watchdog.join();
+}
+
+// All outputs of a small matrix; of a large one the first and last 64, both sides of every 128th
+// (tile edges) and 96 random ones.
+std::vector<int64_t> checked_outputs(int64_t n_out, int64_t k, FastRng& rng) {
+  std::vector<int64_t> o;
+  if (n_out * k <= (int64_t{1} << 20) || n_out <= 256) {
+    for (int64_t i = 0; i < n_out; ++i) o.push_back(i);
+    return o;
+  }
+  for (int64_t i = 0; i < 64; ++i) o.push_back(i), o.push_back(n_out - 1 - i);
+  for (int64_t i = 128; i < n_out; i += 128) o.push_back(i - 1), o.push_back(i);
+  for (int i = 0; i < 96; ++i) o.push_back(static_cast<int64_t>(rng() % n_out));
+  std::sort(o.begin(), o.end());
+  o.erase(std::unique(o.begin(), o.end()), o.end());
+  return o;
+}
+
+// ref [rows][outs.size()] = x . dequantize_row(W)[outs]^T in f64, rows split over threads.
+std::vector<double> reference(const std::vector<uint8_t>& m, GgmlType t, int64_t k, const std::vector<int64_t>& outs,
+                              const std::vector<float>& x, int64_t rows) {
+  const int64_t rb = row_bytes(t, k), n = static_cast<int64_t>(outs.size());
+  std::vector<double> w(static_cast<size_t>(n * k));
+  std::vector<float> row(static_cast<size_t>(k));
+  for (int64_t i = 0; i < n; ++i) {
+    dequantize_row(t, &m[static_cast<size_t>(outs[i] * rb)], row.data(), k);
+    std::copy(row.begin(), row.end(), w.begin() + i * k);
+  }
+  std::vector<double> ref(static_cast<size_t>(rows * n));
+  const int n_threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int p = 0; p < n_threads; ++p)
+    pool.emplace_back([&, p] {
+      std::vector<double> xr(static_cast<size_t>(k));
+      for (int64_t r = p; r < rows; r += n_threads) {
+        for (int64_t i = 0; i < k; ++i) xr[i] = x[r * k + i];
+        for (int64_t o = 0; o < n; ++o) {
+          const double* wo = &w[o * k];
+          double s = 0;
+          for (int64_t i = 0; i < k; ++i) s += xr[i] * wo[i];
+          ref[r * n + o] = s;
+        }
+      }
+    });
+  for (std::thread& th : pool) th.join();
+  return ref;
+}
+
+TEST(GemmWgmmaGpu, EveryFormatShapeRowCountAndTileMatchesF64AndGemmF16) {
+  LATHE_NEED_WGMMA();
+  cuda::Stream s;
+  FastRng rng{29};
+  const int64_t row_counts[] = {1, 7, 100, 129, 512, 1000};
+  const int64_t max_rows = 1000;
+  std::printf("wgmma GEMM: error vs f64 (bound %.0e; %.0e from 16k outputs) / max|wgmma-f16|/max|y| (bound %.0e)"
+              " / %% bit-identical to gemm_f16, per row count 1 7 100 129 512 1000; both tiles bit-identical\n",
+              kBound, kBoundMany, kBoundToF16);
+  for (GgmlType t : kFormats) {
+    std::vector<std::pair<int64_t, int64_t>> shapes = {{64, 256},    {200, 1024},  {130, 4096}, {4096, 512},
+                                                       {200, 4096}, {4096, 4096}, {131, 512}};  // 131: odd n_out
+    if (t == GgmlType::F16 || t == GgmlType::Q8_0) shapes.push_back({200, 800});  // k % 64 == 32
+    if (t == GgmlType::F16 || t == GgmlType::Q8_0) shapes.push_back({72, 32});    // one half chunk
+    for (auto [n_out, k] : shapes) {
+      const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
+      const std::vector<int64_t> outs = checked_outputs(n_out, k, rng);
+      const std::vector<float> x = random_values(max_rows * k, rng);
+      const std::vector<double> ref = reference(m, t, k, outs, x, max_rows);
+      DeviceBuffer wd = upload(m.data(), m.size()), xd = upload(x.data(), x.size() * 4);
+      DeviceBuffer x16(static_cast<size_t>(max_rows * k * 2));
+      convert_to_f16(xd.ptr(), max_rows * k, x16.ptr(), s.handle());
+      const size_t y_bytes = static_cast<size_t>((max_rows + 1) * n_out * 4);
+      DeviceBuffer yd(y_bytes), yf(y_bytes);
+      const std::vector<uint8_t> nan_fill(y_bytes, 0xFF);
+      const WeightMatrix w{t, wd.ptr(), n_out, k};
+      std::printf("  %-4s n_out=%-5lld k=%-5lld", name_of(t).c_str(), (long long)n_out, (long long)k);
+      for (int64_t rows : row_counts) {
+        gemm_f16(w, x16.ptr(), rows, yf.ptr(), s.handle());
+        synchronize_guarded(s, "gemm_f16");
+        const std::vector<float> y16 = download(yf, static_cast<size_t>(rows * n_out));
+        std::vector<float> y0;
+        for (int bm : {128, 256}) {
+          const std::string what = name_of(t) + " n_out=" + std::to_string(n_out) + " k=" + std::to_string(k) +
+                                   " rows=" + std::to_string(rows) + " tile " + std::to_string(bm) + "x128";
+          yd.upload(nan_fill.data(), y_bytes);
+          settle(yd);
+          set_gemm_wgmma_tile_override(bm);
+          gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle());
+          set_gemm_wgmma_tile_override(0);
+          synchronize_guarded(s, what);
+          const std::vector<float> y = download(yd, static_cast<size_t>((rows + 1) * n_out));
+          size_t unwritten = 0, overwritten = 0;
+          for (int64_t i = 0; i < rows * n_out; ++i) unwritten += !std::isfinite(y[i]);
+          for (int64_t i = rows * n_out; i < (rows + 1) * n_out; ++i) {
+            uint32_t u;
+            std::memcpy(&u, &y[i], 4);
+            overwritten += u != 0xFFFFFFFFu;
+          }
+          EXPECT_EQ(unwritten, 0u) << what;
+          EXPECT_EQ(overwritten, 0u) << what;
+          if (!y0.empty()) {
+            size_t differ = 0;
+            for (size_t i = 0; i < static_cast<size_t>(rows * n_out); ++i) differ += !(y[i] == y0[i]);
+            EXPECT_EQ(differ, 0u) << what << " differs from tile 128x128";
+            continue;
+          }
+          y0 = y;
+          double e = 0, scale = 0;
+          for (int64_t r = 0; r < rows; ++r)
+            for (size_t i = 0; i < outs.size(); ++i) {
+              const double c = ref[r * outs.size() + i], d = std::abs(double(y[r * n_out + outs[i]]) - c);
+              e = std::isfinite(d) ? std::max(e, d) : INFINITY;
+              scale = std::max(scale, std::abs(c));
+            }
+          e = scale > 0 ? e / scale : e;
+          const size_t compared = static_cast<size_t>(rows) * outs.size();
+          EXPECT_LE(e, compared >= 16384 ? kBoundMany : kBound) << what;
+          double ef = 0, yscale = 0;
+          size_t same = 0;
+          for (size_t i = 0; i < static_cast<size_t>(rows * n_out); ++i) {
+            const double d = std::abs(double(y[i]) - double(y16[i]));
+            ef = std::isfinite(d) ? std::max(ef, d) : INFINITY;
+            yscale = std::max(yscale, std::abs(double(y16[i])));
+            same += y[i] == y16[i];
+          }
+          ef = yscale > 0 ? ef / yscale : ef;
+          EXPECT_LE(ef, kBoundToF16) << what << " against gemm_f16";
+          std::printf(" %.1e/%.0e/%.0f%%", e, ef, 100.0 * same / static_cast<double>(rows * n_out));
+        }
+      }
+      std::printf(" [%zu]\n", static_cast<size_t>(max_rows) * outs.size());
+      std::fflush(stdout);
+    }
+  }
+}
+
+// TFLOP/s = 2 rows n_out k / time (CUDA events around one launch, median of 10 after a warm-up),
+// the fraction of the H200's ~990 dense f16 TFLOP/s, gemm_f16 on the same shape beside it, and for
+// q8_0 4096x4096 each forced tile.
+TEST(GemmWgmmaGpu, TimingPrintsTflops) {
+  LATHE_NEED_WGMMA();
+  cuda::Stream s;
+  FastRng rng{5};
+  const double ceiling = 990;
+  struct Shape {
+    const char* name;
+    int64_t n_out, k;
+  };
+  const Shape shapes[] = {{"q/o", 4096, 4096}, {"gate/up", 12288, 4096}, {"down", 4096, 12288},
+                          {"output", 151936, 4096}};
+  auto median_ms = [&](auto&& launch) {
+    launch();
+    synchronize_guarded(s, "timing warm-up");
+    std::vector<float> ms;
+    for (int rep = 0; rep < 10; ++rep) {
+      cuda::EventTimer timer;
+      timer.start(s);
+      launch();
+      ms.push_back(timer.stop(s));
+    }
+    std::sort(ms.begin(), ms.end());
+    return 0.5 * (ms[4] + ms[5]);
+  };
+  std::printf("wgmma GEMM: ms, TFLOP/s, %% of %.0f (tile rows); gemm_f16 on the same shape: ms, TFLOP/s; speed-up\n",
+              ceiling);
+  const int64_t max_rows = 4096;
+  const std::vector<float> x = random_values(max_rows * 12288, rng);
+  DeviceBuffer xd = upload(x.data(), x.size() * 4), x16(x.size() * 2);
+  convert_to_f16(xd.ptr(), max_rows * 12288, x16.ptr(), s.handle());
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16, GgmlType::Q6_K}) {
+    for (const Shape& sh : shapes) {
+      if ((t == GgmlType::F16 || t == GgmlType::Q6_K) && sh.n_out != 4096) continue;
+      const std::vector<uint8_t> m = random_matrix(t, sh.n_out, sh.k, rng);
+      DeviceBuffer wd = upload(m.data(), m.size()), yd(static_cast<size_t>(max_rows * sh.n_out * 4));
+      const WeightMatrix w{t, wd.ptr(), sh.n_out, sh.k};
+      for (int64_t rows : {int64_t{512}, max_rows}) {
+        const double ops = 2.0 * rows * sh.n_out * sh.k;
+        const double ms = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+        const double mf = median_ms([&] { gemm_f16(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+        std::printf("  %-4s %-7s %6lld x %-6lld rows %-5lld %8.3f ms %6.1f TFLOP/s %5.1f%% (%d) | f16 %8.3f ms %6.1f | %.2fx\n",
+                    name_of(t).c_str(), sh.name, (long long)sh.n_out, (long long)sh.k, (long long)rows, ms,
+                    ops / (ms * 1e9), 100 * ops / (ms * 1e9) / ceiling, gemm_wgmma_tile_rows(rows, sh.n_out), mf,
+                    ops / (mf * 1e9), mf / ms);
+        if (t == GgmlType::Q8_0 && sh.n_out == 4096 && sh.k == 4096) {
+          for (int bm : {128, 256}) {
+            set_gemm_wgmma_tile_override(bm);
+            const double mt = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+            set_gemm_wgmma_tile_override(0);
+            std::printf("      tile %dx128: %.3f ms %.1f TFLOP/s\n", bm, mt, ops / (mt * 1e9));
+          }
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lathe::kernels
