@@ -1,5 +1,6 @@
 // lathe kernels [--arch sm_XY]
-// Compiles the kernel library (src/kernels/*.cuh, one NVRTC unit) into the kernel cache, where every
+// Compiles the kernel library (src/kernels/*.cuh, one NVRTC unit; for sm_90 also the sm_90a module of
+// the wgmma kernels) into the kernel cache, where every
 // command that runs on a GPU of that architecture finds it instead of compiling (~2-3 minutes on two
 // cores). Without --arch: for the GPU in use. With it, no GPU is needed: compile once on a build
 // machine and carry the cache ($LATHE_CACHE_DIR) to the GPU machine; its NVRTC must be the same
@@ -28,7 +29,14 @@ Action add_kernels_command(CLI::App& app) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string file = cuda::Module::precompile(kernels::library_source(), "lathe_kernels.cu", a);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    fmt::print("the kernel library ({} files) for {}: {} ({:.1f} s)\n", kernels::kernel_files().size(), a, file, s);
+    fmt::print("the kernel library for {}: {} ({:.1f} s)\n", a, file, s);
+    if (a == "sm_90") {  // compute capability 9.0 cards also load the sm_90a module (library.h)
+      const auto t1 = std::chrono::steady_clock::now();
+      const std::string f90a = cuda::Module::precompile(kernels::library_90a_source(), "lathe_kernels_90a.cu", a,
+                                                        kernels::sm90a_options());
+      fmt::print("the sm_90a kernels: {} ({:.1f} s)\n", f90a,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+    }
     return 0;
   };
 }
