@@ -11,6 +11,10 @@
 #           Q8_0, Q4_K_M and F16 (the lane issue's criterion)
 #   pending residence under a --gpu-memory cap, the GEMM tile tuner (pp512 with LATHE_TUNE=1), the
 #           mixture's kernels (test_moe_gpu) and Qwen3-30B-A3B's bench and check
+#   verify  what was written at the end of 2026-11-29's third session without device time: the
+#           wgmma GEMM (test_gemm_wgmma_gpu), the norm in the merged GEMV's prologue (its kernel and
+#           lane tests), the 30B check with router near-ties named, and tg128 / pp512 of qwen3-8b
+#           Q8_0 with LATHE_NORM_PROLOGUE=1 and LATHE_PREFILL_GEMM=wgmma beside the defaults
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -74,6 +78,16 @@ for part in "$@"; do
       LATHE_MOE_KERNELS=$moe $L bench $(synth qwen3-30b-a3b q8_0) -p 512 -n 128 -r 3 2>&1 | tail -2
     done
     $L check $(synth qwen3-30b-a3b q8_0) --steps 8 2>&1 | tail -2 | head -1 ;;
+  verify)
+    echo "== test_gemm_wgmma_gpu"; timeout 300 $C/test_gemm_wgmma_gpu 2>&1 | grep -vE "^\[ RUN|^$" | tail -40
+    echo "== norm prologue"; $C/test_gemv_multi_gpu --gtest_filter='*NormPrologue*' 2>&1 | grep -vE "^\[ RUN|^$" | tail -14
+    $C/test_gpu_lane_gpu --gtest_filter='GpuLaneNormPrologue*:GpuLanePrompt*' 2>&1 | grep -E "lane|OK|FAILED|Failure" -A2 | head -20
+    for flags in "" "LATHE_NORM_PROLOGUE=1" "LATHE_PREFILL_GEMM=wgmma"; do
+      echo "== bench qwen3-8b q8_0 ${flags:-(defaults)}"; env $flags $L bench $(synth qwen3-8b q8_0) -p 512 -n 128 -r 3 2>&1 | tail -2
+    done
+    LATHE_NORM_PROLOGUE=1 LATHE_PREFILL_GEMM=wgmma $L check $(synth qwen3-8b q8_0) --steps 32 2>&1 | tail -2 | head -1
+    rm -f $M/qwen3-8b-q8_0.gguf
+    echo "== check qwen3-30b-a3b q8_0"; $L check $(synth qwen3-30b-a3b q8_0) --steps 8 2>&1 | tail -14 ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do
