@@ -20,6 +20,7 @@
 #include "kernels/gemm_wgmma_launch.h"
 #include "runtime/cuda_driver.h"
 
+#include "test_gemm_f16_helpers.h"
 #include "test_product_helpers.h"
 
 #include <gtest/gtest.h>
@@ -44,8 +45,8 @@ namespace {
 using cuda::DeviceBuffer;
 using namespace test;
 
-constexpr double kBound = 1e-3, kBoundMany = 5e-4, kBoundToF16 = 1e-5;
-const GgmlType kFormats[] = {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
+using namespace f16_test;
+constexpr double kBoundToF16 = 1e-5;
 
 #define LATHE_NEED_WGMMA()                                 \
   do {                                                     \
@@ -53,21 +54,6 @@ const GgmlType kFormats[] = {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K, Ggml
     std::string why_wgmma;                                 \
     if (!gemm_wgmma_available(&why_wgmma)) GTEST_SKIP() << why_wgmma; \
   } while (0)
-
-struct FastRng {  // splitmix64
-  using result_type = uint64_t;
-  uint64_t s;
-  static constexpr uint64_t min() { return 0; }
-  static constexpr uint64_t max() { return ~uint64_t{0}; }
-  uint64_t operator()() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-};
-
-std::string name_of(GgmlType t) { return std::string(ggml_type_name(t)); }
 
 // s.synchronize() under a watchdog: a launch that never finishes (a wrong mbarrier protocol with the
 // in-kernel trap disabled or not reached) ends the process with a message naming it.
@@ -90,52 +76,6 @@ void synchronize_guarded(cuda::Stream& s, const std::string& what) {
   }
   cv.notify_one();
   watchdog.join();
-}
-
-// All outputs of a small matrix; of a large one the first and last 64, both sides of every 128th
-// (tile edges) and 96 random ones.
-std::vector<int64_t> checked_outputs(int64_t n_out, int64_t k, FastRng& rng) {
-  std::vector<int64_t> o;
-  if (n_out * k <= (int64_t{1} << 20) || n_out <= 256) {
-    for (int64_t i = 0; i < n_out; ++i) o.push_back(i);
-    return o;
-  }
-  for (int64_t i = 0; i < 64; ++i) o.push_back(i), o.push_back(n_out - 1 - i);
-  for (int64_t i = 128; i < n_out; i += 128) o.push_back(i - 1), o.push_back(i);
-  for (int i = 0; i < 96; ++i) o.push_back(static_cast<int64_t>(rng() % n_out));
-  std::sort(o.begin(), o.end());
-  o.erase(std::unique(o.begin(), o.end()), o.end());
-  return o;
-}
-
-// ref [rows][outs.size()] = x . dequantize_row(W)[outs]^T in f64, rows split over threads.
-std::vector<double> reference(const std::vector<uint8_t>& m, GgmlType t, int64_t k, const std::vector<int64_t>& outs,
-                              const std::vector<float>& x, int64_t rows) {
-  const int64_t rb = row_bytes(t, k), n = static_cast<int64_t>(outs.size());
-  std::vector<double> w(static_cast<size_t>(n * k));
-  std::vector<float> row(static_cast<size_t>(k));
-  for (int64_t i = 0; i < n; ++i) {
-    dequantize_row(t, &m[static_cast<size_t>(outs[i] * rb)], row.data(), k);
-    std::copy(row.begin(), row.end(), w.begin() + i * k);
-  }
-  std::vector<double> ref(static_cast<size_t>(rows * n));
-  const int n_threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (int p = 0; p < n_threads; ++p)
-    pool.emplace_back([&, p] {
-      std::vector<double> xr(static_cast<size_t>(k));
-      for (int64_t r = p; r < rows; r += n_threads) {
-        for (int64_t i = 0; i < k; ++i) xr[i] = x[r * k + i];
-        for (int64_t o = 0; o < n; ++o) {
-          const double* wo = &w[o * k];
-          double s = 0;
-          for (int64_t i = 0; i < k; ++i) s += xr[i] * wo[i];
-          ref[r * n + o] = s;
-        }
-      }
-    });
-  for (std::thread& th : pool) th.join();
-  return ref;
 }
 
 TEST(GemmWgmmaGpu, EveryFormatShapeRowCountAndTileMatchesF64AndGemmF16) {

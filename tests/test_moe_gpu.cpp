@@ -66,24 +66,6 @@ Stack make_stack(GgmlType t, int64_t n_stack, int64_t n_out, int64_t k, std::mt1
   return s;
 }
 
-// y = W x for one x row, with the rounding scale sqrt(sum_i (w_i x_i)^2) per output.
-void product_terms(const MatrixRef& w, const float* x, std::vector<double>& y, std::vector<double>& terms) {
-  y.assign(static_cast<size_t>(w.n_rows), 0.0);
-  terms.assign(static_cast<size_t>(w.n_rows), 0.0);
-  std::vector<float> row(static_cast<size_t>(w.n_cols));
-  for (int64_t o = 0; o < w.n_rows; ++o) {
-    w.row(o, row.data());
-    double s = 0, s2 = 0;
-    for (int64_t i = 0; i < w.n_cols; ++i) {
-      const double p = double(row[i]) * x[i];
-      s += p;
-      s2 += p * p;
-    }
-    y[o] = s;
-    terms[o] = std::sqrt(s2);
-  }
-}
-
 double max_diff_over(const std::vector<float>& a, const std::vector<double>& b, double scale) {
   double e = 0;
   for (size_t i = 0; i < a.size(); ++i) {

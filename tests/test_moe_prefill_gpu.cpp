@@ -114,24 +114,6 @@ void run_chunk(const Layer& l, Activations a, int64_t rows, const Chunk& c, cons
   s.synchronize();
 }
 
-// y = W x for one row in f64, with the f32 rounding scale sqrt(sum (w_i x_i)^2) per output.
-void product_terms(const MatrixRef& w, const float* x, std::vector<double>& y, std::vector<double>& terms) {
-  y.assign(static_cast<size_t>(w.n_rows), 0.0);
-  terms.assign(static_cast<size_t>(w.n_rows), 0.0);
-  std::vector<float> row(static_cast<size_t>(w.n_cols));
-  for (int64_t o = 0; o < w.n_rows; ++o) {
-    w.row(o, row.data());
-    double sum = 0, s2 = 0;
-    for (int64_t i = 0; i < w.n_cols; ++i) {
-      const double p = double(row[i]) * x[i];
-      sum += p;
-      s2 += p * p;
-    }
-    y[o] = sum;
-    terms[o] = std::sqrt(s2);
-  }
-}
-
 struct Errors {
   bool ids_ok = true, group_ok = true, mixture_ids_ok = true, repeat_ok = true;
   double weights = 0, logits = 0, gate_up = 0, down = 0, mixture = 0;

@@ -1,14 +1,17 @@
 // Shared by the GPU tests of the products (test_gemv_gpu, test_gemm_gpu, test_gemv_multi_gpu,
-// test_moe_gpu): random matrices in a block format, random activations, device buffers that are
-// readable past their end as the kernels need, and x^ rebuilt on the host from the quantizer's bytes.
+// test_moe_gpu, test_moe_prefill_gpu): random matrices in a block format, random activations, device
+// buffers that are readable past their end as the kernels need, x^ rebuilt on the host from the
+// quantizer's bytes, and f64 products with their rounding scale.
 #pragma once
 
 #include "gguf/block_format.h"
+#include "interp/cpu_ops.h"
 #include "kernels/activations.h"
 #include "runtime/cuda_driver.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -100,6 +103,24 @@ inline std::vector<float> rebuilt_x(const std::vector<uint8_t>& q, int64_t rows,
   for (int64_t i = 0; i < rows * k; ++i)
     x[i] = static_cast<float>(double(ds[4 * (i / 32)]) * q1[i] + (q2 ? double(ds[4 * (i / 32) + 1]) * q2[i] : 0.0));
   return x;
+}
+
+// y = W x for one row in f64, with the f32 rounding scale sqrt(sum (w_i x_i)^2) per output.
+inline void product_terms(const MatrixRef& w, const float* x, std::vector<double>& y, std::vector<double>& terms) {
+  y.assign(static_cast<size_t>(w.n_rows), 0.0);
+  terms.assign(static_cast<size_t>(w.n_rows), 0.0);
+  std::vector<float> row(static_cast<size_t>(w.n_cols));
+  for (int64_t o = 0; o < w.n_rows; ++o) {
+    w.row(o, row.data());
+    double sum = 0, s2 = 0;
+    for (int64_t i = 0; i < w.n_cols; ++i) {
+      const double p = double(row[i]) * x[i];
+      sum += p;
+      s2 += p * p;
+    }
+    y[o] = sum;
+    terms[o] = std::sqrt(s2);
+  }
 }
 
 }  // namespace lathe::kernels::test

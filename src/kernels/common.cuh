@@ -54,6 +54,22 @@ __device__ __forceinline__ float lathe_block_sum(float v, float* scratch) {
   return lathe_warp_sum(v);
 }
 
+// N words from a 2-byte aligned shared address: N + 1 aligned loads and funnel shifts (it may read
+// up to 3 bytes past the last word, inside the staged row's padding). The GEMMs' weight unpacking.
+template <int N>
+__device__ __forceinline__ void lathe_gemm_words(const uint8_t* p, uint32_t* out) {
+  const size_t a = reinterpret_cast<size_t>(p);
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~static_cast<size_t>(3));
+  const unsigned sh = static_cast<unsigned>(a & 3) * 8;
+  uint32_t prev = w[0];
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const uint32_t next = w[i + 1];
+    out[i] = __funnelshift_r(prev, next, sh);
+    prev = next;
+  }
+}
+
 // ---- the int8 contracts' form of an activation (quantize_act.cuh documents it), made by whichever
 // kernel produces the values: the quantizer itself, or a norm's or an elementwise run's epilogue.
 __device__ __forceinline__ int lathe_quantize_level(float v, float d) {

@@ -54,19 +54,24 @@ __device__ __forceinline__ uint32_t lathe_gemm_ld32_a2(const uint8_t* p) {
   return static_cast<uint32_t>(h[0]) | (static_cast<uint32_t>(h[1]) << 16);
 }
 
-// N words from a 2-byte aligned shared address: N + 1 aligned loads and funnel shifts (it may read
-// up to 3 bytes past the last word, inside the staged row's padding).
-template <int N>
-__device__ __forceinline__ void lathe_gemm_words(const uint8_t* p, uint32_t* out) {
-  const size_t a = reinterpret_cast<size_t>(p);
-  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~static_cast<size_t>(3));
-  const unsigned sh = static_cast<unsigned>(a & 3) * 8;
-  uint32_t prev = w[0];
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
-    const uint32_t next = w[i + 1];
-    out[i] = __funnelshift_r(prev, next, sh);
-    prev = next;
+// The staged x block terms (d1, d2, block sum) of rows 16 i + g and 16 i + g + 8 of a warp's tile at
+// k-step kk: only the words the contract and format use are read (the min's block sum for formats
+// with one, d2 for int8x2). sds: the stage's [8][BM] float4 of x.
+template <class F, bool X2>
+__device__ __forceinline__ void lathe_gemm_dx(const float4* sds, int kk, int bm, int wm0, int i, int g, float4& dxa,
+                                              float4& dxb) {
+  const float4* pa = sds + kk * bm + wm0 + 16 * i + g;
+  if (F::has_min) {
+    dxa = pa[0];
+    dxb = pa[8];
+  } else if (X2) {
+    const float2 a = *reinterpret_cast<const float2*>(pa);
+    const float2 b2 = *reinterpret_cast<const float2*>(pa + 8);
+    dxa = make_float4(a.x, a.y, 0.0f, 0.0f);
+    dxb = make_float4(b2.x, b2.y, 0.0f, 0.0f);
+  } else {
+    dxa = make_float4(pa[0].x, 0.0f, 0.0f, 0.0f);
+    dxb = make_float4(pa[8].x, 0.0f, 0.0f, 0.0f);
   }
 }
 

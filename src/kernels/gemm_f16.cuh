@@ -50,22 +50,6 @@ __device__ __forceinline__ void lathe_gf16_mma(float* d, const uint32_t* a, uint
 // Byte offset of 16-byte piece c (8 f16) of row r in a swizzled [rows][64] f16 tile.
 __device__ __forceinline__ int lathe_gf16_swz(int r, int c) { return r * 128 + ((c ^ (r & 7)) << 4); }
 
-// N words from a 2-byte aligned shared address (funnel shifts of N + 1 aligned words; reads up to 3
-// bytes past the last one, inside the staged row).
-template <int N>
-__device__ __forceinline__ void lathe_gf16_words(const uint8_t* p, uint32_t* out) {
-  const size_t a = reinterpret_cast<size_t>(p);
-  const uint32_t* w = reinterpret_cast<const uint32_t*>(a & ~static_cast<size_t>(3));
-  const unsigned sh = static_cast<unsigned>(a & 3) * 8;
-  uint32_t prev = w[0];
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
-    const uint32_t next = w[i + 1];
-    out[i] = __funnelshift_r(prev, next, sh);
-    prev = next;
-  }
-}
-
 __device__ __forceinline__ float lathe_gf16_half_at(const uint8_t* p) {  // 2-byte aligned
   return __half2float(__ushort_as_half(*reinterpret_cast<const uint16_t*>(p)));
 }

@@ -44,7 +44,7 @@ struct lathe_gf16_q8_0 {
     const uint8_t* b = raw + ((row_addr + 68 * c) & 15) + 34 * h;
     const float d = lathe_gf16_half_at(b);
     uint32_t q[8];
-    lathe_gf16_words<8>(b + 2, q);
+    lathe_gemm_words<8>(b + 2, q);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       const uint32_t u = q[i] ^ 0x80808080u;  // level + 128, 0..255
@@ -122,8 +122,8 @@ struct lathe_gf16_q6_k {
     const float s0 = d * static_cast<float>(static_cast<int8_t>(tail[4 * p + 2 * h]));
     const float s1 = d * static_cast<float>(static_cast<int8_t>(tail[4 * p + 2 * h + 1]));
     uint32_t lo[8], hi[8];
-    lathe_gf16_words<8>(ql, lo);
-    lathe_gf16_words<8>(qh, hi);
+    lathe_gemm_words<8>(ql, lo);
+    lathe_gemm_words<8>(qh, hi);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       const uint32_t u = ((lo[i] >> (4 * e)) & 0x0F0F0F0Fu) | (((hi[i] >> (2 * cg)) & 0x03030303u) << 4);

@@ -13,13 +13,11 @@
 namespace lathe::kernels {
 namespace {
 
-// Mirrors gemm_f16_blocks.cuh's formats: 16-byte lines staged per weight row of a 64-value chunk.
-struct GemmF16Format {
-  const char* name;
-  int lines;
-  bool direct;  // f16: staged as the tile itself, no dequantized copies
-  int k_multiple;
-};
+constexpr int kStages = 4;  // LATHE_GF16_STAGES
+
+GemmF16Tile g_override;
+
+}  // namespace
 
 const GemmF16Format* gemm_f16_format(GgmlType type) {
   static const GemmF16Format f16{"f16", 8, true, 32}, q8_0{"q8_0", 6, false, 32}, q4_k{"q4_k", 3, false, 256},
@@ -32,12 +30,6 @@ const GemmF16Format* gemm_f16_format(GgmlType type) {
     default: return nullptr;
   }
 }
-
-constexpr int kStages = 4;  // LATHE_GF16_STAGES
-
-GemmF16Tile g_override;
-
-}  // namespace
 
 bool gemm_f16_supports(GgmlType type) { return gemm_f16_format(type) != nullptr; }
 

@@ -48,6 +48,17 @@
 
 namespace lathe::kernels {
 
+// A weight format as gemm_f16_blocks.cuh stages it (lathe_gf16_<fmt>::lines, ::direct): its kernel-name
+// part, the 16-byte lines a weight row of a 64-value chunk takes, whether it is staged as the f16 tile
+// itself (no dequantized copies), and the k it needs a multiple of. The wgmma GEMM reads the same.
+struct GemmF16Format {
+  const char* name;
+  int lines;
+  bool direct;
+  int k_multiple;
+};
+const GemmF16Format* gemm_f16_format(GgmlType type);  // nullptr for a format it does not read
+
 // Whether gemm_f16 reads this weight format.
 bool gemm_f16_supports(GgmlType type);
 

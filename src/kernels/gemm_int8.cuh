@@ -112,20 +112,7 @@ __device__ __forceinline__ void lathe_gemm_body(const uint8_t* w, long long row_
     for (int kk = 0; kk < 8; ++kk)
       lathe_gemm_kstep<F, X2, MT, NT, BN>(acc, kk, u.levels, u.scale, u.minus, u.sub, xs1, xs2, wm0, wn0, lane,
                                           [&](int i, float4& dxa, float4& dxb) {
-                                            // only the words the contract and format use are read
-                                            const float4* pa = sds + kk * BM + wm0 + 16 * i + g;
-                                            if (F::has_min) {
-                                              dxa = pa[0];
-                                              dxb = pa[8];
-                                            } else if (X2) {
-                                              const float2 a = *reinterpret_cast<const float2*>(pa);
-                                              const float2 b2 = *reinterpret_cast<const float2*>(pa + 8);
-                                              dxa = make_float4(a.x, a.y, 0.0f, 0.0f);
-                                              dxb = make_float4(b2.x, b2.y, 0.0f, 0.0f);
-                                            } else {
-                                              dxa = make_float4(pa[0].x, 0.0f, 0.0f, 0.0f);
-                                              dxb = make_float4(pa[8].x, 0.0f, 0.0f, 0.0f);
-                                            }
+                                            lathe_gemm_dx<F, X2>(sds, kk, BM, wm0, i, g, dxa, dxb);
                                           });
   }
   lathe_gemm_store<MT, NT>(acc, y, m0, n0, wm0, wn0, lane, n_rows, n_out);

@@ -1,5 +1,7 @@
 #include "kernels/gemm_wgmma_launch.h"
 
+#include "kernels/gemm_f16_launch.h"  // the formats and their staging: the kernel reuses gemm_f16's dequantizers
+
 #include "base/error.h"
 #include "gguf/block_format.h"
 #include "kernels/gemm_wgmma.cuh"  // lathe_gwg_geometry: the kernel's shared-memory layout, on the host
@@ -13,32 +15,12 @@
 namespace lathe::kernels {
 namespace {
 
-// Mirrors gemm_f16_blocks.cuh's formats (lathe_gf16_<fmt>::lines, ::direct), which the kernel uses.
-struct GemmWgmmaFormat {
-  const char* name;
-  int lines;
-  bool direct;
-  int k_multiple;
-};
-
-const GemmWgmmaFormat* gemm_wgmma_format(GgmlType type) {
-  static const GemmWgmmaFormat f16{"f16", 8, true, 32}, q8_0{"q8_0", 6, false, 32}, q4_k{"q4_k", 3, false, 256},
-      q6_k{"q6_k", 10, false, 256};
-  switch (type) {
-    case GgmlType::F16: return &f16;
-    case GgmlType::Q8_0: return &q8_0;
-    case GgmlType::Q4_K: return &q4_k;
-    case GgmlType::Q6_K: return &q6_k;
-    default: return nullptr;
-  }
-}
-
 constexpr int kTileOutputs = 128;  // LATHE_GWG_BN
 int g_override = 0;
 
 }  // namespace
 
-bool gemm_wgmma_supports(GgmlType type) { return gemm_wgmma_format(type) != nullptr; }
+bool gemm_wgmma_supports(GgmlType type) { return gemm_f16_format(type) != nullptr; }
 
 bool gemm_wgmma_available(std::string* why) {
   if (cuda::recorder() != nullptr) {
@@ -67,13 +49,13 @@ bool gemm_wgmma_available(std::string* why) {
 }
 
 std::string gemm_wgmma_kernel_name(GgmlType type, int tile_rows) {
-  const GemmWgmmaFormat* f = gemm_wgmma_format(type);
+  const GemmF16Format* f = gemm_f16_format(type);
   LATHE_CHECK(f != nullptr && (tile_rows == 128 || tile_rows == 256));
   return fmt::format("lathe_gemm_wgmma_{}_{}x{}", f->name, tile_rows, kTileOutputs);
 }
 
 unsigned gemm_wgmma_shared_bytes(GgmlType type, int tile_rows) {
-  const GemmWgmmaFormat* f = gemm_wgmma_format(type);
+  const GemmF16Format* f = gemm_f16_format(type);
   LATHE_CHECK(f != nullptr);
   return static_cast<unsigned>(lathe_gwg_geometry(tile_rows, kTileOutputs, f->lines, f->direct).total);
 }
@@ -90,7 +72,7 @@ void set_gemm_wgmma_tile_override(int tile_rows) {
 }
 
 void gemm_wgmma(const WeightMatrix& w, CUdeviceptr x16, int64_t rows, CUdeviceptr y, CUstream stream) {
-  const GemmWgmmaFormat* f = gemm_wgmma_format(w.type);
+  const GemmF16Format* f = gemm_f16_format(w.type);
   if (!f) fail("gemm_wgmma: no wgmma GEMM reads {} weights", ggml_type_name(w.type));
   if (w.k <= 0 || w.k % f->k_multiple != 0 || w.k >= (int64_t{1} << 30))
     fail("gemm_wgmma: {} rows of {} values are not whole blocks of {}", ggml_type_name(w.type), w.k, f->k_multiple);

@@ -250,8 +250,10 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
   // The loader runs STAGES - 1 chunks ahead along this warp's sequence: rows g0, g0 + n_groups, ...,
   // chunks sub, sub + group, ... of each. One commit group per chunk (empty past the end).
   // early > 0: the weights do not depend on the kernel before, so the ring's first chunks are asked
-  // for, and lane i asks L2 for the warp's (STAGES - 1 + i)-th chunk (i < early), BEFORE the
-  // programmatic-launch wait; x after it (as gemv_multi.cuh). early == 0 waits first.
+  // for, and lane i asks L2 for the warp's (STAGES - 1 + i)-th chunk (i < early: one chunk more than
+  // gemv_multi.cuh's lanes < early - 1, so early == 1 still asks for one; the figures in
+  // gemv_launch.h were measured so), BEFORE the programmatic-launch wait; x after it. early == 0
+  // waits first.
   if (early == 0) lathe_pdl_entry();
   int ld_row = g0, ld_c = sub;
   for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {

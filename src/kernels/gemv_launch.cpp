@@ -133,7 +133,7 @@ bool launch_decode_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUd
   long long row_bytes = lathe::row_bytes(w.type, w.k);
   int k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out);
   CUdeviceptr wp = w.data;
-  int early = decode_early_requests(row_bytes * w.n_out);
+  int early = decode_early_requests();
   const std::string name = std::string("lathe_gemv1_") + u.name + "_" + std::string(activations_name(a));
   cuda::launch(kernel(name), {blocks, 1, 1}, {32 * kDecodeWarps, 1, 1}, static_cast<unsigned>(shared), stream,
                {&wp, &row_bytes, &x, &y, &k, &n_out, &group, &early, &x_f32}, "launching the decode GEMV");
@@ -182,16 +182,14 @@ bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CU
 
 void set_decode_gemv_enabled(bool enabled) { g_decode_enabled = enabled; }
 
-int decode_early_requests(int64_t weight_bytes) {
+int decode_early_requests() {
   static const int forced = [] {
     const char* v = std::getenv("LATHE_DECODE_PREFETCH");
     if (!v || !*v) return -1;
     if (std::string(v) == "off") return 0;
     return 1 + std::clamp(std::atoi(v), 0, 31);
   }();
-  if (forced >= 0) return forced;
-  (void)weight_bytes;  // the L2 requests lost on every model measured: the ring's early requests only
-  return 1;
+  return forced >= 0 ? forced : 1;  // the L2 requests lost on every model measured: the ring's only
 }
 
 int64_t quantized_activation_bytes(int64_t rows, int64_t k, Activations a) {

@@ -64,13 +64,13 @@ bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CU
 // measurements and tests that compare the two. Not thread-safe against concurrent gemv calls.
 void set_decode_gemv_enabled(bool enabled);
 
-// The decode products' requests made before the programmatic-launch wait (their `early` argument),
-// for a launch reading `weight_bytes` of matrices: 0 waits first; 1 + P asks for the cp.async ring's
-// first chunks and P more chunks a warp of L2 (P <= 31) while the kernel before still runs. Default
-// P = 0. Measured on the H200 (tg128, 2026-11-29): the ring's early requests took qwen3-8b Q8_0 from
-// 269 to 277 tok/s; L2 requests (P = 8) then cost it (258) and did not help qwen3-0.6b (927 against
-// 939 at P = 0). LATHE_DECODE_PREFETCH=P forces P, =off waits first. The setting is read once.
-int decode_early_requests(int64_t weight_bytes);
+// The decode products' requests made before the programmatic-launch wait (their `early` argument):
+// 0 waits first; 1 + P asks for the cp.async ring's first chunks and P more chunks a warp of L2
+// (P <= 31; the single-matrix decode kernel asks for one more) while the kernel before still runs.
+// Default P = 0. Measured on the H200 (tg128, 2026-11-29): the ring's early requests took qwen3-8b
+// Q8_0 from 269 to 277 tok/s; L2 requests (P = 8) then cost it (258) and did not help qwen3-0.6b (927
+// against 939 at P = 0). LATHE_DECODE_PREFETCH=P forces P, =off waits first. Read once.
+int decode_early_requests();
 
 // ---- GEMV over experts (mixtures). W is a stack [n_expert][n_out][k]; ids [n_rows][top_k] int32 on
 // the device, each in [0, n_expert) (not checked on the device).

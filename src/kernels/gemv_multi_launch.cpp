@@ -114,10 +114,8 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
     rb[m] = lathe::row_bytes(w[m].type, w[m].k);
     n_out[m] = static_cast<int>(w[m].n_out);
   }
-  int64_t weight_bytes = 0;
-  for (int m = 0; m < n; ++m) weight_bytes += rb[m] * n_out[m];
   int b_mask = kc.b_mask, sw = swiglu ? 1 : 0, k = static_cast<int>(k64);
-  int early = g_early_weights ? decode_early_requests(weight_bytes) : 0;
+  int early = g_early_weights ? decode_early_requests() : 0;
   CUdeviceptr xq = x;
   CUdeviceptr nx = norm ? norm->x : 0, ny = norm ? norm->y : 0, nw = norm ? norm->w : 0, nsum = norm ? norm->sum : 0;
   float eps = norm ? norm->eps : 0.0f;

@@ -129,21 +129,7 @@ __device__ __forceinline__ void lathe_moe_gemm_body(const uint8_t* w0, const uin
     const float4* sds = reinterpret_cast<const float4*>(stage + L::w_bytes + L::x_bytes * (X2 ? 2 : 1));
 #pragma unroll 2
     for (int kk = 0; kk < 8; ++kk) {
-      auto dx_of = [&](int i, float4& dxa, float4& dxb) {
-        const float4* pa = sds + kk * BM + wm0 + 16 * i + g;
-        if (F::has_min) {
-          dxa = pa[0];
-          dxb = pa[8];
-        } else if (X2) {
-          const float2 a = *reinterpret_cast<const float2*>(pa);
-          const float2 b2 = *reinterpret_cast<const float2*>(pa + 8);
-          dxa = make_float4(a.x, a.y, 0.0f, 0.0f);
-          dxb = make_float4(b2.x, b2.y, 0.0f, 0.0f);
-        } else {
-          dxa = make_float4(pa[0].x, 0.0f, 0.0f, 0.0f);
-          dxb = make_float4(pa[8].x, 0.0f, 0.0f, 0.0f);
-        }
-      };
+      auto dx_of = [&](int i, float4& dxa, float4& dxb) { lathe_gemm_dx<F, X2>(sds, kk, BM, wm0, i, g, dxa, dxb); };
 #pragma unroll
       for (int m = 0; m < NMAT; ++m)
         lathe_gemm_kstep<F, X2, MT, NT, BN>(acc[m], kk, u[m].levels, u[m].scale, u[m].minus, u[m].sub, xs1, xs2, wm0,
