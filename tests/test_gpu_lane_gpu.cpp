@@ -29,6 +29,17 @@ double normalized(const std::vector<float>& a, const std::vector<float>& b) {
   return diff / scale;
 }
 
+// A synthetic checkpoint of `shape` (layers 0: its own count), written once per name under the test's
+// temporary directory.
+GgufFile synthetic(const std::string& shape, const std::string& name, int64_t layers = 0) {
+  const std::string path = testing::TempDir() + "/lane-" + name + ".gguf";
+  SynthOptions o;
+  o.shape = shape;
+  o.layers = layers;
+  write_synthetic_checkpoint(o, path);
+  return GgufFile::open(path);
+}
+
 // Logits of a 12-token prompt (one chunk of 8, one of 4) and 4 decode steps, concatenated.
 std::vector<float> trace(Engine& e) {
   std::vector<int32_t> ids;
@@ -46,11 +57,7 @@ class GpuLane : public testing::TestWithParam<std::string> {};
 
 // Every rule held back alone against the fused plan, then the fused plan against the interpreter.
 void check_rules_and_interpreter(const std::string& shape, const std::string& program_file) {
-  const std::string path = testing::TempDir() + "/lane-" + shape + ".gguf";
-  SynthOptions o;
-  o.shape = shape;
-  write_synthetic_checkpoint(o, path);
-  const GgufFile f = GgufFile::open(path);
+  const GgufFile f = synthetic(shape, shape);
   GpuEngineOptions go;
   go.n_ctx = 64;
   go.max_chunk = 8;
@@ -99,11 +106,7 @@ TEST(GpuLaneProgram, ElementwiseRunsAgree) {
 TEST(GpuLaneResidence, MatricesInPinnedHostMemoryGiveTheSameLogits) {
   std::string why;
   if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
-  const std::string path = testing::TempDir() + "/lane-residence.gguf";
-  SynthOptions o;
-  o.shape = "qwen3-tiny";
-  write_synthetic_checkpoint(o, path);
-  const GgufFile f = GgufFile::open(path);
+  const GgufFile f = synthetic("qwen3-tiny", "residence");
   GpuEngineOptions go;
   go.n_ctx = 64;
   go.max_chunk = 8;
@@ -134,11 +137,7 @@ TEST(GpuLaneNormPrologue, AgreesWithHeldBackAndInterpreter) {
   std::string why;
   if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
   for (const std::string shape : {"qwen3-tiny", "llama-tiny", "qwen3moe-tiny"}) {
-    const std::string path = testing::TempDir() + "/lane-norm-prologue-" + shape + ".gguf";
-    SynthOptions o;
-    o.shape = shape;
-    write_synthetic_checkpoint(o, path);
-    const GgufFile f = GgufFile::open(path);
+    const GgufFile f = synthetic(shape, "norm-prologue-" + shape);
     GpuEngineOptions go;
     go.n_ctx = 64;
     go.max_chunk = 8;
@@ -170,12 +169,7 @@ TEST(GpuLanePrompt, LastRowVariantAgreesWithAllRows) {
   // qwen3-0.6b cut to one layer: a vocabulary of 151,936, whose one-row argmax splits the row (its
   // workspace is the variant's own).
   for (const auto& [shape, layers] : {std::pair<std::string, int>{"qwen3-tiny", 0}, {"llama-tiny", 0}, {"qwen3-0.6b", 1}}) {
-    const std::string path = testing::TempDir() + "/lane-last-row-" + shape + ".gguf";
-    SynthOptions o;
-    o.shape = shape;
-    o.layers = layers;
-    write_synthetic_checkpoint(o, path);
-    const GgufFile f = GgufFile::open(path);
+    const GgufFile f = synthetic(shape, "last-row-" + shape, layers);
     GpuEngineOptions go;
     go.n_ctx = 128;
     go.max_chunk = 32;
@@ -201,11 +195,7 @@ TEST(GpuLaneResidence, StepEstimateCoversThePlansArena) {
   std::string why;
   if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
   for (const std::string shape : {"qwen3-tiny", "qwen3moe-tiny"}) {
-    const std::string path = testing::TempDir() + "/lane-estimate-" + shape + ".gguf";
-    SynthOptions o;
-    o.shape = shape;
-    write_synthetic_checkpoint(o, path);
-    const GgufFile f = GgufFile::open(path);
+    const GgufFile f = synthetic(shape, "estimate-" + shape);
     GpuEngineOptions go;
     go.n_ctx = 1024;
     go.max_chunk = 512;
@@ -228,11 +218,7 @@ TEST(GpuLaneResidence, StepEstimateCoversThePlansArena) {
 TEST(GpuLaneMixture, ThreeKernelsAgree) {
   std::string why;
   if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
-  const std::string path = testing::TempDir() + "/lane-moe.gguf";
-  SynthOptions o;
-  o.shape = "qwen3moe-tiny";
-  write_synthetic_checkpoint(o, path);
-  const GgufFile f = GgufFile::open(path);
+  const GgufFile f = synthetic("qwen3moe-tiny", "moe");
   GpuEngineOptions go;
   go.n_ctx = 64;
   go.max_chunk = 8;
