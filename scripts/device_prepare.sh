@@ -2,7 +2,9 @@
 # Prepares what scripts/device_run.sh carries to the GPU machine: a Release build of lathe and the GPU
 # tests (build-dev), the binaries in build-dev/carry, their shared libraries in build-dev/devlibs, and
 # the standalone program `lathe emit` writes for the default model (build-dev/carry/emitted).
-# Then call the device tool's run with carry ["build-dev/carry", "build-dev/devlibs", "build-dev/kcache"] and
+# All of it is packed, stripped and xz-compressed, into build-dev/pack.tar.xz (the device tool carries
+# at most 64 MiB with the working tree). Then call the device tool's run with carry
+# ["build-dev/pack.tar.xz"] and
 #   scripts/device_run.sh tests checks bench ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,4 +16,6 @@ for t in build-dev/tests/test_*_gpu; do [ -x "$t" ] && cp "$t" build-dev/carry/;
 scripts/device_libs.sh build-dev/devlibs build-dev/lathe build-dev/carry/test_*_gpu >/dev/null
 rm -rf build-dev/kcache && LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90
 scripts/build_emitted.sh build-dev/lathe
-du -sh build-dev/carry build-dev/devlibs
+strip build-dev/carry/*
+tar -cJf build-dev/pack.tar.xz -C build-dev carry kcache devlibs
+du -sh build-dev/carry build-dev/devlibs build-dev/kcache build-dev/pack.tar.xz

@@ -20,6 +20,8 @@
 #           greedy tokens on three prompts
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# device_prepare.sh's pack, when that is what was carried
+[ -f build-dev/pack.tar.xz ] && tar -xJf build-dev/pack.tar.xz -C build-dev
 export LD_LIBRARY_PATH=$PWD/build-dev/devlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export LATHE_CACHE_DIR=/tmp/lathe-cache
 # The kernel library compiled here by `lathe kernels --arch sm_90` (device_prepare.sh), when carried:
