@@ -15,6 +15,9 @@
 #           wgmma GEMM (test_gemm_wgmma_gpu), the norm in the merged GEMV's prologue (its kernel and
 #           lane tests), the 30B check with router near-ties named, and tg128 / pp512 of qwen3-8b
 #           Q8_0 with LATHE_NORM_PROLOGUE=1 and LATHE_PREFILL_GEMM=wgmma beside the defaults
+#   s4      2026-11-29's fourth session: the attention's splits merged in the block (against the merge
+#           kernel), the lane tests, tg/pp of qwen3-0.6b and qwen3-8b with the new defaults and each
+#           held back, the 8B check, pp4096 in 4,096-row chunks (wgmma) and in 512-row chunks
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -90,6 +93,23 @@ for part in "$@"; do
     LATHE_NORM_PROLOGUE=1 LATHE_PREFILL_GEMM=wgmma $L check $(synth qwen3-8b q8_0) --steps 32 2>&1 | tail -2 | head -1
     rm -f $M/qwen3-8b-q8_0.gguf
     echo "== check qwen3-30b-a3b q8_0"; $L check $(synth qwen3-30b-a3b q8_0) --steps 8 2>&1 | tail -14 ;;
+  s4)
+    echo "== attention: splits merged in the block against the merge kernel"
+    $C/test_gpu_attention_gpu --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "in-block|OK|FAILED|Failure" | head -30
+    echo "== lane tests"; $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED)|Failure|\[ lane \]" | head -40
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0"; do
+      set -- $spec
+      for flags in "" "LATHE_ATTN_MERGE=kernel" "LATHE_NORM_PROLOGUE=0"; do
+        echo "== bench $1 $2 ${flags:-(defaults)}"; env $flags $L bench $(synth $1 $2) -p 512 -n 128 -r 3 2>&1 | tail -2
+      done
+    done
+    echo "== check qwen3-8b q8_0 (defaults)"; $L check $(synth qwen3-8b q8_0) --steps 32 2>&1 | tail -2 | head -1
+    for flags in "" "LATHE_PREFILL_GEMM=f16"; do
+      echo "== pp4096 qwen3-8b q8_0 --max-chunk 4096 ${flags:-(defaults)}"
+      env $flags $L bench $(synth qwen3-8b q8_0) -p 4096 -n 0 -r 2 --ctx 4608 --max-chunk 4096 2>&1 | tail -1
+    done
+    echo "== pp4096 qwen3-8b q8_0 (512-row chunks)"; $L bench $(synth qwen3-8b q8_0) -p 4096 -n 0 -r 2 --ctx 4608 2>&1 | tail -1
+    rm -f $M/qwen3-8b-q8_0.gguf ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do

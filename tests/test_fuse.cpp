@@ -45,7 +45,16 @@ void expect_partition(const graph::Graph& g, const fuse::FusionPlan& p) {
   for (int s : seen) EXPECT_EQ(s, 1);
 }
 
+// The decode-cut counts below are of the rules norm_prologue takes over where it applies (add_norm,
+// merged_products, gate_up_swiglu, the quantizing epilogue): those tests run with it off, its own test
+// (NormPrologueTakesSumNormAndProducts) counts what it takes.
+struct NormPrologueOff {
+  NormPrologueOff() { ::setenv("LATHE_NORM_PROLOGUE", "0", 1); }
+  ~NormPrologueOff() { ::unsetenv("LATHE_NORM_PROLOGUE"); }
+};
+
 TEST(Fuse, Qwen3DecodeGroups) {
+  const NormPrologueOff off;
   const graph::Graph g = lift_shape("qwen3-tiny", "decode");  // 2 layers
   const fuse::FusionPlan all = fuse::fuse(g);
   expect_partition(g, all);
@@ -113,15 +122,16 @@ TEST(Fuse, RopeAndAppendsInOneGroup) {
   EXPECT_EQ(fuse::fuse(chunk).count("rope_append"), 2);
 }
 
-// norm_prologue (opt-in): in a decode cut, a sum, its norm and the merged products reading the norm
-// in one group (the first layer's attention has no sum before its norm); never in a chunk.
+// norm_prologue (on by default): in a decode cut, a sum, its norm and the merged products reading the
+// norm in one group (the first layer's attention has no sum before its norm); never in a chunk;
+// LATHE_NORM_PROLOGUE=0 turns it off.
 TEST(Fuse, NormPrologueTakesSumNormAndProducts) {
   const graph::Graph g = lift_shape("qwen3-tiny", "decode");
-  EXPECT_EQ(fuse::fuse(g).count("norm_prologue"), 0);  // off unless asked
-  ::setenv("LATHE_NORM_PROLOGUE", "1", 1);
+  ::setenv("LATHE_NORM_PROLOGUE", "0", 1);
+  EXPECT_EQ(fuse::fuse(g).count("norm_prologue"), 0);
+  ::unsetenv("LATHE_NORM_PROLOGUE");
   const fuse::FusionPlan all = fuse::fuse(g);
   const fuse::FusionPlan chunk = fuse::fuse(lift_shape("qwen3-tiny", "prefill:16"));
-  ::unsetenv("LATHE_NORM_PROLOGUE");
   expect_partition(g, all);
   EXPECT_EQ(chunk.count("norm_prologue"), 0);
   ASSERT_EQ(all.count("norm_prologue"), 3);  // layer 0's ffn, layer 1's attention and ffn
@@ -147,6 +157,7 @@ std::set<std::string> quantized_names(const graph::Graph& g, const fuse::FusionP
 }
 
 TEST(Fuse, QuantizeEpilogueMarksWhatProductsRead) {
+  const NormPrologueOff off;
   const graph::Graph g = lift_shape("qwen3-tiny", "decode");
   const fuse::FusionPlan all = fuse::fuse(g);
   // Per layer: the attention norm's h (q, k, v read it), the ffn norm's h (gate, up); then the
@@ -169,6 +180,7 @@ TEST(Fuse, QuantizeEpilogueMarksWhatProductsRead) {
 }
 
 TEST(Fuse, ElementwiseRunsCarryValuesInRegisters) {
+  const NormPrologueOff off;
   const graph::Graph g =
       lift_shape("qwen3-tiny", "decode", std::string(LATHE_TEST_DATA) + "/programs/qwen3_elementwise_runs.lathe");
   const fuse::FusionPlan all = fuse::fuse(g);

@@ -130,11 +130,32 @@ double run_case(const AttnCase& c, uint32_t seed) {
   kernels::AttentionOptionsGpu gopt{c.scale, c.window, c.cap, c.sinks ? dsinks.ptr() : 0};
   kernels::AttentionSplit split = kernels::plan_attention_split(shape, gopt);
   cuda::DeviceBuffer work(std::max<size_t>(split.workspace_bytes, 16), "attention workspace");
+  // The held-back form first (the splits merged by lathe_attn_merge), then the splits merged by the
+  // last of them, twice on the same tickets: each call must leave them zero for the next.
   kernels::decode_attention(dout.ptr(), dq.ptr(), dk.ptr(), dv.ptr(), dseq.ptr(), dpos.ptr(), shape, gopt, split,
                             work.ptr(), s.handle());
   s.synchronize();
-  std::printf("  [splits %lld x %lld]", static_cast<long long>(split.n_split), static_cast<long long>(split.split_len));
-  return normalized_error(from_device<float>(dout, want.size()), want);
+  const std::vector<float> merged_by_kernel = from_device<float>(dout, want.size());
+  cuda::DeviceBuffer tickets(kernels::attention_ticket_bytes(shape), "attention tickets");
+  tickets.zero();
+  std::vector<float> in_block;
+  for (int round = 0; round < 2; ++round) {
+    dout.upload(std::vector<float>(want.size(), NAN).data(), want.size() * sizeof(float));
+    kernels::decode_attention(dout.ptr(), dq.ptr(), dk.ptr(), dv.ptr(), dseq.ptr(), dpos.ptr(), shape, gopt, split,
+                              work.ptr(), s.handle(), tickets.ptr());
+    s.synchronize();
+    const std::vector<float> got = from_device<float>(dout, want.size());
+    if (round == 1) EXPECT_EQ(got, in_block) << "the second launch on the same tickets differs";
+    in_block = got;
+  }
+  for (int32_t t : from_device<int32_t>(tickets, kernels::attention_ticket_bytes(shape) / sizeof(int32_t)))
+    EXPECT_EQ(t, 0) << "a ticket was left set";
+  // Same partials, merged in another order: within f32 rounding of a few sums.
+  const double vs_kernel = normalized_error(in_block, merged_by_kernel);
+  EXPECT_LE(vs_kernel, 1e-6) << "merged in the block against the merge kernel";
+  std::printf("  [splits %lld x %lld, in-block merge vs kernel %.1e]", static_cast<long long>(split.n_split),
+              static_cast<long long>(split.split_len), vs_kernel);
+  return std::max(normalized_error(in_block, want), normalized_error(merged_by_kernel, want));
 }
 
 std::vector<RowAt> chunk(int32_t sequence, int32_t first, int32_t count) {

@@ -131,7 +131,7 @@ TEST(GpuLaneResidence, MatricesInPinnedHostMemoryGiveTheSameLogits) {
   }
 }
 
-// norm_prologue (opt-in, LATHE_NORM_PROLOGUE=1): a decode row's sum and norm in the merged GEMV's
+// norm_prologue (on by default): a decode row's sum and norm in the merged GEMV's
 // prologue, against the plan without it (add_rms_norm then the merged kernel) and the interpreter.
 TEST(GpuLaneNormPrologue, AgreesWithHeldBackAndInterpreter) {
   std::string why;
@@ -141,7 +141,6 @@ TEST(GpuLaneNormPrologue, AgreesWithHeldBackAndInterpreter) {
     GpuEngineOptions go;
     go.n_ctx = 64;
     go.max_chunk = 8;
-    ::setenv("LATHE_NORM_PROLOGUE", "1", 1);  // plans are made at first use: trace while it is set
     GpuEngine fused(f, go);
     const std::vector<float> got = trace(fused);
     const std::string plan = fused.plan(1).describe();
@@ -149,7 +148,6 @@ TEST(GpuLaneNormPrologue, AgreesWithHeldBackAndInterpreter) {
     held_options.held = {"norm_prologue"};
     GpuEngine held(f, held_options);
     const std::vector<float> base = trace(held);
-    ::unsetenv("LATHE_NORM_PROLOGUE");
     CpuEngine cpu(f, 64, 8);
     const double vs_held = normalized(got, base), vs_cpu = normalized(got, trace(cpu));
     std::printf("[ lane ] %-14s norm in the prologue: vs held back %.2e, vs interpreter %.2e\n", shape.c_str(), vs_held,

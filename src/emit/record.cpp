@@ -48,6 +48,9 @@ EmitOp convert(const cuda::Recorder& r, const cuda::RecordedOp& op, const std::s
     if (bytes.size() > 16) internal_fail("{}: a parameter of {} bytes", op.kernel, bytes.size());
     std::memcpy(a.literal, bytes.data(), bytes.size());
     if (bytes.size() == 8 && cuda::Recorder::is_virtual(a.literal[0])) {
+      if (size_t b = 0, o = 0; !r.locate(a.literal[0], &b, &o))
+        internal_fail("{} ({}): parameter {} is a pointer {:#x} the recording did not give out", op.kernel, what,
+                      out.args.size(), a.literal[0]);
       a.pointer = locate(r, a.literal[0]);
       a.literal[0] = 0;
     }
@@ -97,6 +100,7 @@ RecordedModel record_model(const GgufFile& file, const EmitOptions& options) {
   device.cc_major = options.cc_major;
   device.cc_minor = options.cc_minor;
   device.sm_count = options.sm_count;
+  device.shared_optin_bytes = options.shared_optin_bytes;
   device.total_memory = device.free_memory = size_t{1} << 50;
   cuda::Recorder rec(device, [&params](const std::string& kernel) {
     auto it = params.find(kernel);

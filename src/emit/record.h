@@ -26,6 +26,7 @@ struct EmitOptions {
   int64_t n_predict = 16;                 // tokens the program generates unless told otherwise
   int sm_count = 132;                     // the virtual device: an H200
   int cc_major = 9, cc_minor = 0;
+  int shared_optin_bytes = 232448;        // 227 KB a block (sm_90): the decode kernels' choices need it
 };
 
 struct BufferRef {

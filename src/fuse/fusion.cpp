@@ -18,8 +18,7 @@ void quantize_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 
 const std::vector<Rule>& fusion_rules() {
   static const std::vector<Rule> rules = {
-      {"norm_prologue", "a decode row's sum, its RMS norm and the merged products reading it in one launch "
-                        "(opt-in: LATHE_NORM_PROLOGUE=1)", norm_prologue_pass},
+      {"norm_prologue", "a decode row's sum, its RMS norm and the merged products reading it in one launch", norm_prologue_pass},
       {"add_norm", "a sum and the RMS norm of it in one kernel (the residual written back)", add_norm_pass},
       {"rope_append", "a layer's q and k (per-head norms, rope) and the cache appends of k and v in one kernel",
        rope_append_pass},

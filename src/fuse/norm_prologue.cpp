@@ -1,4 +1,4 @@
-// Rule norm_prologue (opt-in with LATHE_NORM_PROLOGUE=1 until it has run on a GPU): in a one-row cut,
+// Rule norm_prologue (on by default; LATHE_NORM_PROLOGUE=0 or --hold norm_prologue turns it off): in a one-row cut,
 // `Let x be x plus a.`, `Let h be the RMS norm of x weighted by w.` and the two or three products that
 // read h (q, k and v; or gate and up with the SwiGLU of their results) as one launch: every block of
 // the merged decode GEMV adds, norms and quantizes the row in its prologue, so the row's norm no
@@ -14,15 +14,17 @@
 namespace lathe::fuse {
 namespace {
 
-bool opted_in() {
+// Measured on the H200 (qwen3-8b Q8_0 tg128): 285.5 -> 302.1 tok/s. LATHE_NORM_PROLOGUE=0 turns it off
+// for measurements, as --hold does for a run.
+bool enabled() {
   const char* v = std::getenv("LATHE_NORM_PROLOGUE");
-  return v && std::string(v) == "1";
+  return !(v && std::string(v) == "0");
 }
 
 }  // namespace
 
 void norm_prologue_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups) {
-  if (g.rows != 1 || !opted_in()) return;
+  if (g.rows != 1 || !enabled()) return;
   for (const graph::Node& add : g.nodes) {
     if (add.kind != lang::OpKind::add || claimed[static_cast<size_t>(add.id)]) continue;
     if (!add.args[0].is_tensor() || !add.args[1].is_tensor()) continue;

@@ -26,8 +26,10 @@
 //     each 64 for head g.
 // Softmax runs in log2 units (q carries scale * log2 e, or the cap's tanh is scaled after).
 // The block's warps combine through shared memory; when the row uses one split the block finishes
-// it (sinks, division), else it writes its unnormalized output and (max, sum) to the partials and
-// lathe_attn_merge combines the splits the row used.
+// it (sinks, division), else it writes its unnormalized output and (max, sum) to the partials. Then,
+// with tickets (an int per (row, blockIdx.y), zero between launches), the last of the row's splits
+// to finish merges them (attd_merge_in_block) and sets its ticket back to zero; without them (the
+// held-back form, LATHE_ATTN_MERGE=kernel) lathe_attn_merge does it in a launch of its own.
 // Invariants (the launcher checks them): G <= 32, split_min a multiple of ATTD_CHUNK, caches and q
 // 16-byte aligned, D in {64, 128, 256}.
 
@@ -97,7 +99,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
                             const int* __restrict__ positions, float* __restrict__ out,
                             float* __restrict__ part_o, float2* __restrict__ part_ml, int n_head,
                             int n_head_kv, int n_ctx, int window, int split_min, int n_split,
-                            float scale, float cap, const float* __restrict__ sinks) {
+                            float scale, float cap, const float* __restrict__ sinks, int* __restrict__ tickets) {
   typedef AttdShape<D> S;
   constexpr int KB = D / 32, VB = D / 64;
   extern __shared__ float4 attd_shared4[];
@@ -293,6 +295,38 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
       if (dim == 0) part_ml[at] = make_float2(m, l);
     }
   }
+  if (finish || !tickets) return;
+  // The last split of (row, blockIdx.y) to get here merges: partials published (fence), then a
+  // ticket; the block that draws used - 1 sees every other split's partials after its own fence.
+  __shared__ int attd_is_last;
+  __threadfence();
+  __syncthreads();
+  const int used = min(n_split, (pos - first + len) / len);
+  if (threadIdx.x == 0) {
+    int* ticket = tickets + (long long)row * gridDim.y + blockIdx.y;
+    attd_is_last = atomicAdd(ticket, 1) == used - 1;
+    if (attd_is_last) *ticket = 0;  // every split of this launch has drawn: ready for the next launch
+  }
+  __syncthreads();
+  if (!attd_is_last) return;
+  __threadfence();
+  for (int idx = threadIdx.x; idx < n_heads_here * D; idx += ATTD_THREADS) {
+    const int h = head0 + idx / D, dim = idx % D;
+    const long long head_row = (long long)row * n_head + h;
+    const float2* ml = part_ml + head_row * n_split;
+    const float sk = sinks ? sinks[h] * ATTD_LOG2E : ATTD_NEG_INF;
+    float m = sk;
+    for (int s = 0; s < used; ++s) m = fmaxf(m, __ldcg(&ml[s].x));
+    float l = sinks ? exp2f(sk - m) : 0.0f, o = 0.0f;
+    const float* po = part_o + head_row * n_split * D + dim;
+    for (int s = 0; s < used; ++s) {
+      const float2 v = __ldcg(&ml[s]);
+      const float e = exp2f(v.x - m);
+      l = fmaf(e, v.y, l);
+      o = fmaf(e, __ldcg(po + (long long)s * D), o);
+    }
+    out[head_row * D + dim] = o / l;
+  }
 }
 
 #define ATTD_DECODE_ENTRY(D)                                                                        \
@@ -300,10 +334,10 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
       const float* q, const __half* k_cache, const __half* v_cache, const int* sequences,           \
       const int* positions, float* out, float* part_o, float2* part_ml, int n_head, int n_head_kv,  \
       int n_ctx, int window, int split_min, int n_split, float scale, float cap,                    \
-      const float* sinks) {                                                                         \
+      const float* sinks, int* tickets) {                                                           \
     lathe_pdl_entry();                                                                              \
     attd_decode<D>(q, k_cache, v_cache, sequences, positions, out, part_o, part_ml, n_head,        \
-                   n_head_kv, n_ctx, window, split_min, n_split, scale, cap, sinks);               \
+                   n_head_kv, n_ctx, window, split_min, n_split, scale, cap, sinks, tickets);      \
   }
 ATTD_DECODE_ENTRY(64)
 ATTD_DECODE_ENTRY(128)

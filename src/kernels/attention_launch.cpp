@@ -61,10 +61,14 @@ AttentionSplit plan_attention_split(const AttentionShape& shape, const Attention
   return split;
 }
 
+size_t attention_ticket_bytes(const AttentionShape& shape) {
+  return static_cast<size_t>(std::max<int64_t>(1, shape.rows * shape.n_head_kv * head_sets(shape))) * sizeof(int);
+}
+
 void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr v_cache,
                       CUdeviceptr sequences, CUdeviceptr positions, const AttentionShape& shape,
                       const AttentionOptionsGpu& options, const AttentionSplit& split,
-                      CUdeviceptr workspace, CUstream stream) {
+                      CUdeviceptr workspace, CUstream stream, CUdeviceptr tickets) {
   check_shape(shape, options);
   LATHE_CHECK(split.split_len % kChunk == 0 && split.split_len > 0 && split.n_split >= 1);
   LATHE_CHECK(split.n_split == 1 || workspace != 0);
@@ -86,9 +90,9 @@ void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdev
                {kThreads}, static_cast<unsigned>(shared_bytes(shape.d)),
                stream,
                {&q, &k_cache, &v_cache, &sequences, &positions, &out, &part_o, &part_ml, &n_head, &n_head_kv,
-                &n_ctx, &window, &split_len, &n_split, &scale, &cap, &sinks},
+                &n_ctx, &window, &split_len, &n_split, &scale, &cap, &sinks, &tickets},
                "decode attention");
-  if (split.n_split > 1)
+  if (split.n_split > 1 && tickets == 0)
     cuda::launch(kernel("lathe_attn_merge"), {static_cast<unsigned>(shape.n_head), static_cast<unsigned>(shape.rows)},
                  {kMergeThreads}, static_cast<unsigned>((2 * split.n_split + 32 + kMergeThreads) * sizeof(float)), stream,
                  {&part_o, &part_ml, &positions, &out, &n_head, &d, &window, &split_len, &n_split, &sinks},

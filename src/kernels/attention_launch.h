@@ -46,9 +46,15 @@ AttentionSplit plan_attention_split(const AttentionShape& shape, const Attention
 // inclusive (int32 device arrays), as the interpreter's attention. The rows' slots must already be
 // in the cache. workspace: split.workspace_bytes of device memory (any contents). q, the caches and
 // the workspace 16-byte aligned. Refuses shapes the kernels do not cover (d, group > 32).
+// tickets: attention_ticket_bytes(shape) of device memory, ZERO before the first call and left zero
+// by every call (the last split of a row merges the row's splits in its block and resets the row's
+// ticket), reusable by any later call of no more rows and heads on the same stream; or 0: the
+// splits are merged by a second launch (lathe_attn_merge; the held-back form). Both forms compute
+// the same sums in a different order (bound-equal, test_gpu_attention_gpu).
 void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr v_cache,
                       CUdeviceptr sequences, CUdeviceptr positions, const AttentionShape& shape,
                       const AttentionOptionsGpu& options, const AttentionSplit& split,
-                      CUdeviceptr workspace, CUstream stream);
+                      CUdeviceptr workspace, CUstream stream, CUdeviceptr tickets = 0);
+size_t attention_ticket_bytes(const AttentionShape& shape);
 
 }  // namespace lathe::kernels

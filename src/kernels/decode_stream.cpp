@@ -31,6 +31,8 @@ int64_t staged_levels_bytes(int64_t values, Activations a) {
 }
 
 int64_t shared_optin_bytes() {
+  // While recording (lathe emit), the virtual device's: the plan is the one the target card would run.
+  if (const cuda::Recorder* r = cuda::recorder()) return r->device().shared_optin_bytes;
   static const int64_t bytes = [] {
     const cuda::DriverApi* d = cuda::driver_api();
     CUdevice dev = 0;

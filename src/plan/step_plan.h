@@ -73,6 +73,7 @@ class StepPlan {
   fuse::FusionPlan fusion_;
   std::vector<Launch> launches_;
   cuda::DeviceBuffer arena_, io_, workspace_;
+  cuda::DeviceBuffer tickets_;  // the decode attention's, zero between launches (attention_launch.h)
   CUdeviceptr tokens_ = 0, positions_ = 0, sequences_ = 0;
   std::vector<std::pair<std::string, std::pair<CUdeviceptr, int64_t>>> outputs_;  // name -> (ptr, values)
   std::vector<std::unique_ptr<kernels::RopeTable>> rope_tables_;

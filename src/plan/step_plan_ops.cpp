@@ -17,6 +17,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string>
+
 namespace lathe::plan {
 namespace {
 
@@ -140,6 +143,12 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
     const size_t bytes = flash_prefill(n) ? k::plan_prefill_split(shape, opt).workspace_bytes
                                           : k::plan_attention_split(shape, opt).workspace_bytes;
     out.push_back(scratch(gi, static_cast<int64_t>(bytes)));
+    // One set of tickets serves every layer: each launch leaves them zero, and the launches run in
+    // order on one stream (a programmatic launch waits for the kernel before it).
+    if (!flash_prefill(n) && k::attention_ticket_bytes(shape) > p.tickets_.bytes()) {
+      p.tickets_ = cuda::DeviceBuffer(k::attention_ticket_bytes(shape), "attention tickets");
+      p.tickets_.zero();
+    }
   } else if (n.kind == OpKind::mixture) {
     const graph::Tensor& x = g.tensor(n.args[2].tensor);
     const graph::Attr* ex = n.find(ModKind::experts);
@@ -433,9 +442,13 @@ void StepPlan::Builder::emit(int gi) {
         return;
       }
       const k::AttentionSplit split = k::plan_attention_split(shape, opt);
-      add(fmt::format("attention [{} x {} x {}] over {} slots in {} splits", shape.rows, shape.n_head, shape.d,
-                      shape.n_ctx, split.n_split), n,
-          [=](CUstream s) { k::decode_attention(out, qp, kc, vc, seqs, pos, shape, opt, split, ws, s); });
+      // The splits merged by the last of them (LATHE_ATTN_MERGE=kernel: by a launch of their own).
+      const char* mv = std::getenv("LATHE_ATTN_MERGE");
+      const bool merge_kernel = mv && std::string(mv) == "kernel";
+      const CUdeviceptr tickets = merge_kernel ? 0 : p.tickets_.ptr();
+      add(fmt::format("attention [{} x {} x {}] over {} slots in {} splits{}", shape.rows, shape.n_head, shape.d,
+                      shape.n_ctx, split.n_split, split.n_split > 1 && merge_kernel ? ", then a merge" : ""),
+          n, [=](CUstream s) { k::decode_attention(out, qp, kc, vc, seqs, pos, shape, opt, split, ws, s, tickets); });
       return;
     }
     case OpKind::argmax: {

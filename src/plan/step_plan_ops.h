@@ -11,6 +11,7 @@
 namespace lathe::plan {
 
 constexpr int64_t kGemvRows = 8;  // the most rows the decode products take; more run as a GEMM
+constexpr int64_t kWgmmaRows = 1024;  // a chunk's f16 products run on wgmma from this many rows (sm_90a)
 
 int64_t numel(const graph::Tensor& t);
 // Bytes of the int8 form a GEMV reads (none beyond kGemvRows rows, or under the f32 contract).

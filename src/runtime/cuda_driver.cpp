@@ -69,6 +69,8 @@ Context::Context() {
   check(D().cuDeviceGetAttribute(&info_.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_), "attribute");
   check(D().cuDeviceGetAttribute(&info_.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device_), "attribute");
   check(D().cuDeviceGetAttribute(&info_.l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device_), "attribute");
+  check(D().cuDeviceGetAttribute(&info_.shared_optin_bytes, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device_),
+        "attribute");
   refresh_memory();
 }
 

@@ -33,6 +33,7 @@ struct DeviceInfo {
   int sm_count = 0;
   size_t total_memory = 0, free_memory = 0;
   int l2_bytes = 0;
+  int shared_optin_bytes = 0;  // the most dynamic shared memory a block may opt in to
   std::string arch() const { return "sm_" + std::to_string(cc_major * 10 + cc_minor); }
 };
 

@@ -107,12 +107,13 @@ static const void* const kKernels[] = {
     (const void*)&lathe_add_rms_norm,
     (const void*)&lathe_argmax,
     (const void*)&lathe_attn_decode_64,
-    (const void*)&lathe_attn_merge,
     (const void*)&lathe_attn_prefill_64,
     (const void*)&lathe_attn_prefill_merge,
     (const void*)&lathe_elem_binary,
     (const void*)&lathe_gather_q8_0,
+    (const void*)&lathe_gemv1_q8_0_int8x2,
     (const void*)&lathe_gemv_q8_0_int8x2,
+    (const void*)&lathe_gemvm_q8_0_int8x2,
     (const void*)&lathe_quantize_act,
     (const void*)&lathe_rms_norm_warp,
     (const void*)&lathe_rope_append,
@@ -121,12 +122,13 @@ static const char* const kKernelNames[] = {
     "lathe_add_rms_norm",
     "lathe_argmax",
     "lathe_attn_decode_64",
-    "lathe_attn_merge",
     "lathe_attn_prefill_64",
     "lathe_attn_prefill_merge",
     "lathe_elem_binary",
     "lathe_gather_q8_0",
+    "lathe_gemv1_q8_0_int8x2",
     "lathe_gemv_q8_0_int8x2",
+    "lathe_gemvm_q8_0_int8x2",
     "lathe_quantize_act",
     "lathe_rms_norm_warp",
     "lathe_rope_append",
@@ -181,245 +183,192 @@ static const Buffer kBuffers[] = {
     {524288ULL, "KV cache", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 25
     {524288ULL, "KV cache", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 26
     {524288ULL, "KV cache", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 27
-    {19968ULL, "step arena", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 28
-    {9216ULL, "step inputs and outputs", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 29
-    {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 30
+    {8ULL, "attention tickets", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 28
+    {19968ULL, "step arena", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 29
+    {9216ULL, "step inputs and outputs", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 30
     {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 31
-    {23040ULL, "step arena", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 32
-    {17408ULL, "step inputs and outputs", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 33
-    {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 34
+    {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 32
+    {23040ULL, "step arena", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 33
+    {17408ULL, "step inputs and outputs", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 34
     {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 35
+    {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 36
 };
-static const int kBufferCount = 36;
+static const int kBufferCount = 37;
 static const Fill kFills[] = {
-    {30, 0ULL, 0},
     {31, 0ULL, 0},
-    {34, 0ULL, 0},
+    {32, 0ULL, 0},
     {35, 0ULL, 0},
+    {36, 0ULL, 0},
 };
 static const int kFillCount = 4;
 
 // {bytes, buffer (-1: literal), offset or literal low word, literal high word}
 static const Arg kArgs[] = {
     // 0: lathe_gather_q8_0
-    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, 29, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {8, 28, 16896ULL, 0ULL},
+    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, 30, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL},
     // 1: lathe_rms_norm_warp
-    {8, 28, 16896ULL, 0ULL}, {8, 2, 0ULL, 0ULL}, {8, 28, 0ULL, 0ULL}, {8, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 28, 1024ULL, 0ULL}, {8, 28, 1280ULL, 0ULL}, {8, 28, 1536ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
-    // 2: lathe_gemv_q8_0_int8x2
-    {8, 4, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x11000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 1024ULL, 0ULL}, {8, 28, 1280ULL, 0ULL}, {8, 28, 1536ULL, 0ULL}, {8, 28, 17920ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 3: lathe_gemv_q8_0_int8x2
-    {8, 0, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x8800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 1024ULL, 0ULL}, {8, 28, 1280ULL, 0ULL}, {8, 28, 1536ULL, 0ULL}, {8, 28, 1792ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 4: lathe_gemv_q8_0_int8x2
-    {8, 6, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x8800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 1024ULL, 0ULL}, {8, 28, 1280ULL, 0ULL}, {8, 28, 1536ULL, 0ULL}, {8, 28, 2304ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 5: lathe_rope_append
-    {8, 28, 17920ULL, 0ULL}, {8, 28, 1792ULL, 0ULL}, {8, 28, 2304ULL, 0ULL}, {8, 29, 256ULL, 0ULL}, {8, 29, 512ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {8, 30, 0ULL, 0ULL}, {8, -1, 0x3ff0000000000000ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 5, 0ULL, 0ULL}, {8, 1, 0ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 24, 0ULL, 0ULL}, {8, 25, 0ULL, 0ULL}, {4, -1, 0x800ULL, 0x0ULL},
-    // 6: lathe_attn_decode_64
-    {8, 28, 17920ULL, 0ULL}, {8, 24, 0ULL, 0ULL}, {8, 25, 0ULL, 0ULL}, {8, 29, 512ULL, 0ULL}, {8, 29, 256ULL, 0ULL}, {8, 28, 18944ULL, 0ULL}, {8, 28, 0ULL, 0ULL}, {8, 28, 16384ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x10ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
-    // 7: lathe_attn_merge
-    {8, 28, 0ULL, 0ULL}, {8, 28, 16384ULL, 0ULL}, {8, 29, 256ULL, 0ULL}, {8, 28, 18944ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x10ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
-    // 8: lathe_quantize_act
-    {8, 28, 18944ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 28, 1024ULL, 0ULL}, {8, 28, 1280ULL, 0ULL}, {8, 28, 1536ULL, 0ULL},
-    // 9: lathe_gemv_q8_0_int8x2
-    {8, 3, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x11000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 1024ULL, 0ULL}, {8, 28, 1280ULL, 0ULL}, {8, 28, 1536ULL, 0ULL}, {8, 28, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 10: lathe_add_rms_norm
-    {8, 28, 16896ULL, 0ULL}, {8, 28, 0ULL, 0ULL}, {8, 9, 0ULL, 0ULL}, {8, 28, 6144ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 28, 7168ULL, 0ULL}, {8, 28, 7424ULL, 0ULL}, {8, 28, 7680ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
-    // 11: lathe_gemv_q8_0_int8x2
-    {8, 8, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 7168ULL, 0ULL}, {8, 28, 7424ULL, 0ULL}, {8, 28, 7680ULL, 0ULL}, {8, 28, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 12: lathe_gemv_q8_0_int8x2
-    {8, 10, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 7168ULL, 0ULL}, {8, 28, 7424ULL, 0ULL}, {8, 28, 7680ULL, 0ULL}, {8, 28, 2048ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 13: lathe_elem_binary
-    {4, -1, 0x4ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL}, {8, 28, 2048ULL, 0ULL}, {8, 28, 4096ULL, 0ULL}, {8, -1, 0x200ULL, 0x0ULL}, {8, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL},
-    // 14: lathe_quantize_act
-    {8, 28, 4096ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL}, {8, 28, 512ULL, 0ULL}, {8, 28, 1024ULL, 0ULL},
-    // 15: lathe_gemv_q8_0_int8x2
-    {8, 7, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL}, {8, 28, 512ULL, 0ULL}, {8, 28, 1024ULL, 0ULL}, {8, 28, 1280ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 16: lathe_add_rms_norm
-    {8, 28, 16896ULL, 0ULL}, {8, 28, 1280ULL, 0ULL}, {8, 13, 0ULL, 0ULL}, {8, 28, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 28, 2304ULL, 0ULL}, {8, 28, 2560ULL, 0ULL}, {8, 28, 2816ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
-    // 17: lathe_gemv_q8_0_int8x2
-    {8, 15, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x11000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 2304ULL, 0ULL}, {8, 28, 2560ULL, 0ULL}, {8, 28, 2816ULL, 0ULL}, {8, 28, 17920ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 18: lathe_gemv_q8_0_int8x2
-    {8, 11, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x8800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 2304ULL, 0ULL}, {8, 28, 2560ULL, 0ULL}, {8, 28, 2816ULL, 0ULL}, {8, 28, 1024ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    {8, 29, 16896ULL, 0ULL}, {8, 2, 0ULL, 0ULL}, {8, 29, 0ULL, 0ULL}, {8, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 1024ULL, 0ULL}, {8, 29, 1280ULL, 0ULL}, {8, 29, 1536ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
+    // 2: lathe_gemvm_q8_0_int8x2
+    {8, 4, 0ULL, 0ULL}, {8, 0, 0ULL, 0ULL}, {8, 6, 0ULL, 0ULL}, {8, 29, 17920ULL, 0ULL}, {8, 29, 1792ULL, 0ULL}, {8, 29, 2304ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, 29, 1024ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
+    // 3: lathe_rope_append
+    {8, 29, 17920ULL, 0ULL}, {8, 29, 1792ULL, 0ULL}, {8, 29, 2304ULL, 0ULL}, {8, 30, 256ULL, 0ULL}, {8, 30, 512ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {8, 31, 0ULL, 0ULL}, {8, -1, 0x3ff0000000000000ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 5, 0ULL, 0ULL}, {8, 1, 0ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 24, 0ULL, 0ULL}, {8, 25, 0ULL, 0ULL}, {4, -1, 0x800ULL, 0x0ULL},
+    // 4: lathe_attn_decode_64
+    {8, 29, 17920ULL, 0ULL}, {8, 24, 0ULL, 0ULL}, {8, 25, 0ULL, 0ULL}, {8, 30, 512ULL, 0ULL}, {8, 30, 256ULL, 0ULL}, {8, 29, 18944ULL, 0ULL}, {8, 29, 0ULL, 0ULL}, {8, 29, 16384ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x10ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL},
+    // 5: lathe_gemv1_q8_0_int8x2
+    {8, 3, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 6144ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 18944ULL, 0ULL},
+    // 6: lathe_gemvm_q8_0_int8x2
+    {8, 8, 0ULL, 0ULL}, {8, 10, 0ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL}, {8, 29, 4096ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL}, {8, 29, 6144ULL, 0ULL}, {8, 9, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL},
+    // 7: lathe_gemv1_q8_0_int8x2
+    {8, 7, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 1280ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL},
+    // 8: lathe_gemvm_q8_0_int8x2
+    {8, 15, 0ULL, 0ULL}, {8, 11, 0ULL, 0ULL}, {8, 17, 0ULL, 0ULL}, {8, 29, 17920ULL, 0ULL}, {8, 29, 3072ULL, 0ULL}, {8, 29, 3584ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL}, {8, 29, 1280ULL, 0ULL}, {8, 13, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL},
+    // 9: lathe_rope_append
+    {8, 29, 17920ULL, 0ULL}, {8, 29, 3072ULL, 0ULL}, {8, 29, 3584ULL, 0ULL}, {8, 30, 256ULL, 0ULL}, {8, 30, 512ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {8, 32, 0ULL, 0ULL}, {8, -1, 0x3ff0000000000000ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 16, 0ULL, 0ULL}, {8, 12, 0ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 26, 0ULL, 0ULL}, {8, 27, 0ULL, 0ULL}, {4, -1, 0x800ULL, 0x0ULL},
+    // 10: lathe_attn_decode_64
+    {8, 29, 17920ULL, 0ULL}, {8, 26, 0ULL, 0ULL}, {8, 27, 0ULL, 0ULL}, {8, 30, 512ULL, 0ULL}, {8, 30, 256ULL, 0ULL}, {8, 29, 18944ULL, 0ULL}, {8, 29, 0ULL, 0ULL}, {8, 29, 16384ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x10ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL},
+    // 11: lathe_gemv1_q8_0_int8x2
+    {8, 14, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 6144ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 18944ULL, 0ULL},
+    // 12: lathe_gemvm_q8_0_int8x2
+    {8, 19, 0ULL, 0ULL}, {8, 21, 0ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL}, {8, 29, 4096ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL}, {8, 29, 6144ULL, 0ULL}, {8, 20, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL},
+    // 13: lathe_gemv1_q8_0_int8x2
+    {8, 18, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 1280ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL},
+    // 14: lathe_add_rms_norm
+    {8, 29, 7168ULL, 0ULL}, {8, 29, 1280ULL, 0ULL}, {8, 22, 0ULL, 0ULL}, {8, 29, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 2304ULL, 0ULL}, {8, 29, 2560ULL, 0ULL}, {8, 29, 2816ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
+    // 15: lathe_gemv1_q8_0_int8x2
+    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, 29, 2304ULL, 0ULL}, {8, 30, 768ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
+    // 16: lathe_argmax
+    {8, 30, 768ULL, 0ULL}, {8, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 30, 8960ULL, 0ULL},
+    // 17: lathe_gather_q8_0
+    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, 34, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {8, 33, 16896ULL, 0ULL},
+    // 18: lathe_rms_norm_warp
+    {8, 33, 16896ULL, 0ULL}, {8, 2, 0ULL, 0ULL}, {8, 33, 0ULL, 0ULL}, {8, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 33, 2048ULL, 0ULL}, {8, 33, 2560ULL, 0ULL}, {8, 33, 3072ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
     // 19: lathe_gemv_q8_0_int8x2
-    {8, 17, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x8800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 2304ULL, 0ULL}, {8, 28, 2560ULL, 0ULL}, {8, 28, 2816ULL, 0ULL}, {8, 28, 1536ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 20: lathe_rope_append
-    {8, 28, 17920ULL, 0ULL}, {8, 28, 1024ULL, 0ULL}, {8, 28, 1536ULL, 0ULL}, {8, 29, 256ULL, 0ULL}, {8, 29, 512ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {8, 31, 0ULL, 0ULL}, {8, -1, 0x3ff0000000000000ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 16, 0ULL, 0ULL}, {8, 12, 0ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 26, 0ULL, 0ULL}, {8, 27, 0ULL, 0ULL}, {4, -1, 0x800ULL, 0x0ULL},
-    // 21: lathe_attn_decode_64
-    {8, 28, 17920ULL, 0ULL}, {8, 26, 0ULL, 0ULL}, {8, 27, 0ULL, 0ULL}, {8, 29, 512ULL, 0ULL}, {8, 29, 256ULL, 0ULL}, {8, 28, 18944ULL, 0ULL}, {8, 28, 0ULL, 0ULL}, {8, 28, 16384ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x10ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
-    // 22: lathe_attn_merge
-    {8, 28, 0ULL, 0ULL}, {8, 28, 16384ULL, 0ULL}, {8, 29, 256ULL, 0ULL}, {8, 28, 18944ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x10ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
-    // 23: lathe_quantize_act
-    {8, 28, 18944ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 28, 1024ULL, 0ULL}, {8, 28, 1280ULL, 0ULL}, {8, 28, 1536ULL, 0ULL},
-    // 24: lathe_gemv_q8_0_int8x2
-    {8, 14, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x11000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 1024ULL, 0ULL}, {8, 28, 1280ULL, 0ULL}, {8, 28, 1536ULL, 0ULL}, {8, 28, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 25: lathe_add_rms_norm
-    {8, 28, 16896ULL, 0ULL}, {8, 28, 0ULL, 0ULL}, {8, 20, 0ULL, 0ULL}, {8, 28, 6144ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 28, 7168ULL, 0ULL}, {8, 28, 7424ULL, 0ULL}, {8, 28, 7680ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
+    {8, 4, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x11000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 2048ULL, 0ULL}, {8, 33, 2560ULL, 0ULL}, {8, 33, 3072ULL, 0ULL}, {8, 33, 18944ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 20: lathe_gemv_q8_0_int8x2
+    {8, 0, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x8800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 2048ULL, 0ULL}, {8, 33, 2560ULL, 0ULL}, {8, 33, 3072ULL, 0ULL}, {8, 33, 3328ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 21: lathe_gemv_q8_0_int8x2
+    {8, 6, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x8800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 2048ULL, 0ULL}, {8, 33, 2560ULL, 0ULL}, {8, 33, 3072ULL, 0ULL}, {8, 33, 4352ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 22: lathe_rope_append
+    {8, 33, 18944ULL, 0ULL}, {8, 33, 3328ULL, 0ULL}, {8, 33, 4352ULL, 0ULL}, {8, 34, 256ULL, 0ULL}, {8, 34, 512ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {8, 35, 0ULL, 0ULL}, {8, -1, 0x3ff0000000000000ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 5, 0ULL, 0ULL}, {8, 1, 0ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 24, 0ULL, 0ULL}, {8, 25, 0ULL, 0ULL}, {4, -1, 0x800ULL, 0x0ULL},
+    // 23: lathe_attn_prefill_64
+    {8, 33, 18944ULL, 0ULL}, {8, 24, 0ULL, 0ULL}, {8, 25, 0ULL, 0ULL}, {8, 34, 512ULL, 0ULL}, {8, 34, 256ULL, 0ULL}, {8, 33, 20992ULL, 0ULL}, {8, 33, 0ULL, 0ULL}, {8, 33, 16384ULL, 0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x8ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
+    // 24: lathe_attn_prefill_merge
+    {8, 33, 0ULL, 0ULL}, {8, 33, 16384ULL, 0ULL}, {8, 33, 20992ULL, 0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x8ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
+    // 25: lathe_quantize_act
+    {8, 33, 20992ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 33, 2048ULL, 0ULL}, {8, 33, 2560ULL, 0ULL}, {8, 33, 3072ULL, 0ULL},
     // 26: lathe_gemv_q8_0_int8x2
-    {8, 19, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 7168ULL, 0ULL}, {8, 28, 7424ULL, 0ULL}, {8, 28, 7680ULL, 0ULL}, {8, 28, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 27: lathe_gemv_q8_0_int8x2
-    {8, 21, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 7168ULL, 0ULL}, {8, 28, 7424ULL, 0ULL}, {8, 28, 7680ULL, 0ULL}, {8, 28, 2048ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 28: lathe_elem_binary
-    {4, -1, 0x4ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL}, {8, 28, 2048ULL, 0ULL}, {8, 28, 4096ULL, 0ULL}, {8, -1, 0x200ULL, 0x0ULL}, {8, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL},
-    // 29: lathe_quantize_act
-    {8, 28, 4096ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL}, {8, 28, 512ULL, 0ULL}, {8, 28, 1024ULL, 0ULL},
-    // 30: lathe_gemv_q8_0_int8x2
-    {8, 18, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL}, {8, 28, 512ULL, 0ULL}, {8, 28, 1024ULL, 0ULL}, {8, 28, 1280ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 31: lathe_add_rms_norm
-    {8, 28, 16896ULL, 0ULL}, {8, 28, 1280ULL, 0ULL}, {8, 22, 0ULL, 0ULL}, {8, 28, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 28, 2304ULL, 0ULL}, {8, 28, 2560ULL, 0ULL}, {8, 28, 2816ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
+    {8, 3, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x11000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 2048ULL, 0ULL}, {8, 33, 2560ULL, 0ULL}, {8, 33, 3072ULL, 0ULL}, {8, 33, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 27: lathe_add_rms_norm
+    {8, 33, 16896ULL, 0ULL}, {8, 33, 0ULL, 0ULL}, {8, 9, 0ULL, 0ULL}, {8, 33, 12288ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 33, 14336ULL, 0ULL}, {8, 33, 14848ULL, 0ULL}, {8, 33, 15360ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
+    // 28: lathe_gemv_q8_0_int8x2
+    {8, 8, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 14336ULL, 0ULL}, {8, 33, 14848ULL, 0ULL}, {8, 33, 15360ULL, 0ULL}, {8, 33, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 29: lathe_gemv_q8_0_int8x2
+    {8, 10, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 14336ULL, 0ULL}, {8, 33, 14848ULL, 0ULL}, {8, 33, 15360ULL, 0ULL}, {8, 33, 4096ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 30: lathe_elem_binary
+    {4, -1, 0x4ULL, 0x0ULL}, {8, 33, 0ULL, 0ULL}, {8, 33, 4096ULL, 0ULL}, {8, 33, 8192ULL, 0ULL}, {8, -1, 0x400ULL, 0x0ULL}, {8, -1, 0x400ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL},
+    // 31: lathe_quantize_act
+    {8, 33, 8192ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 33, 0ULL, 0ULL}, {8, 33, 1024ULL, 0ULL}, {8, 33, 2048ULL, 0ULL},
     // 32: lathe_gemv_q8_0_int8x2
-    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x88000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 2304ULL, 0ULL}, {8, 28, 2560ULL, 0ULL}, {8, 28, 2816ULL, 0ULL}, {8, 29, 768ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 33: lathe_argmax
-    {8, 29, 768ULL, 0ULL}, {8, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 8960ULL, 0ULL},
-    // 34: lathe_gather_q8_0
-    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, 33, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {8, 32, 16896ULL, 0ULL},
-    // 35: lathe_rms_norm_warp
-    {8, 32, 16896ULL, 0ULL}, {8, 2, 0ULL, 0ULL}, {8, 32, 0ULL, 0ULL}, {8, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 32, 2048ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {8, 32, 3072ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
+    {8, 7, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 0ULL, 0ULL}, {8, 33, 1024ULL, 0ULL}, {8, 33, 2048ULL, 0ULL}, {8, 33, 2560ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 33: lathe_add_rms_norm
+    {8, 33, 16896ULL, 0ULL}, {8, 33, 2560ULL, 0ULL}, {8, 13, 0ULL, 0ULL}, {8, 33, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 33, 4608ULL, 0ULL}, {8, 33, 5120ULL, 0ULL}, {8, 33, 5632ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
+    // 34: lathe_gemv_q8_0_int8x2
+    {8, 15, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x11000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 4608ULL, 0ULL}, {8, 33, 5120ULL, 0ULL}, {8, 33, 5632ULL, 0ULL}, {8, 33, 18944ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 35: lathe_gemv_q8_0_int8x2
+    {8, 11, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x8800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 4608ULL, 0ULL}, {8, 33, 5120ULL, 0ULL}, {8, 33, 5632ULL, 0ULL}, {8, 33, 2048ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
     // 36: lathe_gemv_q8_0_int8x2
-    {8, 4, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x11000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 2048ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {8, 32, 3072ULL, 0ULL}, {8, 32, 18944ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 37: lathe_gemv_q8_0_int8x2
-    {8, 0, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x8800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 2048ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {8, 32, 3072ULL, 0ULL}, {8, 32, 3328ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 38: lathe_gemv_q8_0_int8x2
-    {8, 6, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x8800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 2048ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {8, 32, 3072ULL, 0ULL}, {8, 32, 4352ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 39: lathe_rope_append
-    {8, 32, 18944ULL, 0ULL}, {8, 32, 3328ULL, 0ULL}, {8, 32, 4352ULL, 0ULL}, {8, 33, 256ULL, 0ULL}, {8, 33, 512ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {8, 34, 0ULL, 0ULL}, {8, -1, 0x3ff0000000000000ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 5, 0ULL, 0ULL}, {8, 1, 0ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 24, 0ULL, 0ULL}, {8, 25, 0ULL, 0ULL}, {4, -1, 0x800ULL, 0x0ULL},
-    // 40: lathe_attn_prefill_64
-    {8, 32, 18944ULL, 0ULL}, {8, 24, 0ULL, 0ULL}, {8, 25, 0ULL, 0ULL}, {8, 33, 512ULL, 0ULL}, {8, 33, 256ULL, 0ULL}, {8, 32, 20992ULL, 0ULL}, {8, 32, 0ULL, 0ULL}, {8, 32, 16384ULL, 0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x8ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
-    // 41: lathe_attn_prefill_merge
-    {8, 32, 0ULL, 0ULL}, {8, 32, 16384ULL, 0ULL}, {8, 32, 20992ULL, 0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x8ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
-    // 42: lathe_quantize_act
-    {8, 32, 20992ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 32, 2048ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {8, 32, 3072ULL, 0ULL},
+    {8, 17, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x8800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 4608ULL, 0ULL}, {8, 33, 5120ULL, 0ULL}, {8, 33, 5632ULL, 0ULL}, {8, 33, 3072ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 37: lathe_rope_append
+    {8, 33, 18944ULL, 0ULL}, {8, 33, 2048ULL, 0ULL}, {8, 33, 3072ULL, 0ULL}, {8, 34, 256ULL, 0ULL}, {8, 34, 512ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {8, 36, 0ULL, 0ULL}, {8, -1, 0x3ff0000000000000ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 16, 0ULL, 0ULL}, {8, 12, 0ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 26, 0ULL, 0ULL}, {8, 27, 0ULL, 0ULL}, {4, -1, 0x800ULL, 0x0ULL},
+    // 38: lathe_attn_prefill_64
+    {8, 33, 18944ULL, 0ULL}, {8, 26, 0ULL, 0ULL}, {8, 27, 0ULL, 0ULL}, {8, 34, 512ULL, 0ULL}, {8, 34, 256ULL, 0ULL}, {8, 33, 20992ULL, 0ULL}, {8, 33, 0ULL, 0ULL}, {8, 33, 16384ULL, 0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x8ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
+    // 39: lathe_attn_prefill_merge
+    {8, 33, 0ULL, 0ULL}, {8, 33, 16384ULL, 0ULL}, {8, 33, 20992ULL, 0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x8ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
+    // 40: lathe_quantize_act
+    {8, 33, 20992ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 33, 2048ULL, 0ULL}, {8, 33, 2560ULL, 0ULL}, {8, 33, 3072ULL, 0ULL},
+    // 41: lathe_gemv_q8_0_int8x2
+    {8, 14, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x11000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 2048ULL, 0ULL}, {8, 33, 2560ULL, 0ULL}, {8, 33, 3072ULL, 0ULL}, {8, 33, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 42: lathe_add_rms_norm
+    {8, 33, 16896ULL, 0ULL}, {8, 33, 0ULL, 0ULL}, {8, 20, 0ULL, 0ULL}, {8, 33, 12288ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 33, 14336ULL, 0ULL}, {8, 33, 14848ULL, 0ULL}, {8, 33, 15360ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
     // 43: lathe_gemv_q8_0_int8x2
-    {8, 3, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x11000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 2048ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {8, 32, 3072ULL, 0ULL}, {8, 32, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 44: lathe_add_rms_norm
-    {8, 32, 16896ULL, 0ULL}, {8, 32, 0ULL, 0ULL}, {8, 9, 0ULL, 0ULL}, {8, 32, 12288ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 32, 14336ULL, 0ULL}, {8, 32, 14848ULL, 0ULL}, {8, 32, 15360ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
-    // 45: lathe_gemv_q8_0_int8x2
-    {8, 8, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 14336ULL, 0ULL}, {8, 32, 14848ULL, 0ULL}, {8, 32, 15360ULL, 0ULL}, {8, 32, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 46: lathe_gemv_q8_0_int8x2
-    {8, 10, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 14336ULL, 0ULL}, {8, 32, 14848ULL, 0ULL}, {8, 32, 15360ULL, 0ULL}, {8, 32, 4096ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 47: lathe_elem_binary
-    {4, -1, 0x4ULL, 0x0ULL}, {8, 32, 0ULL, 0ULL}, {8, 32, 4096ULL, 0ULL}, {8, 32, 8192ULL, 0ULL}, {8, -1, 0x400ULL, 0x0ULL}, {8, -1, 0x400ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL},
-    // 48: lathe_quantize_act
-    {8, 32, 8192ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 32, 0ULL, 0ULL}, {8, 32, 1024ULL, 0ULL}, {8, 32, 2048ULL, 0ULL},
-    // 49: lathe_gemv_q8_0_int8x2
-    {8, 7, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 0ULL, 0ULL}, {8, 32, 1024ULL, 0ULL}, {8, 32, 2048ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 50: lathe_add_rms_norm
-    {8, 32, 16896ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {8, 13, 0ULL, 0ULL}, {8, 32, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 32, 4608ULL, 0ULL}, {8, 32, 5120ULL, 0ULL}, {8, 32, 5632ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
-    // 51: lathe_gemv_q8_0_int8x2
-    {8, 15, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x11000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 4608ULL, 0ULL}, {8, 32, 5120ULL, 0ULL}, {8, 32, 5632ULL, 0ULL}, {8, 32, 18944ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 52: lathe_gemv_q8_0_int8x2
-    {8, 11, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x8800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 4608ULL, 0ULL}, {8, 32, 5120ULL, 0ULL}, {8, 32, 5632ULL, 0ULL}, {8, 32, 2048ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 53: lathe_gemv_q8_0_int8x2
-    {8, 17, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x8800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 4608ULL, 0ULL}, {8, 32, 5120ULL, 0ULL}, {8, 32, 5632ULL, 0ULL}, {8, 32, 3072ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 54: lathe_rope_append
-    {8, 32, 18944ULL, 0ULL}, {8, 32, 2048ULL, 0ULL}, {8, 32, 3072ULL, 0ULL}, {8, 33, 256ULL, 0ULL}, {8, 33, 512ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {8, 35, 0ULL, 0ULL}, {8, -1, 0x3ff0000000000000ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 16, 0ULL, 0ULL}, {8, 12, 0ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 26, 0ULL, 0ULL}, {8, 27, 0ULL, 0ULL}, {4, -1, 0x800ULL, 0x0ULL},
-    // 55: lathe_attn_prefill_64
-    {8, 32, 18944ULL, 0ULL}, {8, 26, 0ULL, 0ULL}, {8, 27, 0ULL, 0ULL}, {8, 33, 512ULL, 0ULL}, {8, 33, 256ULL, 0ULL}, {8, 32, 20992ULL, 0ULL}, {8, 32, 0ULL, 0ULL}, {8, 32, 16384ULL, 0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x8ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
-    // 56: lathe_attn_prefill_merge
-    {8, 32, 0ULL, 0ULL}, {8, 32, 16384ULL, 0ULL}, {8, 32, 20992ULL, 0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x8ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
-    // 57: lathe_quantize_act
-    {8, 32, 20992ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 32, 2048ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {8, 32, 3072ULL, 0ULL},
-    // 58: lathe_gemv_q8_0_int8x2
-    {8, 14, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x11000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 2048ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {8, 32, 3072ULL, 0ULL}, {8, 32, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 59: lathe_add_rms_norm
-    {8, 32, 16896ULL, 0ULL}, {8, 32, 0ULL, 0ULL}, {8, 20, 0ULL, 0ULL}, {8, 32, 12288ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 32, 14336ULL, 0ULL}, {8, 32, 14848ULL, 0ULL}, {8, 32, 15360ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
-    // 60: lathe_gemv_q8_0_int8x2
-    {8, 19, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 14336ULL, 0ULL}, {8, 32, 14848ULL, 0ULL}, {8, 32, 15360ULL, 0ULL}, {8, 32, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 61: lathe_gemv_q8_0_int8x2
-    {8, 21, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 14336ULL, 0ULL}, {8, 32, 14848ULL, 0ULL}, {8, 32, 15360ULL, 0ULL}, {8, 32, 4096ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 62: lathe_elem_binary
-    {4, -1, 0x4ULL, 0x0ULL}, {8, 32, 0ULL, 0ULL}, {8, 32, 4096ULL, 0ULL}, {8, 32, 8192ULL, 0ULL}, {8, -1, 0x400ULL, 0x0ULL}, {8, -1, 0x400ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL},
-    // 63: lathe_quantize_act
-    {8, 32, 8192ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 32, 0ULL, 0ULL}, {8, 32, 1024ULL, 0ULL}, {8, 32, 2048ULL, 0ULL},
-    // 64: lathe_gemv_q8_0_int8x2
-    {8, 18, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 0ULL, 0ULL}, {8, 32, 1024ULL, 0ULL}, {8, 32, 2048ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 65: lathe_add_rms_norm
-    {8, 32, 16896ULL, 0ULL}, {8, 32, 2560ULL, 0ULL}, {8, 22, 0ULL, 0ULL}, {8, 32, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 32, 4608ULL, 0ULL}, {8, 32, 5120ULL, 0ULL}, {8, 32, 5632ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
-    // 66: lathe_quantize_act
-    {8, 32, 1024ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 32, 4608ULL, 0ULL}, {8, 32, 4864ULL, 0ULL}, {8, 32, 5120ULL, 0ULL},
-    // 67: lathe_gemv_q8_0_int8x2
-    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x88000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 32, 4608ULL, 0ULL}, {8, 32, 4864ULL, 0ULL}, {8, 32, 5120ULL, 0ULL}, {8, 33, 8960ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
-    // 68: lathe_argmax
-    {8, 33, 8960ULL, 0ULL}, {8, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 17156ULL, 0ULL},
+    {8, 19, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 14336ULL, 0ULL}, {8, 33, 14848ULL, 0ULL}, {8, 33, 15360ULL, 0ULL}, {8, 33, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 44: lathe_gemv_q8_0_int8x2
+    {8, 21, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 14336ULL, 0ULL}, {8, 33, 14848ULL, 0ULL}, {8, 33, 15360ULL, 0ULL}, {8, 33, 4096ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 45: lathe_elem_binary
+    {4, -1, 0x4ULL, 0x0ULL}, {8, 33, 0ULL, 0ULL}, {8, 33, 4096ULL, 0ULL}, {8, 33, 8192ULL, 0ULL}, {8, -1, 0x400ULL, 0x0ULL}, {8, -1, 0x400ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL},
+    // 46: lathe_quantize_act
+    {8, 33, 8192ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 33, 0ULL, 0ULL}, {8, 33, 1024ULL, 0ULL}, {8, 33, 2048ULL, 0ULL},
+    // 47: lathe_gemv_q8_0_int8x2
+    {8, 18, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x22000ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 33, 0ULL, 0ULL}, {8, 33, 1024ULL, 0ULL}, {8, 33, 2048ULL, 0ULL}, {8, 33, 2560ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    // 48: lathe_add_rms_norm
+    {8, 33, 16896ULL, 0ULL}, {8, 33, 2560ULL, 0ULL}, {8, 22, 0ULL, 0ULL}, {8, 33, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 33, 4608ULL, 0ULL}, {8, 33, 5120ULL, 0ULL}, {8, 33, 5632ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
+    // 49: lathe_gemv1_q8_0_int8x2
+    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 34, 8960ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 33, 1024ULL, 0ULL},
+    // 50: lathe_argmax
+    {8, 34, 8960ULL, 0ULL}, {8, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 34, 17156ULL, 0ULL},
 };
-static const int kArgCount = 935;
+static const int kArgCount = 696;
 
 // {kernel (-1: copy), grid, block, shared bytes, first argument, arguments, copy to, copy from, bytes}
 static const Op kOps[] = {
-    {7, {1, 1, 1}, {256, 1, 1}, 0, 0, 5, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 0: lathe_gather_q8_0  gather q8_0 [1 rows of 256]  (line 25)
-    {10, {1, 1, 1}, {256, 1, 1}, 0, 5, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 1: lathe_rms_norm_warp  rms_norm quantized [1 x 256]  (line 29, layer 0)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 15, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 2: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [256 x 256]^T  (line 30, layer 0)
-    {8, {128, 1, 1}, {128, 1, 1}, 0, 33, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 3: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [128 x 256]^T  (line 31, layer 0)
-    {8, {128, 1, 1}, {128, 1, 1}, 0, 51, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 4: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [128 x 256]^T  (line 32, layer 0)
-    {11, {1, 2, 1}, {128, 1, 1}, 1280, 69, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 5: lathe_rope_append  rope with head norms and cache append [1 x 4+2 x 64]  (line 38, layer 0)
-    {2, {16, 2, 1}, {128, 1, 1}, 65536, 88, 17, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 6: lathe_attn_decode_64  attention [1 x 4 x 64] over 2048 slots in 16 splits  (line 42, layer 0)
-    {3, {4, 1, 1}, {512, 1, 1}, 2304, 105, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 7: lathe_attn_merge  attention [1 x 4 x 64] over 2048 slots in 16 splits  (line 42, layer 0)
-    {9, {1, 1, 1}, {256, 1, 1}, 0, 115, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 8: lathe_quantize_act  gemv int8x2 quantizing q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 0)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 122, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 9: lathe_gemv_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 0)
-    {0, {1, 1, 1}, {1024, 1, 1}, 0, 140, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 10: lathe_add_rms_norm  add_rms_norm quantized [1 x 256]  (line 45, layer 0)
-    {8, {512, 1, 1}, {128, 1, 1}, 0, 150, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 11: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [512 x 256]^T  (line 48, layer 0)
-    {8, {512, 1, 1}, {128, 1, 1}, 0, 168, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 12: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [512 x 256]^T  (line 49, layer 0)
-    {6, {1, 1, 1}, {256, 1, 1}, 0, 186, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 13: lathe_elem_binary  swiglu [512]  (line 50, layer 0)
-    {9, {2, 1, 1}, {256, 1, 1}, 0, 193, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 14: lathe_quantize_act  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 0)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 200, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 15: lathe_gemv_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 0)
-    {0, {1, 1, 1}, {1024, 1, 1}, 0, 218, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 16: lathe_add_rms_norm  add_rms_norm quantized [1 x 256]  (line 52, layer 0)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 228, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 17: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [256 x 256]^T  (line 30, layer 1)
-    {8, {128, 1, 1}, {128, 1, 1}, 0, 246, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 18: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [128 x 256]^T  (line 31, layer 1)
-    {8, {128, 1, 1}, {128, 1, 1}, 0, 264, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 19: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [128 x 256]^T  (line 32, layer 1)
-    {11, {1, 2, 1}, {128, 1, 1}, 1280, 282, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 20: lathe_rope_append  rope with head norms and cache append [1 x 4+2 x 64]  (line 38, layer 1)
-    {2, {16, 2, 1}, {128, 1, 1}, 65536, 301, 17, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 21: lathe_attn_decode_64  attention [1 x 4 x 64] over 2048 slots in 16 splits  (line 42, layer 1)
-    {3, {4, 1, 1}, {512, 1, 1}, 2304, 318, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 22: lathe_attn_merge  attention [1 x 4 x 64] over 2048 slots in 16 splits  (line 42, layer 1)
-    {9, {1, 1, 1}, {256, 1, 1}, 0, 328, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 23: lathe_quantize_act  gemv int8x2 quantizing q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 1)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 335, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 24: lathe_gemv_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 1)
-    {0, {1, 1, 1}, {1024, 1, 1}, 0, 353, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 25: lathe_add_rms_norm  add_rms_norm quantized [1 x 256]  (line 45, layer 1)
-    {8, {512, 1, 1}, {128, 1, 1}, 0, 363, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 26: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [512 x 256]^T  (line 48, layer 1)
-    {8, {512, 1, 1}, {128, 1, 1}, 0, 381, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 27: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [512 x 256]^T  (line 49, layer 1)
-    {6, {1, 1, 1}, {256, 1, 1}, 0, 399, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 28: lathe_elem_binary  swiglu [512]  (line 50, layer 1)
-    {9, {2, 1, 1}, {256, 1, 1}, 0, 406, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 29: lathe_quantize_act  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 1)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 413, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 30: lathe_gemv_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 1)
-    {0, {1, 1, 1}, {1024, 1, 1}, 0, 431, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 31: lathe_add_rms_norm  add_rms_norm quantized [1 x 256]  (line 52, layer 1)
-    {8, {2048, 1, 1}, {128, 1, 1}, 0, 441, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 32: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [2048 x 256]^T  (line 56)
-    {1, {1, 1, 1}, {256, 1, 1}, 0, 459, 6, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 33: lathe_argmax  argmax [1 x 2048]  (line 57)
-    {7, {1, 2, 1}, {256, 1, 1}, 0, 465, 5, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 34: lathe_gather_q8_0  gather q8_0 [2 rows of 256]  (line 25)
-    {10, {1, 1, 1}, {256, 1, 1}, 0, 470, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 35: lathe_rms_norm_warp  rms_norm quantized [2 x 256]  (line 29, layer 0)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 480, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 36: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 30, layer 0)
-    {8, {128, 1, 1}, {128, 1, 1}, 0, 498, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 37: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 31, layer 0)
-    {8, {128, 1, 1}, {128, 1, 1}, 0, 516, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 38: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 32, layer 0)
-    {11, {2, 2, 1}, {128, 1, 1}, 1280, 534, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 39: lathe_rope_append  rope with head norms and cache append [2 x 4+2 x 64]  (line 38, layer 0)
-    {4, {1, 2, 8}, {128, 1, 1}, 36864, 553, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 40: lathe_attn_prefill_64  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits  (line 42, layer 0)
-    {5, {8, 1, 1}, {64, 1, 1}, 0, 571, 8, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 41: lathe_attn_prefill_merge  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits  (line 42, layer 0)
-    {9, {2, 1, 1}, {256, 1, 1}, 0, 579, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 42: lathe_quantize_act  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 44, layer 0)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 586, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 43: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 44, layer 0)
-    {0, {2, 1, 1}, {1024, 1, 1}, 0, 604, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 44: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 45, layer 0)
-    {8, {512, 1, 1}, {128, 1, 1}, 0, 614, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 45: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 48, layer 0)
-    {8, {512, 1, 1}, {128, 1, 1}, 0, 632, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 46: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 49, layer 0)
-    {6, {1, 1, 1}, {256, 1, 1}, 0, 650, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 47: lathe_elem_binary  swiglu [1024]  (line 50, layer 0)
-    {9, {4, 1, 1}, {256, 1, 1}, 0, 657, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 48: lathe_quantize_act  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 0)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 664, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 49: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 0)
-    {0, {2, 1, 1}, {1024, 1, 1}, 0, 682, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 50: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 52, layer 0)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 692, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 51: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 30, layer 1)
-    {8, {128, 1, 1}, {128, 1, 1}, 0, 710, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 52: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 31, layer 1)
-    {8, {128, 1, 1}, {128, 1, 1}, 0, 728, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 53: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 32, layer 1)
-    {11, {2, 2, 1}, {128, 1, 1}, 1280, 746, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 54: lathe_rope_append  rope with head norms and cache append [2 x 4+2 x 64]  (line 38, layer 1)
-    {4, {1, 2, 8}, {128, 1, 1}, 36864, 765, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 55: lathe_attn_prefill_64  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits  (line 42, layer 1)
-    {5, {8, 1, 1}, {64, 1, 1}, 0, 783, 8, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 56: lathe_attn_prefill_merge  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits  (line 42, layer 1)
-    {9, {2, 1, 1}, {256, 1, 1}, 0, 791, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 57: lathe_quantize_act  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 44, layer 1)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 798, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 58: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 44, layer 1)
-    {0, {2, 1, 1}, {1024, 1, 1}, 0, 816, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 59: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 45, layer 1)
-    {8, {512, 1, 1}, {128, 1, 1}, 0, 826, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 60: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 48, layer 1)
-    {8, {512, 1, 1}, {128, 1, 1}, 0, 844, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 61: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 49, layer 1)
-    {6, {1, 1, 1}, {256, 1, 1}, 0, 862, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 62: lathe_elem_binary  swiglu [1024]  (line 50, layer 1)
-    {9, {4, 1, 1}, {256, 1, 1}, 0, 869, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 63: lathe_quantize_act  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 1)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 876, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 64: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 1)
-    {0, {2, 1, 1}, {1024, 1, 1}, 0, 894, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 65: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 52, layer 1)
-    {9, {1, 1, 1}, {256, 1, 1}, 0, 904, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 66: lathe_quantize_act  gemv int8x2 of the last row q8_0 [2 x 256] . [2048 x 256]^T  (line 56)
-    {8, {2048, 1, 1}, {128, 1, 1}, 0, 911, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 67: lathe_gemv_q8_0_int8x2  gemv int8x2 of the last row q8_0 [2 x 256] . [2048 x 256]^T  (line 56)
-    {1, {1, 1, 1}, {256, 1, 1}, 0, 929, 6, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 68: lathe_argmax  argmax of the last row [2 x 2048]  (line 57)
+    {6, {1, 1, 1}, {256, 1, 1}, 0, 0, 5, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 0: lathe_gather_q8_0  gather q8_0 [1 rows of 256]  (line 25)
+    {11, {1, 1, 1}, {256, 1, 1}, 0, 5, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 1: lathe_rms_norm_warp  rms_norm quantized [1 x 256]  (line 29, layer 0)
+    {9, {32, 1, 1}, {512, 1, 1}, 164480, 15, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 2: lathe_gemvm_q8_0_int8x2  gemv of 3 matrices q8_0 [256 x 256] q8_0 [128 x 256] q8_0 [128 x 256] int8x2  (line 30, layer 0)
+    {12, {1, 2, 1}, {128, 1, 1}, 1280, 38, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 3: lathe_rope_append  rope with head norms and cache append [1 x 4+2 x 64]  (line 38, layer 0)
+    {2, {16, 2, 1}, {128, 1, 1}, 65536, 57, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 4: lathe_attn_decode_64  attention [1 x 4 x 64] over 2048 slots in 16 splits  (line 42, layer 0)
+    {7, {16, 1, 1}, {512, 1, 1}, 164480, 75, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 5: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 0)
+    {9, {64, 1, 1}, {512, 1, 1}, 164480, 84, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 6: lathe_gemvm_q8_0_int8x2  gemv gate, up and swiglu q8_0 [512 x 256] q8_0 [512 x 256] int8x2 with the norm in its prologue  (line 45, layer 0)
+    {7, {16, 1, 1}, {512, 1, 1}, 165120, 107, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 7: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 0)
+    {9, {32, 1, 1}, {512, 1, 1}, 164480, 116, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 8: lathe_gemvm_q8_0_int8x2  gemv of 3 matrices q8_0 [256 x 256] q8_0 [128 x 256] q8_0 [128 x 256] int8x2 with the norm in its prologue  (line 52, layer 0)
+    {12, {1, 2, 1}, {128, 1, 1}, 1280, 139, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 9: lathe_rope_append  rope with head norms and cache append [1 x 4+2 x 64]  (line 38, layer 1)
+    {2, {16, 2, 1}, {128, 1, 1}, 65536, 158, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 10: lathe_attn_decode_64  attention [1 x 4 x 64] over 2048 slots in 16 splits  (line 42, layer 1)
+    {7, {16, 1, 1}, {512, 1, 1}, 164480, 176, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 11: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 1)
+    {9, {64, 1, 1}, {512, 1, 1}, 164480, 185, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 12: lathe_gemvm_q8_0_int8x2  gemv gate, up and swiglu q8_0 [512 x 256] q8_0 [512 x 256] int8x2 with the norm in its prologue  (line 45, layer 1)
+    {7, {16, 1, 1}, {512, 1, 1}, 165120, 208, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 13: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 1)
+    {0, {1, 1, 1}, {1024, 1, 1}, 0, 217, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 14: lathe_add_rms_norm  add_rms_norm quantized [1 x 256]  (line 52, layer 1)
+    {7, {128, 1, 1}, {512, 1, 1}, 164480, 227, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 15: lathe_gemv1_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [2048 x 256]^T  (line 56)
+    {1, {1, 1, 1}, {256, 1, 1}, 0, 236, 6, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 16: lathe_argmax  argmax [1 x 2048]  (line 57)
+    {6, {1, 2, 1}, {256, 1, 1}, 0, 242, 5, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 17: lathe_gather_q8_0  gather q8_0 [2 rows of 256]  (line 25)
+    {11, {1, 1, 1}, {256, 1, 1}, 0, 247, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 18: lathe_rms_norm_warp  rms_norm quantized [2 x 256]  (line 29, layer 0)
+    {8, {256, 1, 1}, {128, 1, 1}, 0, 257, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 19: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 30, layer 0)
+    {8, {128, 1, 1}, {128, 1, 1}, 0, 275, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 20: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 31, layer 0)
+    {8, {128, 1, 1}, {128, 1, 1}, 0, 293, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 21: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 32, layer 0)
+    {12, {2, 2, 1}, {128, 1, 1}, 1280, 311, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 22: lathe_rope_append  rope with head norms and cache append [2 x 4+2 x 64]  (line 38, layer 0)
+    {3, {1, 2, 8}, {128, 1, 1}, 36864, 330, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 23: lathe_attn_prefill_64  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits  (line 42, layer 0)
+    {4, {8, 1, 1}, {64, 1, 1}, 0, 348, 8, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 24: lathe_attn_prefill_merge  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits  (line 42, layer 0)
+    {10, {2, 1, 1}, {256, 1, 1}, 0, 356, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 25: lathe_quantize_act  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 44, layer 0)
+    {8, {256, 1, 1}, {128, 1, 1}, 0, 363, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 26: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 44, layer 0)
+    {0, {2, 1, 1}, {1024, 1, 1}, 0, 381, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 27: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 45, layer 0)
+    {8, {512, 1, 1}, {128, 1, 1}, 0, 391, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 28: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 48, layer 0)
+    {8, {512, 1, 1}, {128, 1, 1}, 0, 409, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 29: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 49, layer 0)
+    {5, {1, 1, 1}, {256, 1, 1}, 0, 427, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 30: lathe_elem_binary  swiglu [1024]  (line 50, layer 0)
+    {10, {4, 1, 1}, {256, 1, 1}, 0, 434, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 31: lathe_quantize_act  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 0)
+    {8, {256, 1, 1}, {128, 1, 1}, 0, 441, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 32: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 0)
+    {0, {2, 1, 1}, {1024, 1, 1}, 0, 459, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 33: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 52, layer 0)
+    {8, {256, 1, 1}, {128, 1, 1}, 0, 469, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 34: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 30, layer 1)
+    {8, {128, 1, 1}, {128, 1, 1}, 0, 487, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 35: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 31, layer 1)
+    {8, {128, 1, 1}, {128, 1, 1}, 0, 505, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 36: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 32, layer 1)
+    {12, {2, 2, 1}, {128, 1, 1}, 1280, 523, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 37: lathe_rope_append  rope with head norms and cache append [2 x 4+2 x 64]  (line 38, layer 1)
+    {3, {1, 2, 8}, {128, 1, 1}, 36864, 542, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 38: lathe_attn_prefill_64  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits  (line 42, layer 1)
+    {4, {8, 1, 1}, {64, 1, 1}, 0, 560, 8, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 39: lathe_attn_prefill_merge  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits  (line 42, layer 1)
+    {10, {2, 1, 1}, {256, 1, 1}, 0, 568, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 40: lathe_quantize_act  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 44, layer 1)
+    {8, {256, 1, 1}, {128, 1, 1}, 0, 575, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 41: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 44, layer 1)
+    {0, {2, 1, 1}, {1024, 1, 1}, 0, 593, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 42: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 45, layer 1)
+    {8, {512, 1, 1}, {128, 1, 1}, 0, 603, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 43: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 48, layer 1)
+    {8, {512, 1, 1}, {128, 1, 1}, 0, 621, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 44: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 49, layer 1)
+    {5, {1, 1, 1}, {256, 1, 1}, 0, 639, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 45: lathe_elem_binary  swiglu [1024]  (line 50, layer 1)
+    {10, {4, 1, 1}, {256, 1, 1}, 0, 646, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 46: lathe_quantize_act  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 1)
+    {8, {256, 1, 1}, {128, 1, 1}, 0, 653, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 47: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 1)
+    {0, {2, 1, 1}, {1024, 1, 1}, 0, 671, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 48: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 52, layer 1)
+    {7, {128, 1, 1}, {512, 1, 1}, 164480, 681, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 49: lathe_gemv1_q8_0_int8x2  gemv int8x2 of the last row q8_0 [2 x 256] . [2048 x 256]^T  (line 56)
+    {1, {1, 1, 1}, {256, 1, 1}, 0, 690, 6, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 50: lathe_argmax  argmax of the last row [2 x 2048]  (line 57)
 };
-static const int kOpCount = 69;
+static const int kOpCount = 51;
 
 // {rows, cut program identity, tokens, positions, sequences, logits, first op, ops}; the decode step first
 static const Step kSteps[] = {
-    {1, "9db46c1b917e57319c824f3f8a75e3c3fb3dbc5a5efcb08a2c13375d50549e27", {29, 0ULL}, {29, 256ULL}, {29, 512ULL}, {29, 768ULL}, 0, 34},
-    {2, "20b07502124f608d6d915e1e7dcd7d7c51585654d62ac6afae1acd3bae1bf8b6", {33, 0ULL}, {33, 256ULL}, {33, 512ULL}, {33, 768ULL}, 34, 35},
+    {1, "9db46c1b917e57319c824f3f8a75e3c3fb3dbc5a5efcb08a2c13375d50549e27", {30, 0ULL}, {30, 256ULL}, {30, 512ULL}, {30, 768ULL}, 0, 17},
+    {2, "20b07502124f608d6d915e1e7dcd7d7c51585654d62ac6afae1acd3bae1bf8b6", {34, 0ULL}, {34, 256ULL}, {34, 512ULL}, {34, 768ULL}, 17, 34},
 };
 static const int kStepCount = 2;
 
