@@ -69,13 +69,21 @@ void synchronize_guarded(cuda::Stream& s, const std::string& what) {
       std::_Exit(3);
     }
   });
-  s.synchronize();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    done = true;
+  auto stop = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+    }
+    cv.notify_one();
+    watchdog.join();
+  };
+  try {
+    s.synchronize();
+  } catch (...) {  // a trap or fault: end the watchdog, then report it (a joinable thread would terminate)
+    stop();
+    throw;
   }
-  cv.notify_one();
-  watchdog.join();
+  stop();
 }
 
 TEST(GemmWgmmaGpu, EveryFormatShapeRowCountAndTileMatchesF64AndGemmF16) {
@@ -104,7 +112,15 @@ TEST(GemmWgmmaGpu, EveryFormatShapeRowCountAndTileMatchesF64AndGemmF16) {
       DeviceBuffer yd(y_bytes), yf(y_bytes);
       const std::vector<uint8_t> nan_fill(y_bytes, 0xFF);
       const WeightMatrix w{t, wd.ptr(), n_out, k};
-      std::printf("  %-4s n_out=%-5lld k=%-5lld", name_of(t).c_str(), (long long)n_out, (long long)k);
+      // The register-A kernel where the rows allow a tensor map, and the staged kernel always (the
+      // fallback for the other shapes).
+      std::vector<GemmWgmmaEngine> engines = {GemmWgmmaEngine::staged};
+      if (gemm_wgmma_uses_rs(t, k)) engines.insert(engines.begin(), GemmWgmmaEngine::automatic);
+      for (GemmWgmmaEngine engine : engines) {
+      const bool rs = engine == GemmWgmmaEngine::automatic;
+      set_gemm_wgmma_engine_override(engine);
+      std::printf("  %-4s n_out=%-5lld k=%-5lld %-6s", name_of(t).c_str(), (long long)n_out, (long long)k,
+                  rs ? "reg-A" : "staged");
       for (int64_t rows : row_counts) {
         gemm_f16(w, x16.ptr(), rows, yf.ptr(), s.handle());
         synchronize_guarded(s, "gemm_f16");
@@ -112,7 +128,8 @@ TEST(GemmWgmmaGpu, EveryFormatShapeRowCountAndTileMatchesF64AndGemmF16) {
         std::vector<float> y0;
         for (int bm : {128, 256}) {
           const std::string what = name_of(t) + " n_out=" + std::to_string(n_out) + " k=" + std::to_string(k) +
-                                   " rows=" + std::to_string(rows) + " tile " + std::to_string(bm) + "x128";
+                                   " rows=" + std::to_string(rows) + " tile " + std::to_string(bm) + "x128" +
+                                   (rs ? " register-A" : " staged");
           yd.upload(nan_fill.data(), y_bytes);
           settle(yd);
           set_gemm_wgmma_tile_override(bm);
@@ -161,13 +178,15 @@ TEST(GemmWgmmaGpu, EveryFormatShapeRowCountAndTileMatchesF64AndGemmF16) {
       }
       std::printf(" [%zu]\n", static_cast<size_t>(max_rows) * outs.size());
       std::fflush(stdout);
+      }
+      set_gemm_wgmma_engine_override(GemmWgmmaEngine::automatic);
     }
   }
 }
 
 // TFLOP/s = 2 rows n_out k / time (CUDA events around one launch, median of 10 after a warm-up),
-// the fraction of the H200's ~990 dense f16 TFLOP/s, gemm_f16 on the same shape beside it, and for
-// q8_0 4096x4096 each forced tile.
+// the fraction of the H200's ~990 dense f16 TFLOP/s, the staged kernel and gemm_f16 on the same
+// shape beside it, and for q8_0 q/o each forced tile.
 TEST(GemmWgmmaGpu, TimingPrintsTflops) {
   LATHE_NEED_WGMMA();
   cuda::Stream s;
@@ -177,8 +196,8 @@ TEST(GemmWgmmaGpu, TimingPrintsTflops) {
     const char* name;
     int64_t n_out, k;
   };
-  const Shape shapes[] = {{"q/o", 4096, 4096}, {"gate/up", 12288, 4096}, {"down", 4096, 12288},
-                          {"output", 151936, 4096}};
+  const Shape shapes[] = {{"q/o", 4096, 4096},        {"k/v", 1024, 4096},   {"qkv", 6144, 4096},
+                          {"gate/up", 12288, 4096},   {"gu-merged", 24576, 4096}, {"down", 4096, 12288}};
   auto median_ms = [&](auto&& launch) {
     launch();
     synchronize_guarded(s, "timing warm-up");
@@ -192,7 +211,8 @@ TEST(GemmWgmmaGpu, TimingPrintsTflops) {
     std::sort(ms.begin(), ms.end());
     return 0.5 * (ms[4] + ms[5]);
   };
-  std::printf("wgmma GEMM: ms, TFLOP/s, %% of %.0f (tile rows); gemm_f16 on the same shape: ms, TFLOP/s; speed-up\n",
+  std::printf("wgmma GEMM: ms, TFLOP/s, %% of %.0f (tile rows, engine) | staged wgmma kernel: ms, TFLOP/s | gemm_f16:"
+              " ms, TFLOP/s | speed-up over gemm_f16\n",
               ceiling);
   const int64_t max_rows = 4096;
   const std::vector<float> x = random_values(max_rows * 12288, rng);
@@ -200,19 +220,24 @@ TEST(GemmWgmmaGpu, TimingPrintsTflops) {
   convert_to_f16(xd.ptr(), max_rows * 12288, x16.ptr(), s.handle());
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16, GgmlType::Q6_K}) {
     for (const Shape& sh : shapes) {
-      if ((t == GgmlType::F16 || t == GgmlType::Q6_K) && sh.n_out != 4096) continue;
+      if ((t == GgmlType::F16 || t == GgmlType::Q6_K) && !(sh.n_out == 4096)) continue;
       const std::vector<uint8_t> m = random_matrix(t, sh.n_out, sh.k, rng);
       DeviceBuffer wd = upload(m.data(), m.size()), yd(static_cast<size_t>(max_rows * sh.n_out * 4));
       const WeightMatrix w{t, wd.ptr(), sh.n_out, sh.k};
       for (int64_t rows : {int64_t{512}, max_rows}) {
         const double ops = 2.0 * rows * sh.n_out * sh.k;
         const double ms = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+        set_gemm_wgmma_engine_override(GemmWgmmaEngine::staged);
+        const double mst = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+        set_gemm_wgmma_engine_override(GemmWgmmaEngine::automatic);
         const double mf = median_ms([&] { gemm_f16(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
-        std::printf("  %-4s %-7s %6lld x %-6lld rows %-5lld %8.3f ms %6.1f TFLOP/s %5.1f%% (%d) | f16 %8.3f ms %6.1f | %.2fx\n",
+        std::printf("  %-4s %-9s %6lld x %-6lld rows %-5lld %7.3f ms %6.1f TFLOP/s %5.1f%% (%d %s) | staged %7.3f ms %6.1f"
+                    " | f16 %7.3f ms %6.1f | %.2fx\n",
                     name_of(t).c_str(), sh.name, (long long)sh.n_out, (long long)sh.k, (long long)rows, ms,
-                    ops / (ms * 1e9), 100 * ops / (ms * 1e9) / ceiling, gemm_wgmma_tile_rows(rows, sh.n_out), mf,
-                    ops / (mf * 1e9), mf / ms);
-        if (t == GgmlType::Q8_0 && sh.n_out == 4096 && sh.k == 4096) {
+                    ops / (ms * 1e9), 100 * ops / (ms * 1e9) / ceiling, gemm_wgmma_tile_rows(rows, sh.n_out),
+                    gemm_wgmma_uses_rs(t, sh.k) ? "reg-A" : "staged", mst, ops / (mst * 1e9), mf, ops / (mf * 1e9),
+                    mf / ms);
+        if (sh.n_out == 4096 && sh.k == 4096) {
           for (int bm : {128, 256}) {
             set_gemm_wgmma_tile_override(bm);
             const double mt = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });

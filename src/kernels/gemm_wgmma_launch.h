@@ -53,6 +53,19 @@ int gemm_wgmma_tile_rows(int64_t rows, int64_t n_out);
 std::string gemm_wgmma_kernel_name(GgmlType type, int tile_rows);
 unsigned gemm_wgmma_shared_bytes(GgmlType type, int tile_rows);
 
+// The register-A kernel (gemm_wgmma_rs.cuh: weights dequantized into wgmma's A registers, x16 the B
+// operand by TMA): used when the format's rows are 16-byte multiples (a tensor map's stride), i.e.
+// always for q4_K and f16, for q8_0 when k % 256 == 0, for q6_K when k % 128 == 0 and row_bytes
+// allows; the staged kernel (gemm_wgmma_kernel.cuh) otherwise. The tile rows are the same rule.
+bool gemm_wgmma_uses_rs(GgmlType type, int64_t k);
+std::string gemm_wgmma_rs_kernel_name(GgmlType type, int tile_rows);
+unsigned gemm_wgmma_rs_shared_bytes(GgmlType type, int tile_rows);
+
+// Forces one kernel for measurements and tests (automatic: the rule above; register_a where the
+// rows allow it). Not thread-safe against concurrent gemm_wgmma calls.
+enum class GemmWgmmaEngine { automatic, staged };
+void set_gemm_wgmma_engine_override(GemmWgmmaEngine engine);
+
 // Forces the tile rows (128 or 256) for measurements; 0 restores the rule. Not thread-safe against
 // concurrent gemm_wgmma calls.
 void set_gemm_wgmma_tile_override(int tile_rows);
