@@ -12,8 +12,8 @@
 // Hang guard: the kernel traps after 4 s in one mbarrier wait (LATHE_GWG_HANG_NS), and every
 // synchronize here runs under a watchdog thread that ends the process after 60 s with a message,
 // so a wrong barrier protocol fails the test instead of hanging the device run.
+// Both kernels run where the rows allow the register-A one (gemm_wgmma_uses_rs), else the staged one.
 // Then TimingPrintsTflops: 512 and 4096 rows on Qwen3-8B's shapes, beside gemm_f16.
-// NOT YET RUN ON A GPU: written without a device; the first run checks it.
 
 #include "gguf/block_format.h"
 #include "kernels/gemm_f16_launch.h"
@@ -185,8 +185,8 @@ TEST(GemmWgmmaGpu, EveryFormatShapeRowCountAndTileMatchesF64AndGemmF16) {
 }
 
 // TFLOP/s = 2 rows n_out k / time (CUDA events around one launch, median of 10 after a warm-up),
-// the fraction of the H200's ~990 dense f16 TFLOP/s, the staged kernel and gemm_f16 on the same
-// shape beside it, and for q8_0 q/o each forced tile.
+// the fraction of the H200's ~990 dense f16 TFLOP/s, each forced tile's TFLOP/s, the staged kernel
+// (with LATHE_WGMMA_TIME_STAGED set) and gemm_f16 on the same shape beside it.
 TEST(GemmWgmmaGpu, TimingPrintsTflops) {
   LATHE_NEED_WGMMA();
   cuda::Stream s;
@@ -218,6 +218,8 @@ TEST(GemmWgmmaGpu, TimingPrintsTflops) {
   const std::vector<float> x = random_values(max_rows * 12288, rng);
   DeviceBuffer xd = upload(x.data(), x.size() * 4), x16(x.size() * 2);
   convert_to_f16(xd.ptr(), max_rows * 12288, x16.ptr(), s.handle());
+  // LATHE_WGMMA_TIME_STAGED=1: the staged kernel's column too (else 0).
+  const bool staged = std::getenv("LATHE_WGMMA_TIME_STAGED") != nullptr;
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16, GgmlType::Q6_K}) {
     for (const Shape& sh : shapes) {
       if ((t == GgmlType::F16 || t == GgmlType::Q6_K) && !(sh.n_out == 4096)) continue;
@@ -227,24 +229,25 @@ TEST(GemmWgmmaGpu, TimingPrintsTflops) {
       for (int64_t rows : {int64_t{512}, max_rows}) {
         const double ops = 2.0 * rows * sh.n_out * sh.k;
         const double ms = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
-        set_gemm_wgmma_engine_override(GemmWgmmaEngine::staged);
-        const double mst = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
-        set_gemm_wgmma_engine_override(GemmWgmmaEngine::automatic);
+        double tile_ms[2];
+        for (int i = 0; i < 2; ++i) {
+          set_gemm_wgmma_tile_override(128 << i);
+          tile_ms[i] = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+          set_gemm_wgmma_tile_override(0);
+        }
+        double mst = 0;
+        if (staged) {
+          set_gemm_wgmma_engine_override(GemmWgmmaEngine::staged);
+          mst = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+          set_gemm_wgmma_engine_override(GemmWgmmaEngine::automatic);
+        }
         const double mf = median_ms([&] { gemm_f16(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
-        std::printf("  %-4s %-9s %6lld x %-6lld rows %-5lld %7.3f ms %6.1f TFLOP/s %5.1f%% (%d %s) | staged %7.3f ms %6.1f"
-                    " | f16 %7.3f ms %6.1f | %.2fx\n",
+        std::printf("  %-4s %-9s %6lld x %-6lld rows %-5lld %7.3f ms %6.1f TFLOP/s %5.1f%% (%d %s; 128: %.1f, 256: %.1f)"
+                    " | staged %7.3f ms %6.1f | f16 %7.3f ms %6.1f | %.2fx\n",
                     name_of(t).c_str(), sh.name, (long long)sh.n_out, (long long)sh.k, (long long)rows, ms,
                     ops / (ms * 1e9), 100 * ops / (ms * 1e9) / ceiling, gemm_wgmma_tile_rows(rows, sh.n_out),
-                    gemm_wgmma_uses_rs(t, sh.k) ? "reg-A" : "staged", mst, ops / (mst * 1e9), mf, ops / (mf * 1e9),
-                    mf / ms);
-        if (sh.n_out == 4096 && sh.k == 4096) {
-          for (int bm : {128, 256}) {
-            set_gemm_wgmma_tile_override(bm);
-            const double mt = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
-            set_gemm_wgmma_tile_override(0);
-            std::printf("      tile %dx128: %.3f ms %.1f TFLOP/s\n", bm, mt, ops / (mt * 1e9));
-          }
-        }
+                    gemm_wgmma_uses_rs(t, sh.k) ? "reg-A" : "staged", ops / (tile_ms[0] * 1e9),
+                    ops / (tile_ms[1] * 1e9), mst, staged ? ops / (mst * 1e9) : 0.0, mf, ops / (mf * 1e9), mf / ms);
         std::fflush(stdout);
       }
     }

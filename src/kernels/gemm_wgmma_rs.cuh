@@ -349,6 +349,8 @@ __device__ __forceinline__ void lathe_gwr_mma(float* acc, const uint32_t* a, uin
 
 // One chunk: multiply chunk c (fragments `cur`), then release chunk c - 1 and prepare chunk c + 1's
 // fragments in `nxt` (chunk c - 1's, whose wgmma group is complete after the wait).
+// (Tried: three fragment buffers, chunk c + 1's prepared BEFORE the wait with two groups in flight:
+// wrong outputs in every format on the H200 and no faster; not understood yet, so one group in flight.)
 template <class F, int BN>
 __device__ __forceinline__ void lathe_gwr_step(float* acc, const uint32_t* cur, uint32_t* nxt, uint8_t* smem,
                                                uint32_t sbase, const LatheGwrMaps& mp, int fr, int g, int t, int lane,
