@@ -117,67 +117,67 @@ TEST(GemmWgmmaGpu, EveryFormatShapeRowCountAndTileMatchesF64AndGemmF16) {
       std::vector<GemmWgmmaEngine> engines = {GemmWgmmaEngine::staged};
       if (gemm_wgmma_uses_rs(t, k)) engines.insert(engines.begin(), GemmWgmmaEngine::automatic);
       for (GemmWgmmaEngine engine : engines) {
-      const bool rs = engine == GemmWgmmaEngine::automatic;
-      set_gemm_wgmma_engine_override(engine);
-      std::printf("  %-4s n_out=%-5lld k=%-5lld %-6s", name_of(t).c_str(), (long long)n_out, (long long)k,
-                  rs ? "reg-A" : "staged");
-      for (int64_t rows : row_counts) {
-        gemm_f16(w, x16.ptr(), rows, yf.ptr(), s.handle());
-        synchronize_guarded(s, "gemm_f16");
-        const std::vector<float> y16 = download(yf, static_cast<size_t>(rows * n_out));
-        std::vector<float> y0;
-        for (int bm : {128, 256}) {
-          const std::string what = name_of(t) + " n_out=" + std::to_string(n_out) + " k=" + std::to_string(k) +
-                                   " rows=" + std::to_string(rows) + " tile " + std::to_string(bm) + "x128" +
-                                   (rs ? " register-A" : " staged");
-          yd.upload(nan_fill.data(), y_bytes);
-          settle(yd);
-          set_gemm_wgmma_tile_override(bm);
-          gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle());
-          set_gemm_wgmma_tile_override(0);
-          synchronize_guarded(s, what);
-          const std::vector<float> y = download(yd, static_cast<size_t>((rows + 1) * n_out));
-          size_t unwritten = 0, overwritten = 0;
-          for (int64_t i = 0; i < rows * n_out; ++i) unwritten += !std::isfinite(y[i]);
-          for (int64_t i = rows * n_out; i < (rows + 1) * n_out; ++i) {
-            uint32_t u;
-            std::memcpy(&u, &y[i], 4);
-            overwritten += u != 0xFFFFFFFFu;
-          }
-          EXPECT_EQ(unwritten, 0u) << what;
-          EXPECT_EQ(overwritten, 0u) << what;
-          if (!y0.empty()) {
-            size_t differ = 0;
-            for (size_t i = 0; i < static_cast<size_t>(rows * n_out); ++i) differ += !(y[i] == y0[i]);
-            EXPECT_EQ(differ, 0u) << what << " differs from tile 128x128";
-            continue;
-          }
-          y0 = y;
-          double e = 0, scale = 0;
-          for (int64_t r = 0; r < rows; ++r)
-            for (size_t i = 0; i < outs.size(); ++i) {
-              const double c = ref[r * outs.size() + i], d = std::abs(double(y[r * n_out + outs[i]]) - c);
-              e = std::isfinite(d) ? std::max(e, d) : INFINITY;
-              scale = std::max(scale, std::abs(c));
+        const bool rs = engine == GemmWgmmaEngine::automatic;
+        set_gemm_wgmma_engine_override(engine);
+        std::printf("  %-4s n_out=%-5lld k=%-5lld %-6s", name_of(t).c_str(), (long long)n_out, (long long)k,
+                    rs ? "reg-A" : "staged");
+        for (int64_t rows : row_counts) {
+          gemm_f16(w, x16.ptr(), rows, yf.ptr(), s.handle());
+          synchronize_guarded(s, "gemm_f16");
+          const std::vector<float> y16 = download(yf, static_cast<size_t>(rows * n_out));
+          std::vector<float> y0;
+          for (int bm : {128, 256}) {
+            const std::string what = name_of(t) + " n_out=" + std::to_string(n_out) + " k=" + std::to_string(k) +
+                                     " rows=" + std::to_string(rows) + " tile " + std::to_string(bm) + "x128" +
+                                     (rs ? " register-A" : " staged");
+            yd.upload(nan_fill.data(), y_bytes);
+            settle(yd);
+            set_gemm_wgmma_tile_override(bm);
+            gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle());
+            set_gemm_wgmma_tile_override(0);
+            synchronize_guarded(s, what);
+            const std::vector<float> y = download(yd, static_cast<size_t>((rows + 1) * n_out));
+            size_t unwritten = 0, overwritten = 0;
+            for (int64_t i = 0; i < rows * n_out; ++i) unwritten += !std::isfinite(y[i]);
+            for (int64_t i = rows * n_out; i < (rows + 1) * n_out; ++i) {
+              uint32_t u;
+              std::memcpy(&u, &y[i], 4);
+              overwritten += u != 0xFFFFFFFFu;
             }
-          e = scale > 0 ? e / scale : e;
-          const size_t compared = static_cast<size_t>(rows) * outs.size();
-          EXPECT_LE(e, compared >= 16384 ? kBoundMany : kBound) << what;
-          double ef = 0, yscale = 0;
-          size_t same = 0;
-          for (size_t i = 0; i < static_cast<size_t>(rows * n_out); ++i) {
-            const double d = std::abs(double(y[i]) - double(y16[i]));
-            ef = std::isfinite(d) ? std::max(ef, d) : INFINITY;
-            yscale = std::max(yscale, std::abs(double(y16[i])));
-            same += y[i] == y16[i];
+            EXPECT_EQ(unwritten, 0u) << what;
+            EXPECT_EQ(overwritten, 0u) << what;
+            if (!y0.empty()) {
+              size_t differ = 0;
+              for (size_t i = 0; i < static_cast<size_t>(rows * n_out); ++i) differ += !(y[i] == y0[i]);
+              EXPECT_EQ(differ, 0u) << what << " differs from tile 128x128";
+              continue;
+            }
+            y0 = y;
+            double e = 0, scale = 0;
+            for (int64_t r = 0; r < rows; ++r)
+              for (size_t i = 0; i < outs.size(); ++i) {
+                const double c = ref[r * outs.size() + i], d = std::abs(double(y[r * n_out + outs[i]]) - c);
+                e = std::isfinite(d) ? std::max(e, d) : INFINITY;
+                scale = std::max(scale, std::abs(c));
+              }
+            e = scale > 0 ? e / scale : e;
+            const size_t compared = static_cast<size_t>(rows) * outs.size();
+            EXPECT_LE(e, compared >= 16384 ? kBoundMany : kBound) << what;
+            double ef = 0, yscale = 0;
+            size_t same = 0;
+            for (size_t i = 0; i < static_cast<size_t>(rows * n_out); ++i) {
+              const double d = std::abs(double(y[i]) - double(y16[i]));
+              ef = std::isfinite(d) ? std::max(ef, d) : INFINITY;
+              yscale = std::max(yscale, std::abs(double(y16[i])));
+              same += y[i] == y16[i];
+            }
+            ef = yscale > 0 ? ef / yscale : ef;
+            EXPECT_LE(ef, kBoundToF16) << what << " against gemm_f16";
+            std::printf(" %.1e/%.0e/%.0f%%", e, ef, 100.0 * same / static_cast<double>(rows * n_out));
           }
-          ef = yscale > 0 ? ef / yscale : ef;
-          EXPECT_LE(ef, kBoundToF16) << what << " against gemm_f16";
-          std::printf(" %.1e/%.0e/%.0f%%", e, ef, 100.0 * same / static_cast<double>(rows * n_out));
         }
-      }
-      std::printf(" [%zu]\n", static_cast<size_t>(max_rows) * outs.size());
-      std::fflush(stdout);
+        std::printf(" [%zu]\n", static_cast<size_t>(max_rows) * outs.size());
+        std::fflush(stdout);
       }
       set_gemm_wgmma_engine_override(GemmWgmmaEngine::automatic);
     }
