@@ -12,8 +12,8 @@
 // Hang guard: the kernel traps after 4 s in one mbarrier wait (LATHE_GWG_HANG_NS), and every
 // synchronize here runs under a watchdog thread that ends the process after 60 s with a message,
 // so a wrong barrier protocol fails the test instead of hanging the device run.
+// Both kernels run where the rows allow the register-A one (gemm_wgmma_uses_rs), else the staged one.
 // Then TimingPrintsTflops: 512 and 4096 rows on Qwen3-8B's shapes, beside gemm_f16.
-// NOT YET RUN ON A GPU: written without a device; the first run checks it.
 
 #include "gguf/block_format.h"
 #include "kernels/gemm_f16_launch.h"
@@ -69,13 +69,21 @@ void synchronize_guarded(cuda::Stream& s, const std::string& what) {
       std::_Exit(3);
     }
   });
-  s.synchronize();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    done = true;
+  auto stop = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+    }
+    cv.notify_one();
+    watchdog.join();
+  };
+  try {
+    s.synchronize();
+  } catch (...) {  // a trap or fault: end the watchdog, then report it (a joinable thread would terminate)
+    stop();
+    throw;
   }
-  cv.notify_one();
-  watchdog.join();
+  stop();
 }
 
 TEST(GemmWgmmaGpu, EveryFormatShapeRowCountAndTileMatchesF64AndGemmF16) {
@@ -104,70 +112,81 @@ TEST(GemmWgmmaGpu, EveryFormatShapeRowCountAndTileMatchesF64AndGemmF16) {
       DeviceBuffer yd(y_bytes), yf(y_bytes);
       const std::vector<uint8_t> nan_fill(y_bytes, 0xFF);
       const WeightMatrix w{t, wd.ptr(), n_out, k};
-      std::printf("  %-4s n_out=%-5lld k=%-5lld", name_of(t).c_str(), (long long)n_out, (long long)k);
-      for (int64_t rows : row_counts) {
-        gemm_f16(w, x16.ptr(), rows, yf.ptr(), s.handle());
-        synchronize_guarded(s, "gemm_f16");
-        const std::vector<float> y16 = download(yf, static_cast<size_t>(rows * n_out));
-        std::vector<float> y0;
-        for (int bm : {128, 256}) {
-          const std::string what = name_of(t) + " n_out=" + std::to_string(n_out) + " k=" + std::to_string(k) +
-                                   " rows=" + std::to_string(rows) + " tile " + std::to_string(bm) + "x128";
-          yd.upload(nan_fill.data(), y_bytes);
-          settle(yd);
-          set_gemm_wgmma_tile_override(bm);
-          gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle());
-          set_gemm_wgmma_tile_override(0);
-          synchronize_guarded(s, what);
-          const std::vector<float> y = download(yd, static_cast<size_t>((rows + 1) * n_out));
-          size_t unwritten = 0, overwritten = 0;
-          for (int64_t i = 0; i < rows * n_out; ++i) unwritten += !std::isfinite(y[i]);
-          for (int64_t i = rows * n_out; i < (rows + 1) * n_out; ++i) {
-            uint32_t u;
-            std::memcpy(&u, &y[i], 4);
-            overwritten += u != 0xFFFFFFFFu;
-          }
-          EXPECT_EQ(unwritten, 0u) << what;
-          EXPECT_EQ(overwritten, 0u) << what;
-          if (!y0.empty()) {
-            size_t differ = 0;
-            for (size_t i = 0; i < static_cast<size_t>(rows * n_out); ++i) differ += !(y[i] == y0[i]);
-            EXPECT_EQ(differ, 0u) << what << " differs from tile 128x128";
-            continue;
-          }
-          y0 = y;
-          double e = 0, scale = 0;
-          for (int64_t r = 0; r < rows; ++r)
-            for (size_t i = 0; i < outs.size(); ++i) {
-              const double c = ref[r * outs.size() + i], d = std::abs(double(y[r * n_out + outs[i]]) - c);
-              e = std::isfinite(d) ? std::max(e, d) : INFINITY;
-              scale = std::max(scale, std::abs(c));
+      // The register-A kernel where the rows allow a tensor map, and the staged kernel always (the
+      // fallback for the other shapes).
+      std::vector<GemmWgmmaEngine> engines = {GemmWgmmaEngine::staged};
+      if (gemm_wgmma_uses_rs(t, k)) engines.insert(engines.begin(), GemmWgmmaEngine::automatic);
+      for (GemmWgmmaEngine engine : engines) {
+        const bool rs = engine == GemmWgmmaEngine::automatic;
+        set_gemm_wgmma_engine_override(engine);
+        std::printf("  %-4s n_out=%-5lld k=%-5lld %-6s", name_of(t).c_str(), (long long)n_out, (long long)k,
+                    rs ? "reg-A" : "staged");
+        for (int64_t rows : row_counts) {
+          gemm_f16(w, x16.ptr(), rows, yf.ptr(), s.handle());
+          synchronize_guarded(s, "gemm_f16");
+          const std::vector<float> y16 = download(yf, static_cast<size_t>(rows * n_out));
+          std::vector<float> y0;
+          for (int bm : {128, 256}) {
+            const std::string what = name_of(t) + " n_out=" + std::to_string(n_out) + " k=" + std::to_string(k) +
+                                     " rows=" + std::to_string(rows) + " tile " + std::to_string(bm) + "x128" +
+                                     (rs ? " register-A" : " staged");
+            yd.upload(nan_fill.data(), y_bytes);
+            settle(yd);
+            set_gemm_wgmma_tile_override(bm);
+            gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle());
+            set_gemm_wgmma_tile_override(0);
+            synchronize_guarded(s, what);
+            const std::vector<float> y = download(yd, static_cast<size_t>((rows + 1) * n_out));
+            size_t unwritten = 0, overwritten = 0;
+            for (int64_t i = 0; i < rows * n_out; ++i) unwritten += !std::isfinite(y[i]);
+            for (int64_t i = rows * n_out; i < (rows + 1) * n_out; ++i) {
+              uint32_t u;
+              std::memcpy(&u, &y[i], 4);
+              overwritten += u != 0xFFFFFFFFu;
             }
-          e = scale > 0 ? e / scale : e;
-          const size_t compared = static_cast<size_t>(rows) * outs.size();
-          EXPECT_LE(e, compared >= 16384 ? kBoundMany : kBound) << what;
-          double ef = 0, yscale = 0;
-          size_t same = 0;
-          for (size_t i = 0; i < static_cast<size_t>(rows * n_out); ++i) {
-            const double d = std::abs(double(y[i]) - double(y16[i]));
-            ef = std::isfinite(d) ? std::max(ef, d) : INFINITY;
-            yscale = std::max(yscale, std::abs(double(y16[i])));
-            same += y[i] == y16[i];
+            EXPECT_EQ(unwritten, 0u) << what;
+            EXPECT_EQ(overwritten, 0u) << what;
+            if (!y0.empty()) {
+              size_t differ = 0;
+              for (size_t i = 0; i < static_cast<size_t>(rows * n_out); ++i) differ += !(y[i] == y0[i]);
+              EXPECT_EQ(differ, 0u) << what << " differs from tile 128x128";
+              continue;
+            }
+            y0 = y;
+            double e = 0, scale = 0;
+            for (int64_t r = 0; r < rows; ++r)
+              for (size_t i = 0; i < outs.size(); ++i) {
+                const double c = ref[r * outs.size() + i], d = std::abs(double(y[r * n_out + outs[i]]) - c);
+                e = std::isfinite(d) ? std::max(e, d) : INFINITY;
+                scale = std::max(scale, std::abs(c));
+              }
+            e = scale > 0 ? e / scale : e;
+            const size_t compared = static_cast<size_t>(rows) * outs.size();
+            EXPECT_LE(e, compared >= 16384 ? kBoundMany : kBound) << what;
+            double ef = 0, yscale = 0;
+            size_t same = 0;
+            for (size_t i = 0; i < static_cast<size_t>(rows * n_out); ++i) {
+              const double d = std::abs(double(y[i]) - double(y16[i]));
+              ef = std::isfinite(d) ? std::max(ef, d) : INFINITY;
+              yscale = std::max(yscale, std::abs(double(y16[i])));
+              same += y[i] == y16[i];
+            }
+            ef = yscale > 0 ? ef / yscale : ef;
+            EXPECT_LE(ef, kBoundToF16) << what << " against gemm_f16";
+            std::printf(" %.1e/%.0e/%.0f%%", e, ef, 100.0 * same / static_cast<double>(rows * n_out));
           }
-          ef = yscale > 0 ? ef / yscale : ef;
-          EXPECT_LE(ef, kBoundToF16) << what << " against gemm_f16";
-          std::printf(" %.1e/%.0e/%.0f%%", e, ef, 100.0 * same / static_cast<double>(rows * n_out));
         }
+        std::printf(" [%zu]\n", static_cast<size_t>(max_rows) * outs.size());
+        std::fflush(stdout);
       }
-      std::printf(" [%zu]\n", static_cast<size_t>(max_rows) * outs.size());
-      std::fflush(stdout);
+      set_gemm_wgmma_engine_override(GemmWgmmaEngine::automatic);
     }
   }
 }
 
 // TFLOP/s = 2 rows n_out k / time (CUDA events around one launch, median of 10 after a warm-up),
-// the fraction of the H200's ~990 dense f16 TFLOP/s, gemm_f16 on the same shape beside it, and for
-// q8_0 4096x4096 each forced tile.
+// the fraction of the H200's ~990 dense f16 TFLOP/s, each forced tile's TFLOP/s, the staged kernel
+// (with LATHE_WGMMA_TIME_STAGED set) and gemm_f16 on the same shape beside it.
 TEST(GemmWgmmaGpu, TimingPrintsTflops) {
   LATHE_NEED_WGMMA();
   cuda::Stream s;
@@ -177,8 +196,8 @@ TEST(GemmWgmmaGpu, TimingPrintsTflops) {
     const char* name;
     int64_t n_out, k;
   };
-  const Shape shapes[] = {{"q/o", 4096, 4096}, {"gate/up", 12288, 4096}, {"down", 4096, 12288},
-                          {"output", 151936, 4096}};
+  const Shape shapes[] = {{"q/o", 4096, 4096},        {"k/v", 1024, 4096},   {"qkv", 6144, 4096},
+                          {"gate/up", 12288, 4096},   {"gu-merged", 24576, 4096}, {"down", 4096, 12288}};
   auto median_ms = [&](auto&& launch) {
     launch();
     synchronize_guarded(s, "timing warm-up");
@@ -192,34 +211,43 @@ TEST(GemmWgmmaGpu, TimingPrintsTflops) {
     std::sort(ms.begin(), ms.end());
     return 0.5 * (ms[4] + ms[5]);
   };
-  std::printf("wgmma GEMM: ms, TFLOP/s, %% of %.0f (tile rows); gemm_f16 on the same shape: ms, TFLOP/s; speed-up\n",
+  std::printf("wgmma GEMM: ms, TFLOP/s, %% of %.0f (tile rows, engine) | staged wgmma kernel: ms, TFLOP/s | gemm_f16:"
+              " ms, TFLOP/s | speed-up over gemm_f16\n",
               ceiling);
   const int64_t max_rows = 4096;
   const std::vector<float> x = random_values(max_rows * 12288, rng);
   DeviceBuffer xd = upload(x.data(), x.size() * 4), x16(x.size() * 2);
   convert_to_f16(xd.ptr(), max_rows * 12288, x16.ptr(), s.handle());
+  // LATHE_WGMMA_TIME_STAGED=1: the staged kernel's column too (else 0).
+  const bool staged = std::getenv("LATHE_WGMMA_TIME_STAGED") != nullptr;
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16, GgmlType::Q6_K}) {
     for (const Shape& sh : shapes) {
-      if ((t == GgmlType::F16 || t == GgmlType::Q6_K) && sh.n_out != 4096) continue;
+      if ((t == GgmlType::F16 || t == GgmlType::Q6_K) && !(sh.n_out == 4096)) continue;
       const std::vector<uint8_t> m = random_matrix(t, sh.n_out, sh.k, rng);
       DeviceBuffer wd = upload(m.data(), m.size()), yd(static_cast<size_t>(max_rows * sh.n_out * 4));
       const WeightMatrix w{t, wd.ptr(), sh.n_out, sh.k};
       for (int64_t rows : {int64_t{512}, max_rows}) {
         const double ops = 2.0 * rows * sh.n_out * sh.k;
         const double ms = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
-        const double mf = median_ms([&] { gemm_f16(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
-        std::printf("  %-4s %-7s %6lld x %-6lld rows %-5lld %8.3f ms %6.1f TFLOP/s %5.1f%% (%d) | f16 %8.3f ms %6.1f | %.2fx\n",
-                    name_of(t).c_str(), sh.name, (long long)sh.n_out, (long long)sh.k, (long long)rows, ms,
-                    ops / (ms * 1e9), 100 * ops / (ms * 1e9) / ceiling, gemm_wgmma_tile_rows(rows, sh.n_out), mf,
-                    ops / (mf * 1e9), mf / ms);
-        if (t == GgmlType::Q8_0 && sh.n_out == 4096 && sh.k == 4096) {
-          for (int bm : {128, 256}) {
-            set_gemm_wgmma_tile_override(bm);
-            const double mt = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
-            set_gemm_wgmma_tile_override(0);
-            std::printf("      tile %dx128: %.3f ms %.1f TFLOP/s\n", bm, mt, ops / (mt * 1e9));
-          }
+        double tile_ms[2];
+        for (int i = 0; i < 2; ++i) {
+          set_gemm_wgmma_tile_override(128 << i);
+          tile_ms[i] = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+          set_gemm_wgmma_tile_override(0);
         }
+        double mst = 0;
+        if (staged) {
+          set_gemm_wgmma_engine_override(GemmWgmmaEngine::staged);
+          mst = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+          set_gemm_wgmma_engine_override(GemmWgmmaEngine::automatic);
+        }
+        const double mf = median_ms([&] { gemm_f16(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+        std::printf("  %-4s %-9s %6lld x %-6lld rows %-5lld %7.3f ms %6.1f TFLOP/s %5.1f%% (%d %s; 128: %.1f, 256: %.1f)"
+                    " | staged %7.3f ms %6.1f | f16 %7.3f ms %6.1f | %.2fx\n",
+                    name_of(t).c_str(), sh.name, (long long)sh.n_out, (long long)sh.k, (long long)rows, ms,
+                    ops / (ms * 1e9), 100 * ops / (ms * 1e9) / ceiling, gemm_wgmma_tile_rows(rows, sh.n_out),
+                    gemm_wgmma_uses_rs(t, sh.k) ? "reg-A" : "staged", ops / (tile_ms[0] * 1e9),
+                    ops / (tile_ms[1] * 1e9), mst, staged ? ops / (mst * 1e9) : 0.0, mf, ops / (mf * 1e9), mf / ms);
         std::fflush(stdout);
       }
     }

@@ -12,6 +12,7 @@
 //     library leaves the sm_90a files out.
 #include "gguf/block_format.h"
 #include "kernels/gemm_wgmma.cuh"
+#include "kernels/gemm_wgmma_rs.cuh"
 #include "kernels/gemm_wgmma_launch.h"
 #include "kernels/library.h"
 #include "runtime/cuda_api.h"
@@ -216,6 +217,33 @@ TEST(GemmWgmmaLayout, ProtocolModelCatchesAShortRing) {
   EXPECT_FALSE(pm.finished());
 }
 
+// The register-A kernel's ring (gemm_wgmma_rs.cuh): each stage's x tile 1024-aligned (the 128-byte
+// swizzle of TMA and wgmma) and its weight boxes after it, the TMA bytes inside the stage, >= 3 stages,
+// the mbarriers 8-aligned after the last stage, within 227 KB; BN = 128 within half an SM (two
+// blocks a multiprocessor) whenever that holds 4 stages.
+TEST(GemmWgmmaLayout, RegisterAGeometryFitsAndAligns) {
+  for (int fmt = 0; fmt < 4; ++fmt)
+    for (int bn : {128, 256}) {
+      const LatheGwrGeometry g = lathe_gwr_geometry(bn, fmt);
+      const LatheGwrBoxes b = lathe_gwr_boxes(fmt);
+      EXPECT_EQ(g.stage_bytes % 1024, 0);
+      EXPECT_EQ(g.w_at, bn * 128);
+      EXPECT_EQ(g.tx_bytes, bn * 128 + 128 * b.row_bytes);
+      EXPECT_LE(g.tx_bytes, g.stage_bytes);
+      EXPECT_EQ(b.row_bytes % 16, 0);
+      EXPECT_GE(g.stages, 3) << fmt << " " << bn;
+      EXPECT_LE(g.stages, 8);
+      EXPECT_EQ(g.bar_at, g.stages * g.stage_bytes);
+      EXPECT_LE(g.total, 232448);
+      if (bn == 128 && (115712 - 1024 - 256) / g.stage_bytes >= 4) {
+        EXPECT_LE(g.total, 115712) << fmt;
+      }
+      if (fmt == 0) {
+        EXPECT_EQ(b.map0, 128) << "f16 boxes: 64 values of 128 swizzled bytes";
+      }
+    }
+}
+
 TEST(GemmWgmmaLayout, Sm90aModuleCompilesWithNvrtc) {
   std::string why;
   if (!cuda::nvrtc_api(&why)) GTEST_SKIP() << why;
@@ -228,7 +256,10 @@ TEST(GemmWgmmaLayout, Sm90aModuleCompilesWithNvrtc) {
   ASSERT_GT(cubin.size(), 100u);
   const std::string bytes(cubin.begin(), cubin.end());
   for (const Fmt& f : kFmts)
-    for (int bm : {128, 256}) EXPECT_NE(bytes.find(gemm_wgmma_kernel_name(f.type, bm)), std::string::npos);
+    for (int bm : {128, 256}) {
+      EXPECT_NE(bytes.find(gemm_wgmma_kernel_name(f.type, bm)), std::string::npos);
+      EXPECT_NE(bytes.find(gemm_wgmma_rs_kernel_name(f.type, bm)), std::string::npos);
+    }
   // Plain sm_90 refuses wgmma: the module above really was built for sm_90a.
   EXPECT_THROW(cuda::nvrtc_compile(src, "lathe_kernels_90a.cu", {}, "sm_90"), cuda::CudaError);
 }

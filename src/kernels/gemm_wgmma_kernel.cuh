@@ -1,7 +1,8 @@
 // The prefill product on Hopper's wgmma (sm_90a): y [R][n_out] f32 = x16 . dequant(W)^T, the
 // contract of gemm_f16 (gemm_wgmma_launch.h). Layout math and primitives: gemm_wgmma.cuh; the weight
 // formats are gemm_f16_blocks.cuh's (lathe_gf16_<fmt>: line, dequant, direct), so each weight is the
-// same f16 value in both GEMMs. NOT YET RUN ON A GPU (compiled by NVRTC for sm_90a only).
+// same f16 value in both GEMMs. The launcher's fallback since the register-A kernel
+// (gemm_wgmma_rs.cuh, 2-4x faster) came: used only where a format's rows are not 16-byte multiples.
 //
 // A block of 384 threads, three warpgroups, computes a BM x 128 tile of y (BM = 128 or 256 rows),
 // walking k in chunks of 64 values through a ring of S stages (lathe_gwg_geometry):

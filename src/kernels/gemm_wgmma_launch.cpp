@@ -5,18 +5,64 @@
 #include "base/error.h"
 #include "gguf/block_format.h"
 #include "kernels/gemm_wgmma.cuh"  // lathe_gwg_geometry: the kernel's shared-memory layout, on the host
+#include "kernels/gemm_wgmma_rs.cuh"  // lathe_gwr_geometry, lathe_gwr_boxes: the register-A kernel's layout
 #include "kernels/library.h"
 
+#include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <cstring>
 #include <mutex>
 #include <string>
 
 namespace lathe::kernels {
 namespace {
 
-constexpr int kTileOutputs = 128;  // LATHE_GWG_BN
+constexpr int kTileOutputs = 128;  // LATHE_GWG_BN, and the register-A kernel's weight rows a block
 int g_override = 0;
+GemmWgmmaEngine g_engine = GemmWgmmaEngine::automatic;
+
+// The register-A kernel's format index (lathe_gwr_boxes) and the kernel name's format.
+int rs_format(GgmlType type) {
+  switch (type) {
+    case GgmlType::F16: return 0;
+    case GgmlType::Q8_0: return 1;
+    case GgmlType::Q4_K: return 2;
+    case GgmlType::Q6_K: return 3;
+    default: return -1;
+  }
+}
+
+// cuTensorMapEncodeTiled from the driver library cuda_api already loaded (cuda_api's table has no
+// entry for it; dlopen of the same soname returns that handle).
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+EncodeTiled encode_tiled() {
+  static EncodeTiled f = [] {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    return lib ? reinterpret_cast<EncodeTiled>(dlsym(lib, "cuTensorMapEncodeTiled")) : nullptr;
+  }();
+  if (!f) internal_fail("gemm_wgmma: the driver has no cuTensorMapEncodeTiled");
+  return f;
+}
+
+// A 2D tiled tensor map: dims {inner, outer} of `type`, outer stride `stride` bytes, box {bi, bo}.
+CUtensorMap tensor_map(CUdeviceptr base, CUtensorMapDataType type, uint64_t inner, uint64_t outer, uint64_t stride,
+                       uint32_t bi, uint32_t bo, bool swizzle) {
+  CUtensorMap m;
+  std::memset(&m, 0, sizeof m);
+  const cuuint64_t dims[2] = {inner, outer}, strides[1] = {stride};
+  const cuuint32_t box[2] = {bi, bo}, unit[2] = {1, 1};
+  const CUresult r = encode_tiled()(&m, type, 2, reinterpret_cast<void*>(base), dims, strides, box, unit,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                    swizzle ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    internal_fail("gemm_wgmma: cuTensorMapEncodeTiled failed ({}) for {} x {} box {} x {}", static_cast<int>(r), inner,
+                  outer, bi, bo);
+  return m;
+}
 
 }  // namespace
 
@@ -62,9 +108,30 @@ unsigned gemm_wgmma_shared_bytes(GgmlType type, int tile_rows) {
 
 int gemm_wgmma_tile_rows(int64_t rows, int64_t n_out) {
   if (g_override != 0) return g_override;
+  // 256 rows once the 256-row tiles number >= 0.7 of the SMs (measured on the H200, register-A
+  // kernel: 512 rows of 4096 outputs 128 (400 vs 340 TFLOP/s q8_0), of 6144 256 (446 vs 402); 4096
+  // rows always 256). 128-row tiles run two blocks an SM, 256-row tiles one.
   const int64_t sm_count = cuda::Context::get().info().sm_count;
-  return 4 * ((rows + 255) / 256) * ((n_out + kTileOutputs - 1) / kTileOutputs) >= 3 * sm_count ? 256 : 128;
+  return 10 * ((rows + 255) / 256) * ((n_out + kTileOutputs - 1) / kTileOutputs) >= 7 * sm_count ? 256 : 128;
 }
+
+std::string gemm_wgmma_rs_kernel_name(GgmlType type, int tile_rows) {
+  const GemmF16Format* f = gemm_f16_format(type);
+  LATHE_CHECK(f != nullptr && (tile_rows == 128 || tile_rows == 256));
+  return fmt::format("lathe_gemm_wgmma_rs_{}_{}", f->name, tile_rows);
+}
+
+unsigned gemm_wgmma_rs_shared_bytes(GgmlType type, int tile_rows) {
+  LATHE_CHECK(rs_format(type) >= 0);
+  return static_cast<unsigned>(lathe_gwr_geometry(tile_rows, rs_format(type)).total);
+}
+
+bool gemm_wgmma_uses_rs(GgmlType type, int64_t k) {
+  if (g_engine == GemmWgmmaEngine::staged || rs_format(type) < 0) return false;
+  return lathe::row_bytes(type, k) % 16 == 0 && k % 8 == 0;
+}
+
+void set_gemm_wgmma_engine_override(GemmWgmmaEngine engine) { g_engine = engine; }
 
 void set_gemm_wgmma_tile_override(int tile_rows) {
   LATHE_CHECK(tile_rows == 0 || tile_rows == 128 || tile_rows == 256);
@@ -82,6 +149,37 @@ void gemm_wgmma(const WeightMatrix& w, CUdeviceptr x16, int64_t rows, CUdevicept
     fail("gemm_wgmma: {} rows is out of range", rows);
   LATHE_CHECK(w.data % 16 == 0 && x16 % 16 == 0 && y % 16 == 0);
   const int bm = gemm_wgmma_tile_rows(rows, w.n_out);
+  if (gemm_wgmma_uses_rs(w.type, w.k)) {
+    // Tensor maps of x16 [rows][k] f16 (box 64 x bm, 128-byte swizzle) and of W's bytes
+    // [n_out][row_bytes] (boxes of the format's widths x 128 rows; f16 weights: 64 values x 128, swizzled).
+    const int fmt_index = rs_format(w.type);
+    const LatheGwrBoxes boxes = lathe_gwr_boxes(fmt_index);
+    const uint64_t rb = static_cast<uint64_t>(lathe::row_bytes(w.type, w.k));
+    const CUtensorMap mx = tensor_map(x16, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<uint64_t>(w.k),
+                                      static_cast<uint64_t>(rows), static_cast<uint64_t>(w.k) * 2, 64,
+                                      static_cast<uint32_t>(bm), true);
+    CUtensorMap mw0, mw1;
+    if (fmt_index == 0) {
+      mw0 = tensor_map(w.data, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<uint64_t>(w.k),
+                       static_cast<uint64_t>(w.n_out), rb, 64, kTileOutputs, true);
+    } else {
+      mw0 = tensor_map(w.data, CU_TENSOR_MAP_DATA_TYPE_UINT8, rb, static_cast<uint64_t>(w.n_out), rb,
+                       static_cast<uint32_t>(boxes.map0), kTileOutputs, false);
+    }
+    mw1 = boxes.map1 == 0 ? mw0
+                          : tensor_map(w.data, CU_TENSOR_MAP_DATA_TYPE_UINT8, rb, static_cast<uint64_t>(w.n_out), rb,
+                                       static_cast<uint32_t>(boxes.map1), kTileOutputs, false);
+    CUdeviceptr yp = y;
+    int n_rows = static_cast<int>(rows), k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out);
+    const cuda::Dim3 grid{static_cast<unsigned>((rows + bm - 1) / bm),
+                          static_cast<unsigned>((w.n_out + kTileOutputs - 1) / kTileOutputs), 1};
+    if (grid.y > 65535u) fail("gemm_wgmma: {} outputs need more than 65535 tiles of {}", w.n_out, kTileOutputs);
+    cuda::launch(kernel_90a(gemm_wgmma_rs_kernel_name(w.type, bm)), grid, {256, 1, 1},  // LATHE_GWR_THREADS
+                 gemm_wgmma_rs_shared_bytes(w.type, bm), stream,
+                 {const_cast<CUtensorMap*>(&mx), &mw0, &mw1, &yp, &n_rows, &k, &n_out},
+                 "launching the register-A wgmma GEMM");
+    return;
+  }
   CUdeviceptr wp = w.data, xp = x16, yp = y;
   long long row_bytes = lathe::row_bytes(w.type, w.k);
   int n_rows = static_cast<int>(rows), k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out);

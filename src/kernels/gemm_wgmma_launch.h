@@ -1,11 +1,18 @@
 // Host launcher of the prefill product on Hopper's wgmma (src/kernels/gemm_wgmma.cuh,
 // gemm_wgmma_kernel.cuh; sm_90a, its own module: kernels::library_90a). gemm_f16's contract on a
 // faster engine: y = x16 . dequant(W)^T for a chunk of rows, W read in place in its GGUF format and
-// dequantized once per block into shared memory as f16.
+// dequantized once per block (into registers or shared memory) as f16.
 //
-// NOT YET RUN ON A GPU. Written and compile-checked without a device (NVRTC for sm_90a; ptxas: no
-// spills, no serialized wgmma); tests/test_gemm_wgmma_gpu.cpp is ready for the first run. The
-// planner uses it only under LATHE_PREFILL_GEMM=wgmma; gemm_f16 stays the default.
+// Two kernels: the register-A kernel (gemm_wgmma_rs.cuh; weights dequantized by the consumer
+// warpgroups straight into wgmma's A registers, x16 the B operand loaded by TMA) wherever a format's
+// rows are 16-byte multiples, else the staged kernel (gemm_wgmma_kernel.cuh). The planner uses it
+// only under LATHE_PREFILL_GEMM=wgmma; gemm_f16 stays the default.
+// Measured (H200, tests/test_gemm_wgmma_gpu.cpp, TFLOP/s at 512 | 4096 rows; gemm_f16 in brackets):
+//   q8_0 q/o 4096x4096 414 | 624 (154 | 162); k/v 1024x4096 107 | 553 (62 | 158); qkv 6144x4096 500 |
+//   629 (118 | 154); gate/up 12288x4096 496 | 635 (158 | 138); merged 24576x4096 643 | 636 (160 |
+//   161); down 4096x12288 461 | 664 (161 | 149). q4_K: 275 | 497, 71 | 469, 365 | 510, 377 | 513,
+//   509 | 516, 316 | 535 (gemm_f16 67-188). f16 q/o 424 | 675, down 500 | 721; q6_K q/o 225 | 397,
+//   down 237 | 373. Every output bit-equal to gemm_f16 in the error sweep.
 //
 // Contract of gemm_wgmma(w, x16, rows, y, stream): exactly gemm_f16's (gemm_f16_launch.h):
 //   W     (gemv_launch.h's WeightMatrix) n_out rows of k values in f16, q8_0, q4_K or q6_K
@@ -22,12 +29,13 @@
 // step is not specified, so y is held to gemm_f16 by a bound (1e-5 of max|y|), not bit for bit; to
 // the f64 product as gemm_f16 is (1e-3 of max|y|, 5e-4 where >= 16k outputs are compared).
 //
-// Launch shape: 384 threads (a producer warpgroup that loads and dequantizes, two consumer
-// warpgroups issuing wgmma m64n128k16 from shared-memory descriptors, 128-byte swizzle), BM x 128
-// tiles of y with BM = 128 (each consumer 64 rows) or 256 (each 128 rows); a ring of 3-6 stages
-// handed over by mbarriers (lathe_gwg_geometry: as deep as 227 KB of shared memory allows per
-// format). Tile (gemm_wgmma_tile): 256 rows when that makes at least 3/4 as many blocks as the card
-// has SMs, else 128. Blocks walk rows fastest, as gemm_f16's do.
+// Launch shapes: register-A: 256 threads, tiles of BM rows of x (128: two blocks an SM where 4
+// stages fit half the shared memory; 256: one) by 128 weight rows, 3-8 stages (lathe_gwr_geometry).
+// Staged: 384 threads (a producer warpgroup that loads and dequantizes, two consumer warpgroups
+// issuing wgmma m64n128k16 from shared-memory descriptors), BM x 128 tiles, 3-6 stages
+// (lathe_gwg_geometry). Tile (gemm_wgmma_tile_rows, both kernels): 256 rows when the 256-row tiles
+// number at least 0.7 of the card's SMs, else 128 (512 rows: n_out >= 6144 gets 256). Blocks walk
+// rows fastest, as gemm_f16's do.
 #pragma once
 
 #include "kernels/gemv_launch.h"
@@ -52,6 +60,19 @@ void gemm_wgmma(const WeightMatrix& w, CUdeviceptr x16, int64_t rows, CUdevicept
 int gemm_wgmma_tile_rows(int64_t rows, int64_t n_out);
 std::string gemm_wgmma_kernel_name(GgmlType type, int tile_rows);
 unsigned gemm_wgmma_shared_bytes(GgmlType type, int tile_rows);
+
+// The register-A kernel (gemm_wgmma_rs.cuh: weights dequantized into wgmma's A registers, x16 the B
+// operand by TMA): used when the format's rows are 16-byte multiples (a tensor map's stride), i.e.
+// always for q4_K and f16, for q8_0 when k % 256 == 0, for q6_K when k % 128 == 0 and row_bytes
+// allows; the staged kernel (gemm_wgmma_kernel.cuh) otherwise. The tile rows are the same rule.
+bool gemm_wgmma_uses_rs(GgmlType type, int64_t k);
+std::string gemm_wgmma_rs_kernel_name(GgmlType type, int tile_rows);
+unsigned gemm_wgmma_rs_shared_bytes(GgmlType type, int tile_rows);
+
+// Forces the staged kernel for measurements and tests (automatic: the register-A kernel where the
+// rows allow it). Not thread-safe against concurrent gemm_wgmma calls.
+enum class GemmWgmmaEngine { automatic, staged };
+void set_gemm_wgmma_engine_override(GemmWgmmaEngine engine);
 
 // Forces the tile rows (128 or 256) for measurements; 0 restores the rule. Not thread-safe against
 // concurrent gemm_wgmma calls.
