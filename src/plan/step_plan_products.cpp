@@ -94,15 +94,17 @@ void StepPlan::Builder::emit_product(const graph::Node& n, int gi, bool quantize
   }
   if (reads_half(n)) {
     const CUdeviceptr h = scratch_ptr(gi, 0);
-    // The same contract on Hopper's wgmma (gemm_wgmma_launch.h) where the card and the format allow
-    // and the chunk has kWgmmaRows rows or more: measured on the H200 (Qwen3-8B shapes, q8_0, q4_K,
-    // f16, q6_K) it is 1.29-1.48x gemm_f16 at 4,096 rows and 0.88-1.03x at 512.
+    // The same contract on Hopper's wgmma (gemm_wgmma_launch.h) where the card and the format allow:
+    // always where its register-A kernel reads the weight (rows of whole 16-byte lines: measured on
+    // the H200 at 512 rows of Qwen3-8B's shapes 1.6-4.0x gemm_f16), else from kWgmmaRows rows (its
+    // staged kernel: 1.29-1.48x at 4,096 rows, 0.88-1.03x at 512).
     // LATHE_PREFILL_GEMM=wgmma takes it at any row count, =f16 never (for measurements).
     static const int wgmma_rule = [] {
       const char* v = std::getenv("LATHE_PREFILL_GEMM");
       return v && std::string(v) == "wgmma" ? 1 : v && std::string(v) == "f16" ? -1 : 0;
     }();
-    const bool wg = wgmma_rule >= 0 && (wgmma_rule == 1 || rows >= kWgmmaRows) && k::gemm_wgmma_supports(w.type) &&
+    const bool wg = wgmma_rule >= 0 && k::gemm_wgmma_supports(w.type) &&
+                    (wgmma_rule == 1 || rows >= kWgmmaRows || k::gemm_wgmma_uses_rs(w.type, kk)) &&
                     k::gemm_wgmma_available();
     add(fmt::format("gemm {} {}", wg ? "wgmma" : "f16", shape), n, [=](CUstream s) {
       if (quantize) k::convert_to_f16(xp, rows * kk, h, s);
