@@ -18,6 +18,9 @@
 #   s4      2026-11-29's fourth session: the attention's splits merged in the block (against the merge
 #           kernel), the lane tests, tg/pp of qwen3-0.6b and qwen3-8b with the new defaults and each
 #           held back, the 8B check, pp4096 in 4,096-row chunks (wgmma) and in 512-row chunks
+#   s5      the same session's second batch: qwen3-8b q8_0 with the prefill and decode profiles, pp4096
+#           in 4,096- and 512-row chunks, ncu's times and read rates of one decode token's kernels,
+#           then qwen3-8b q4_k_m, llama3-8b q8_0 and qwen3-30b-a3b q8_0
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -110,6 +113,21 @@ for part in "$@"; do
     done
     echo "== pp4096 qwen3-8b q8_0 (512-row chunks)"; $L bench $(synth qwen3-8b q8_0) -p 4096 -n 0 -r 2 --ctx 4608 2>&1 | tail -1
     rm -f $M/qwen3-8b-q8_0.gguf ;;
+  s5)
+    echo "== bench qwen3-8b q8_0 with the profile"; $L bench $(synth qwen3-8b q8_0) -p 512 -n 128 -r 3 --profile 2>&1 | tail -45
+    echo "== pp4096 qwen3-8b q8_0, chunks of 4096 then 512"
+    $L bench $(synth qwen3-8b q8_0) -p 4096 -n 0 -r 2 --ctx 4608 --max-chunk 4096 2>&1 | tail -1
+    $L bench $(synth qwen3-8b q8_0) -p 4096 -n 0 -r 2 --ctx 4608 2>&1 | tail -1
+    echo "== ncu: the decode kernels of one token (time, DRAM read rate)"
+    timeout 150 ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_read.sum.per_second \
+      --csv -c 40 $L bench $(synth qwen3-8b q8_0) -p 0 -n 1 -r 1 2>&1 | grep -E "^\"" | \
+      python3 -c "import csv,sys; r=list(csv.reader(sys.stdin)); h=r[0]; k=h.index('Kernel Name'); m=h.index('Metric Name'); v=h.index('Metric Value'); [print(x[k][:40], x[m], x[v]) for x in r[1:]]" | tail -80
+    rm -f $M/qwen3-8b-q8_0.gguf
+    for spec in "qwen3-8b q4_k_m" "llama3-8b q8_0" "qwen3-30b-a3b q8_0"; do
+      set -- $spec
+      echo "== bench $1 $2"; $L bench $(synth $1 $2) -p 512 -n 128 -r 3 2>&1 | tail -2
+      rm -f $M/$1-$2.gguf
+    done ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do

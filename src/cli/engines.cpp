@@ -17,8 +17,8 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
   cmd->add_option("--activations", o.activations, "GPU numerics contract: f32, int8, int8x2")
       ->capture_default_str()->check(CLI::IsMember({"f32", "int8", "int8x2"}));
   cmd->add_option("--hold", o.hold,
-                  "hold back a fusion rule by name (repeatable): add_norm, qk_norm_rope, kv_append, elementwise_run, "
-                  "quantize_epilogue");
+                  "hold back a fusion rule by name (repeatable): norm_prologue, add_norm, rope_append, qk_norm_rope, "
+                  "kv_append, gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue");
   cmd->add_option("--program", o.program, "a .lathe program file to run instead of the checkpoint architecture's");
   cmd->add_option("--gpu-memory", o.gpu_memory_gb,
                   "the most GPU memory to take, in GB (default: what is free); matrices that do not fit are "

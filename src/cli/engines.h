@@ -20,7 +20,10 @@ struct EngineOptions {
   int64_t n_ctx = 2048;
   std::string activations = "int8x2";  // the GPU lane's numerics contract
   std::vector<std::string> hold;       // fusion rules held back (GPU lane)
-  int64_t max_chunk = 512;             // the largest prefill chunk
+  // The largest prefill chunk (clamped to n_ctx): long prompts run as few large chunks, whose products
+  // run at a larger share of the tensor cores (H200, qwen3-8b Q8_0 pp4096: 21,626 tok/s in 512-row
+  // chunks, 29,266 in one 4,096-row chunk). --max-chunk 512 saves memory where the GPU is short.
+  int64_t max_chunk = 4096;
   std::string program;                 // a program file run instead of the architecture's
   double gpu_memory_gb = 0;            // > 0: the most GPU memory to take, in GB (1e9 bytes)
 };

@@ -19,7 +19,8 @@ namespace lathe::emit {
 
 struct EmitOptions {
   int64_t n_ctx = 2048;       // positions the KV caches hold (lathe run's default)
-  int64_t max_chunk = 512;    // the largest prefill chunk (lathe run's default)
+  int64_t max_chunk = 512;    // the largest prefill chunk (lathe run takes up to 4,096; a program without
+                              // a baked-in prompt holds a plan for every power of two up to this)
   kernels::Activations activations = kernels::Activations::int8x2;
   std::set<std::string> held;             // fusion rules held back
   std::vector<int32_t> prompt_tokens;     // baked in; empty: the program takes them on its command line

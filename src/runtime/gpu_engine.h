@@ -18,7 +18,7 @@ namespace lathe {
 
 struct GpuEngineOptions {
   int64_t n_ctx = 2048;
-  int64_t max_chunk = 512;  // the largest prefill chunk
+  int64_t max_chunk = 4096;  // the largest prefill chunk (clamped to n_ctx; cli/engines.h says why)
   kernels::Activations activations = kernels::Activations::int8x2;
   std::set<std::string> held;  // fusion rules held back
   bool use_graph = true;       // capture the decode step as a CUDA graph
