@@ -13,6 +13,13 @@
 // Weights: stacks [E][n_out][k] as moe_prefill_launch.h's, data 16-byte aligned; the tensor maps see
 // a stack as one matrix of E n_out rows of row_bytes(type, k) bytes, so row_bytes % 16 == 0
 // (gemm_wgmma_uses_rs: q8_0 with k % 256 == 0, q4_K, q6_K with k % 2048 == 0).
+//
+// Measured (H200, tests/test_moe_wgmma_gpu.cpp MoeWgmmaGpu.Timing, Qwen3-30B-A3B layer: 2048 / ff 768,
+// 8 of 128 experts, q8_0, 512 rows at random): whole mixture 409 us a layer (int8x2 engine 769 us in
+// the same run): router 36, top-k 5, group 9, gather 7, gate/up 206 (125 TOPS), down 101 (128 TOPS),
+// combine 15 at 64-row tiles; 128-row tiles: gate/up 265, down 140. The products move ~2.1 TB/s of
+// weights (each chosen expert's read once), half the card's DRAM rate: not yet understood (the dense
+// register-A kernel shows the same ~1 us per 64-value chunk per SM).
 #pragma once
 
 #include "kernels/gemv_launch.h"
