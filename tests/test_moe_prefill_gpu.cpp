@@ -308,6 +308,7 @@ TEST(MoePrefillGpu, MatchesInterpreter) {
   std::mt19937 rng(82);
   std::printf("moe prefill grouped: gate/up and down vs f64 on x^, h^ (bound %.0e); mixture vs interpreter\n",
               kBoundRebuilt);
+  set_moe_prefill_engine(MoePrefillEngine::int8);  // the int8 engine's h and h^; wgmma: test_moe_wgmma_gpu.cpp
   {
     const Layer big = make_layer(GgmlType::Q8_0, {2048, 768, 128, 8}, 0, rng);
     for (int64_t rows : {16, 100, 512}) check_and_print(big, rows, "", rng, s);
@@ -332,6 +333,7 @@ TEST(MoePrefillGpu, MatchesInterpreter) {
     const Layer l = make_layer(GgmlType::Q8_0, {256, 128, 16, 4}, pattern, rng);
     check_and_print(l, 100, "ties " + std::to_string(pattern), rng, s);
   }
+  set_moe_prefill_engine(MoePrefillEngine::automatic);
 }
 
 // One layer of Qwen3-30B-A3B (2048, ff 768, 8 of 128, q8_0, f32 router), 512 rows routed at random:
@@ -347,6 +349,7 @@ TEST(MoePrefillGpu, Timing) {
   const double ops = 2.0 * static_cast<double>(pairs) * 3 * sh.n_ff * sh.n_embd;
   std::printf("mixture prefill, qwen3-30b-a3b layer, %lld rows, q8_0: us (TOPS of the expert products)\n",
               static_cast<long long>(rows));
+  set_moe_prefill_engine(MoePrefillEngine::int8);  // the wgmma engine: MoeWgmmaGpu.Timing
   for (Activations a : {Activations::int8, Activations::int8x2})
     for (int variant : {32, 64, 1}) {  // 1: 32 rows, one stage
       const int bm = variant == 1 ? 32 : variant;
@@ -409,6 +412,7 @@ TEST(MoePrefillGpu, Timing) {
     }
   set_moe_prefill_row_tile(0);
   set_moe_prefill_stages(0);
+  set_moe_prefill_engine(MoePrefillEngine::automatic);
 }
 
 }  // namespace

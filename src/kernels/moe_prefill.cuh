@@ -119,46 +119,97 @@ extern "C" __global__ void __launch_bounds__(256) lathe_moe_combine(const float*
 }
 
 // The router's logits for a chunk, f32 router [n_expert][k] and x [rows][k] (16-byte aligned, k % 4
-// == 0): logits [rows][n_expert], f32 products summed in k order in f32. Block: 32 rows x 32 experts,
-// 256 threads; thread t: rows t / 16 and t / 16 + 16, experts t % 16 and t % 16 + 16. k in chunks
-// of 32 staged in shared memory (rows padded to 33 floats), the next chunk's float4 loaded into
-// registers while this one is multiplied.
+// == 0): logits [rows][n_expert], f32 products summed in f32. Block: 16 rows x 16 experts, 256
+// threads in 8 k-groups of 32 (so 2 blocks an SM at 512 rows x 128 experts, to hide L2 latency); k
+// in steps of 256 staged k-major in shared memory (group g takes the 32 values 32 g .. of each
+// step), thread (g, l): rows 2 (l / 4) + 0..1, experts 4 (l % 4) + 0..3, one float2 and one float4
+// shared load per 8 FMAs. A logit is the k-groups' sums added in group order, each summed in
+// increasing k: a fixed order, so results are deterministic and equal routers give equal logits; vs
+// the interpreter's k-order sum the difference is f32 rounding (~1e-6 of max|logit|). The next step's
+// float4s are loaded into registers while this one is multiplied.
+#define LATHE_MOE_ROUTER_ROWS 16
+#define LATHE_MOE_ROUTER_EXPERTS 16
+#define LATHE_MOE_ROUTER_GROUPS 8
 extern "C" __global__ void __launch_bounds__(256) lathe_moe_router_f32(const float* __restrict__ w,
                                                                        const float* __restrict__ x, int rows, int k,
                                                                        int n_expert, float* __restrict__ logits) {
   lathe_pdl_entry();
-  __shared__ float xs[32][33], ws[32][33];
-  const int t = threadIdx.x, r = t >> 4, e = t & 15;
-  const int r0 = blockIdx.y * 32, e0 = blockIdx.x * 32;
-  const int lr = t >> 3, lc = (t & 7) * 4;  // this thread's float4 of a 32 x 32 chunk
-  const bool x_ok = r0 + lr < rows, w_ok = e0 + lr < n_expert;
-  const float4* xp = reinterpret_cast<const float4*>(x + static_cast<long long>(x_ok ? r0 + lr : 0) * k + lc);
-  const float4* wp = reinterpret_cast<const float4*>(w + static_cast<long long>(w_ok ? e0 + lr : 0) * k + lc);
+  constexpr int R = LATHE_MOE_ROUTER_ROWS, EX = LATHE_MOE_ROUTER_EXPERTS, G = LATHE_MOE_ROUTER_GROUPS, STEP = 32 * G;
+  __shared__ __align__(16) float xs[G][32][R];
+  __shared__ __align__(16) float ws[G][32][EX];
+  const int t = threadIdx.x, grp = t >> 5, l = t & 31, rr = 2 * (l >> 2), ee = 4 * (l & 3);
+  const int r0 = blockIdx.y * R, e0 = blockIdx.x * EX;
+  // Loads of a step: x R rows x STEP / 4 float4, w EX experts x STEP / 4 (4 a thread each); a warp's
+  // lanes take different rows (experts), so the transposed shared stores spread over the banks.
+  float4 xn[4], wn[4];
   const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  float4 xn = x_ok && lc < k ? xp[0] : zero, wn = w_ok && lc < k ? wp[0] : zero;
-  float a[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
-  for (int k0 = 0; k0 < k; k0 += 32) {
-    xs[lr][lc] = xn.x; xs[lr][lc + 1] = xn.y; xs[lr][lc + 2] = xn.z; xs[lr][lc + 3] = xn.w;
-    ws[lr][lc] = wn.x; ws[lr][lc + 1] = wn.y; ws[lr][lc + 2] = wn.z; ws[lr][lc + 3] = wn.w;
-    __syncthreads();
-    const int kn = k0 + 32 + lc;
-    xn = x_ok && kn < k ? xp[(k0 + 32) >> 2] : zero;
-    wn = w_ok && kn < k ? wp[(k0 + 32) >> 2] : zero;
+  auto load = [&](int k0) {
 #pragma unroll
-    for (int c = 0; c < 32; ++c) {
-      const float x0 = xs[r][c], x1 = xs[r + 16][c], w0 = ws[e][c], w1 = ws[e + 16][c];
-      a[0][0] = fmaf(x0, w0, a[0][0]);
-      a[0][1] = fmaf(x0, w1, a[0][1]);
-      a[1][0] = fmaf(x1, w0, a[1][0]);
-      a[1][1] = fmaf(x1, w1, a[1][1]);
+    for (int i = 0; i < 4; ++i) {
+      const int u = t + 256 * i, r = u & 15, c = 4 * (u >> 4);
+      xn[i] = r0 + r < rows && k0 + c < k ? *reinterpret_cast<const float4*>(x + static_cast<long long>(r0 + r) * k + k0 + c)
+                                           : zero;
+      wn[i] = e0 + r < n_expert && k0 + c < k
+                  ? *reinterpret_cast<const float4*>(w + static_cast<long long>(e0 + r) * k + k0 + c)
+                  : zero;
     }
-    __syncthreads();
-  }
+  };
+  float acc[2][4];
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int rr = r0 + r + 16 * i, ee = e0 + e + 16 * j;
-      if (rr < rows && ee < n_expert) logits[static_cast<long long>(rr) * n_expert + ee] = a[i][j];
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
+  load(0);
+  for (int k0 = 0; k0 < k; k0 += STEP) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {  // value c of the step: group c / 32, index c % 32
+      const int u = t + 256 * i, r = u & 15, c = 4 * (u >> 4), gq = c >> 5, kk = c & 31;
+      xs[gq][kk][r] = xn[i].x; xs[gq][kk + 1][r] = xn[i].y; xs[gq][kk + 2][r] = xn[i].z; xs[gq][kk + 3][r] = xn[i].w;
+      ws[gq][kk][r] = wn[i].x; ws[gq][kk + 1][r] = wn[i].y; ws[gq][kk + 2][r] = wn[i].z; ws[gq][kk + 3][r] = wn[i].w;
     }
+    __syncthreads();
+    if (k0 + STEP < k) load(k0 + STEP);
+#pragma unroll 8
+    for (int kk = 0; kk < 32; ++kk) {
+      const float2 xv = *reinterpret_cast<const float2*>(&xs[grp][kk][rr]);
+      const float4 wv = *reinterpret_cast<const float4*>(&ws[grp][kk][ee]);
+      const float xr[2] = {xv.x, xv.y}, wr[4] = {wv.x, wv.y, wv.z, wv.w};
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(xr[i], wr[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+  // The groups' sums, added in group order: red[g][row][expert] reuses ws (G R EX <= G 32 EX).
+  float* red = &ws[0][0][0];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) red[(grp * R + rr + i) * EX + ee + j] = acc[i][j];
+  __syncthreads();
+  for (int o = t; o < R * EX; o += 256) {
+    const int r = o / EX, e = o % EX;
+    float v = red[o];
+#pragma unroll
+    for (int gq = 1; gq < G; ++gq) v += red[gq * R * EX + o];
+    if (r0 + r < rows && e0 + e < n_expert) logits[static_cast<long long>(r0 + r) * n_expert + e0 + e] = v;
+  }
+}
+
+// The wgmma path's activations in grouped order (gemm_wgmma_rs_moe.cuh reads an expert's rows as one
+// TMA box): out [P][k] f16, out[p] = f16(x[pair_of[p] / top_k]) round to nearest even (convert_to_f16's
+// value). k % 4 == 0, x and out 16- and 8-byte aligned. One block a grouped position.
+extern "C" __global__ void __launch_bounds__(256) lathe_moe_gather_f16(const float* __restrict__ x,
+                                                                       const int* __restrict__ pair_of, int top_k,
+                                                                       int k, __half2* __restrict__ out) {
+  lathe_pdl_entry();
+  const int p = blockIdx.x, src = pair_of[p] / top_k;
+  const float4* xr = reinterpret_cast<const float4*>(x + static_cast<long long>(src) * k);
+  uint2* o = reinterpret_cast<uint2*>(out + static_cast<long long>(p) * (k >> 1));
+  for (int c = threadIdx.x; c < (k >> 2); c += 256) {
+    const float4 v = xr[c];
+    const __half2 a = __floats2half2_rn(v.x, v.y), b = __floats2half2_rn(v.z, v.w);
+    o[c] = make_uint2(*reinterpret_cast<const uint32_t*>(&a), *reinterpret_cast<const uint32_t*>(&b));
+  }
 }

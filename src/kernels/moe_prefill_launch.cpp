@@ -4,7 +4,9 @@
 #include "gguf/block_format.h"
 #include "kernels/decode_stream.h"
 #include "kernels/gemm_launch.h"
+#include "kernels/gemm_wgmma_launch.h"
 #include "kernels/library.h"
+#include "kernels/moe_wgmma_launch.h"
 #include "kernels/route_launch.h"
 
 #include <algorithm>
@@ -19,6 +21,7 @@ constexpr int64_t kGroupSharedBytes = 96 * 1024;
 constexpr int kGateUpBn = 64, kDownBn = 128;  // per matrix; moe_grouped_gemm.cuh's instances
 
 int g_row_tile = 0, g_stages = 0;
+MoePrefillEngine g_engine = MoePrefillEngine::automatic;
 
 struct GroupedFormat {
   const char* name;
@@ -146,7 +149,7 @@ void moe_group(CUdeviceptr ids, int64_t rows, int64_t top_k, int64_t n_expert, i
   if (n_expert < 1 || n_expert > kMaxExperts) fail("mixture grouping: {} experts; it takes 1 to {}", n_expert, kMaxExperts);
   if (rows < 1 || top_k < 1 || top_k > n_expert || rows * top_k >= (int64_t{1} << 30))
     fail("mixture grouping: {} rows, top {} of {}", rows, top_k, n_expert);
-  LATHE_CHECK(group % 16 == 0 && (bm == 32 || bm == 64));
+  LATHE_CHECK(group % 16 == 0 && (bm == 32 || bm == 64 || bm == 128));  // 128: the wgmma products' tile
   const MoeGroupView v = moe_group_view(group, rows, top_k, n_expert);
   // Rows are marked 32 * words at a time: 2 n_expert (words + 1) words of shared memory, <= 96 KB.
   const int64_t fit = kGroupSharedBytes / (8 * n_expert) - 1;
@@ -184,13 +187,13 @@ void moe_combine(CUdeviceptr y, int64_t rows, int64_t top_k, int64_t n_expert, i
 }
 
 void moe_router_logits(const WeightMatrix& router, CUdeviceptr x, int64_t rows, CUdeviceptr logits, CUstream stream) {
-  if (router.type != GgmlType::F32 || router.n_expert != 1 || router.k % 4 != 0 || x % 16 != 0 || rows >= (int64_t{1} << 20) || router.n_out > 65535 * 32) {
+  if (router.type != GgmlType::F32 || router.n_expert != 1 || router.k % 4 != 0 || x % 16 != 0 || rows > int64_t{65535} * 16 || router.n_out > 65535 * 32) {
     matmul(router, x, rows, logits, stream);
     return;
   }
   CUdeviceptr w = router.data;
   int r = static_cast<int>(rows), k = static_cast<int>(router.k), ne = static_cast<int>(router.n_out);
-  const cuda::Dim3 grid{static_cast<unsigned>((router.n_out + 31) / 32), static_cast<unsigned>((rows + 31) / 32), 1};
+  const cuda::Dim3 grid{static_cast<unsigned>((router.n_out + 15) / 16), static_cast<unsigned>((rows + 15) / 16), 1};
   cuda::launch(kernel("lathe_moe_router_f32"), grid, {256, 1, 1}, 0, stream, {&w, &x, &r, &k, &ne, &logits},
                "launching the mixture's router product");
 }
@@ -218,15 +221,42 @@ void moe_prefill(const WeightMatrix& router, const WeightMatrix& gate, const Wei
     fail("mixture prefill: no grouped kernels for {} experts of {} under {}", gate.n_expert, ggml_type_name(gate.type),
          activations_name(a));
   const int64_t n_expert = gate.n_expert, pairs = rows * top_k;
-  const int bm = moe_prefill_row_tile(rows, top_k, n_expert);
   moe_router_logits(router, x, rows, s.logits, stream);
   route_top_k(s.ids, s.weights, s.logits, rows, n_expert, top_k, renormalize, stream);
-  quantize_activations(x, rows, gate.k, a, s.q, stream);
-  moe_group(s.ids, rows, top_k, n_expert, bm, s.group, stream);
-  moe_grouped_gate_up(gate, up, a, s.q, rows, top_k, bm, s.group, s.h, stream);
-  quantize_activations(s.h, pairs, gate.n_out, a, s.q, stream);
-  moe_grouped_down(down, a, s.q, rows, top_k, bm, s.group, s.y, stream);
+  if (moe_prefill_engine(gate, up, down) == MoePrefillEngine::wgmma) {
+    const int bn = moe_wgmma_row_tile(rows, top_k, n_expert);
+    moe_group(s.ids, rows, top_k, n_expert, bn, s.group, stream);
+    moe_gather_f16(x, rows, gate.k, top_k, n_expert, s.group, s.y, stream);
+    moe_wgmma_gate_up(gate, up, s.y, rows, top_k, bn, s.group, s.h, stream);
+    moe_wgmma_down(down, s.h, rows, top_k, bn, s.group, s.y, stream);
+  } else {
+    const int bm = moe_prefill_row_tile(rows, top_k, n_expert);
+    quantize_activations(x, rows, gate.k, a, s.q, stream);
+    moe_group(s.ids, rows, top_k, n_expert, bm, s.group, stream);
+    moe_grouped_gate_up(gate, up, a, s.q, rows, top_k, bm, s.group, s.h, stream);
+    quantize_activations(s.h, pairs, gate.n_out, a, s.q, stream);
+    moe_grouped_down(down, a, s.q, rows, top_k, bm, s.group, s.y, stream);
+  }
   moe_combine(s.y, rows, top_k, n_expert, down.n_out, s.group, s.weights, out, stream);
+}
+
+void set_moe_prefill_engine(MoePrefillEngine engine) { g_engine = engine; }
+
+MoePrefillEngine moe_prefill_engine(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down) {
+  static const bool env_int8 = [] {
+    const char* v = std::getenv("LATHE_MOE_PREFILL");
+    return v && std::string(v) == "int8";
+  }();
+  const MoePrefillEngine want = g_engine != MoePrefillEngine::automatic ? g_engine
+                                : env_int8                               ? MoePrefillEngine::int8
+                                                                         : MoePrefillEngine::wgmma;
+  if (want == MoePrefillEngine::int8) return want;
+  std::string why;
+  const bool ok = moe_wgmma_supports(gate, up, down) && gemm_wgmma_available(&why);
+  if (!ok && g_engine == MoePrefillEngine::wgmma)
+    fail("mixture prefill: the wgmma products do not take {} experts of {} here{}", gate.n_expert,
+         ggml_type_name(gate.type), why.empty() ? "" : ": " + why);
+  return ok ? MoePrefillEngine::wgmma : MoePrefillEngine::int8;
 }
 
 }  // namespace lathe::kernels

@@ -76,11 +76,19 @@ void moe_combine(CUdeviceptr y, int64_t rows, int64_t top_k, int64_t n_expert, i
                  CUdeviceptr weights, CUdeviceptr out, CUstream stream);
 
 // ---- the router's logits [rows][E] f32 = x . router^T in f32: an f32 router takes
-// lathe_moe_router_f32 (32 rows x 32 experts a block), any other format matmul.
+// lathe_moe_router_f32 (16 rows x 16 experts a block, k in 8 groups summed in order), any other
+// format matmul.
 void moe_router_logits(const WeightMatrix& router, CUdeviceptr x, int64_t rows, CUdeviceptr logits, CUstream stream);
 
-// ---- the whole mixture of a chunk: router (moe_router_logits, route_top_k), x^, grouping, gate/up/SwiGLU,
-// h^, down, combine. x, out: f32 [rows][n_embd], 16-byte aligned; out fully written.
+// ---- the whole mixture of a chunk: router (moe_router_logits, route_top_k), grouping, then one of two
+// engines for the products, and the combine. x, out: f32 [rows][n_embd], 16-byte aligned; out fully
+// written.
+//   wgmma (moe_wgmma_launch.h; when gemm_wgmma_available() and moe_wgmma_supports the weights): x
+//     gathered into grouped order in f16 (into scratch.y, free until down writes it), gate/up/SwiGLU
+//     on wgmma writing h in f16 (into scratch.h), down on wgmma. scratch.q is not used.
+//   int8: x^, gate/up/SwiGLU, h^, down on the int8 grouped products (moe_grouped_gemm.cuh).
+// The engine: set_moe_prefill_engine, else LATHE_MOE_PREFILL=int8 forces int8, else wgmma wherever it
+// applies.
 struct MoePrefillScratch {
   CUdeviceptr logits = 0;   // f32 [rows][E]
   CUdeviceptr ids = 0;      // int32 [rows][K]
@@ -99,6 +107,13 @@ bool moe_prefill_applies(const WeightMatrix& gate, const WeightMatrix& up, const
 void moe_prefill(const WeightMatrix& router, const WeightMatrix& gate, const WeightMatrix& up,
                  const WeightMatrix& down, Activations a, CUdeviceptr x, int64_t rows, int64_t top_k, bool renormalize,
                  CUdeviceptr out, const MoePrefillScratch& scratch, CUstream stream);
+
+enum class MoePrefillEngine { automatic, int8, wgmma };
+// Forces an engine (wgmma: a UserError where it does not apply); automatic restores the rule. Not
+// thread-safe.
+void set_moe_prefill_engine(MoePrefillEngine engine);
+// The engine moe_prefill takes for these weights (no launch; asks whether the card runs wgmma).
+MoePrefillEngine moe_prefill_engine(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down);
 
 // Forces the row tile (32 or 64; 0 restores the rule), for measurements. Not thread-safe.
 void set_moe_prefill_row_tile(int bm);
