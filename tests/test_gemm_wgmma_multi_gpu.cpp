@@ -310,8 +310,13 @@ TEST(GemmWgmmaMultiGpu, SwigluTileSweep) {
         fused[i] = median_ms([&] { gemm_wgmma_swiglu(gate, up, x16.ptr(), rows, h.ptr(), s.handle()); });
         set_gemm_wgmma_tile_override(0);
       }
-      std::printf("  %-4s rows %-5lld %7.3f | %7.3f | %7.3f | %7.3f | %7.3f\n", name_of(t).c_str(), (long long)rows, one,
-                  sep, sw, fused[0], fused[1]);
+      // gate and up as one multi launch (128-row boxes, no SwiGLU epilogue): what the fused form's
+      // half-tile boxes and exchange cost beyond merging the launches.
+      const WeightMatrix gu[2] = {gate, up};
+      const CUdeviceptr gy[2] = {g.ptr(), u.ptr()};
+      const double multi = median_ms([&] { gemm_wgmma_multi(gu, 2, x16.ptr(), rows, gy, s.handle()); });
+      std::printf("  %-4s rows %-5lld %7.3f | %7.3f | %7.3f | %7.3f | %7.3f | multi(gate, up) %7.3f\n",
+                  name_of(t).c_str(), (long long)rows, one, sep, sw, fused[0], fused[1], multi);
       std::fflush(stdout);
     }
   }

@@ -85,6 +85,22 @@ void gemm_wgmma_multi(const WeightMatrix* w, int n_matrices, CUdeviceptr x16, in
 void gemm_wgmma_swiglu(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr x16, int64_t rows, CUdeviceptr h,
                        CUstream stream, CUdeviceptr h16 = 0);
 
+// Measured (H200, tests/test_gemm_wgmma_multi_gpu.cpp, Qwen3-8B, k 4096; ms at 512 | 4096 rows):
+//   q+k+v (4096 + 1024 + 1024): q8_0 three launches 0.113 | 0.327, multi 0.052 | 0.324 (499 | 636
+//     TFLOP/s); q4_K 0.169 | 0.400 vs 0.071 | 0.394; f16 0.105 | 0.296 vs 0.050 | 0.295; q6_K 0.180 |
+//     0.530 vs 0.064 | 0.516.
+//   gate + up (12288 each) + swiglu: q8_0 separate 0.217 | 1.43, multi(gate, up) + swiglu 0.182 |
+//     1.52, fused 0.176 | 1.45-1.52 (587 | 544 TFLOP/s); q4_K 0.286 | 1.71, 0.227 | 1.84, fused
+//     0.250 | 2.20; f16 separate 0.205 | 1.31, fused 0.165 | 1.32; q6_K 0.295 | 2.15, fused 0.281 |
+//     2.20. The fused kernel's main loop runs slower than the single kernel's where a chunk takes
+//     several boxes (q4_K: 4 weight TMAs of 64 rows a stage, not 2 of 128; not understood yet), so
+//     for q4_K multi(gate, up) + elementwise swiglu is faster: gemm_wgmma_swiglu_fused_pays.
+//   The fused kernel's 256-row tile beats the 128-row one at every row count (256 to 4096).
+// Whether gemm_wgmma_swiglu's fused kernel beats gemm_wgmma_multi({gate, up}) + elementwise_binary
+// (swiglu) for this format (measured: f16 and q8_0 yes; q4_K no; q6_K, several boxes a chunk like
+// q4_K, assumed no). Both give bit-identical h.
+bool gemm_wgmma_swiglu_fused_pays(GgmlType type);
+
 // The kernels of the two forms (register-A only), for tests and notes.
 std::string gemm_wgmma_multi_kernel_name(GgmlType type, int tile_rows);
 std::string gemm_wgmma_swiglu_kernel_name(GgmlType type, int tile_rows);

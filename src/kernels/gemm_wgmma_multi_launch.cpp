@@ -65,6 +65,8 @@ std::string gemm_wgmma_swiglu_kernel_name(GgmlType type, int tile_rows) {
   return fmt::format("lathe_gemm_wgmma_rs_swiglu_{}_{}", f->name, tile_rows);
 }
 
+bool gemm_wgmma_swiglu_fused_pays(GgmlType type) { return type == GgmlType::F16 || type == GgmlType::Q8_0; }
+
 void gemm_wgmma_multi(const WeightMatrix* w, int n_matrices, CUdeviceptr x16, int64_t rows, const CUdeviceptr* y,
                       CUstream stream) {
   if (n_matrices < 1 || n_matrices > 3) fail("gemm_wgmma_multi: {} matrices (1 to 3 run in one launch)", n_matrices);
