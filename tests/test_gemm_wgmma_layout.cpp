@@ -259,6 +259,8 @@ TEST(GemmWgmmaLayout, Sm90aModuleCompilesWithNvrtc) {
     for (int bm : {128, 256}) {
       EXPECT_NE(bytes.find(gemm_wgmma_kernel_name(f.type, bm)), std::string::npos);
       EXPECT_NE(bytes.find(gemm_wgmma_rs_kernel_name(f.type, bm)), std::string::npos);
+      EXPECT_NE(bytes.find(gemm_wgmma_multi_kernel_name(f.type, bm)), std::string::npos);
+      EXPECT_NE(bytes.find(gemm_wgmma_swiglu_kernel_name(f.type, bm)), std::string::npos);
     }
   // Plain sm_90 refuses wgmma: the module above really was built for sm_90a.
   EXPECT_THROW(cuda::nvrtc_compile(src, "lathe_kernels_90a.cu", {}, "sm_90"), cuda::CudaError);

@@ -1,4 +1,5 @@
 #include "kernels/gemm_wgmma_launch.h"
+#include "kernels/gemm_wgmma_maps.h"
 
 #include "kernels/gemm_f16_launch.h"  // the formats and their staging: the kernel reuses gemm_f16's dequantizers
 
@@ -65,6 +66,44 @@ CUtensorMap tensor_map(CUdeviceptr base, CUtensorMapDataType type, uint64_t inne
 }
 
 }  // namespace
+
+namespace wgmma_detail {
+
+void check_product(const WeightMatrix& w, int64_t rows) {
+  const GemmF16Format* f = gemm_f16_format(w.type);
+  if (!f) fail("gemm_wgmma: no wgmma GEMM reads {} weights", ggml_type_name(w.type));
+  if (w.k <= 0 || w.k % f->k_multiple != 0 || w.k >= (int64_t{1} << 30))
+    fail("gemm_wgmma: {} rows of {} values are not whole blocks of {}", ggml_type_name(w.type), w.k, f->k_multiple);
+  if (w.n_out <= 0 || w.n_out >= (int64_t{1} << 29)) fail("gemm_wgmma: {} output rows is out of range", w.n_out);
+  if (w.n_expert != 1) fail("gemm_wgmma: a stack of {} experts needs the expert GEMV", w.n_expert);
+  if (rows <= 0 || rows >= (int64_t{1} << 31) || rows * w.n_out >= (int64_t{1} << 62) / 4)
+    fail("gemm_wgmma: {} rows is out of range", rows);
+}
+
+CUtensorMap x_map(CUdeviceptr x16, int64_t k, int64_t rows, int tile_rows) {
+  return tensor_map(x16, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<uint64_t>(k), static_cast<uint64_t>(rows),
+                    static_cast<uint64_t>(k) * 2, 64, static_cast<uint32_t>(tile_rows), true);
+}
+
+void weight_maps(const WeightMatrix& w, int box_rows, CUtensorMap* mw0, CUtensorMap* mw1) {
+  const int fmt_index = rs_format(w.type);
+  LATHE_CHECK(fmt_index >= 0);
+  const LatheGwrBoxes boxes = lathe_gwr_boxes(fmt_index);
+  const uint64_t rb = static_cast<uint64_t>(lathe::row_bytes(w.type, w.k));
+  const auto rows = static_cast<uint32_t>(box_rows);
+  if (fmt_index == 0) {
+    *mw0 = tensor_map(w.data, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<uint64_t>(w.k),
+                      static_cast<uint64_t>(w.n_out), rb, 64, rows, true);
+  } else {
+    *mw0 = tensor_map(w.data, CU_TENSOR_MAP_DATA_TYPE_UINT8, rb, static_cast<uint64_t>(w.n_out), rb,
+                      static_cast<uint32_t>(boxes.map0), rows, false);
+  }
+  *mw1 = boxes.map1 == 0 ? *mw0
+                         : tensor_map(w.data, CU_TENSOR_MAP_DATA_TYPE_UINT8, rb, static_cast<uint64_t>(w.n_out), rb,
+                                      static_cast<uint32_t>(boxes.map1), rows, false);
+}
+
+}  // namespace wgmma_detail
 
 bool gemm_wgmma_supports(GgmlType type) { return gemm_f16_format(type) != nullptr; }
 
@@ -139,36 +178,15 @@ void set_gemm_wgmma_tile_override(int tile_rows) {
 }
 
 void gemm_wgmma(const WeightMatrix& w, CUdeviceptr x16, int64_t rows, CUdeviceptr y, CUstream stream) {
-  const GemmF16Format* f = gemm_f16_format(w.type);
-  if (!f) fail("gemm_wgmma: no wgmma GEMM reads {} weights", ggml_type_name(w.type));
-  if (w.k <= 0 || w.k % f->k_multiple != 0 || w.k >= (int64_t{1} << 30))
-    fail("gemm_wgmma: {} rows of {} values are not whole blocks of {}", ggml_type_name(w.type), w.k, f->k_multiple);
-  if (w.n_out <= 0 || w.n_out >= (int64_t{1} << 29)) fail("gemm_wgmma: {} output rows is out of range", w.n_out);
-  if (w.n_expert != 1) fail("gemm_wgmma: a stack of {} experts needs the expert GEMV", w.n_expert);
-  if (rows <= 0 || rows >= (int64_t{1} << 31) || rows * w.n_out >= (int64_t{1} << 62) / 4)
-    fail("gemm_wgmma: {} rows is out of range", rows);
+  wgmma_detail::check_product(w, rows);
   LATHE_CHECK(w.data % 16 == 0 && x16 % 16 == 0 && y % 16 == 0);
   const int bm = gemm_wgmma_tile_rows(rows, w.n_out);
   if (gemm_wgmma_uses_rs(w.type, w.k)) {
     // Tensor maps of x16 [rows][k] f16 (box 64 x bm, 128-byte swizzle) and of W's bytes
     // [n_out][row_bytes] (boxes of the format's widths x 128 rows; f16 weights: 64 values x 128, swizzled).
-    const int fmt_index = rs_format(w.type);
-    const LatheGwrBoxes boxes = lathe_gwr_boxes(fmt_index);
-    const uint64_t rb = static_cast<uint64_t>(lathe::row_bytes(w.type, w.k));
-    const CUtensorMap mx = tensor_map(x16, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<uint64_t>(w.k),
-                                      static_cast<uint64_t>(rows), static_cast<uint64_t>(w.k) * 2, 64,
-                                      static_cast<uint32_t>(bm), true);
+    const CUtensorMap mx = wgmma_detail::x_map(x16, w.k, rows, bm);
     CUtensorMap mw0, mw1;
-    if (fmt_index == 0) {
-      mw0 = tensor_map(w.data, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, static_cast<uint64_t>(w.k),
-                       static_cast<uint64_t>(w.n_out), rb, 64, kTileOutputs, true);
-    } else {
-      mw0 = tensor_map(w.data, CU_TENSOR_MAP_DATA_TYPE_UINT8, rb, static_cast<uint64_t>(w.n_out), rb,
-                       static_cast<uint32_t>(boxes.map0), kTileOutputs, false);
-    }
-    mw1 = boxes.map1 == 0 ? mw0
-                          : tensor_map(w.data, CU_TENSOR_MAP_DATA_TYPE_UINT8, rb, static_cast<uint64_t>(w.n_out), rb,
-                                       static_cast<uint32_t>(boxes.map1), kTileOutputs, false);
+    wgmma_detail::weight_maps(w, kTileOutputs, &mw0, &mw1);
     CUdeviceptr yp = y;
     int n_rows = static_cast<int>(rows), k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out);
     const cuda::Dim3 grid{static_cast<unsigned>((rows + bm - 1) / bm),

@@ -55,6 +55,56 @@ bool gemm_wgmma_available(std::string* why = nullptr);
 
 void gemm_wgmma(const WeightMatrix& w, CUdeviceptr x16, int64_t rows, CUdeviceptr y, CUstream stream);
 
+// ---- Two launch forms for a chunk's products that read one x16 (gemm_wgmma_rs_multi.cuh;
+// gemm_wgmma_multi_launch.cpp). Both keep gemm_wgmma's contract above for each matrix (formats,
+// k, alignment, x16, numerics) and write each output bit-equal to gemm_wgmma on that matrix alone
+// (the same main loop: the same chunks and k16 slices in the same order). Where the register-A
+// kernel does not read the format (gemm_wgmma_uses_rs false) they fall back inside to the
+// per-matrix launches, so callers need not care.
+//
+// gemm_wgmma_multi: y[m] [rows][w[m].n_out] f32 = x16 . W_m^T for m < n_matrices (1..3), W_m all of
+// one format and one k (n_out may differ, ragged ones masked), in ONE launch whose 128-row output
+// tiles cover the matrices in order (a tile never straddles two; each matrix its own tensor map and
+// y). Each y[m] 16-byte aligned, fully written, nothing else written; the y[m] must not overlap.
+// Why: q, k and v of Qwen3-8B at 512 rows: k and v alone make 32 blocks for 132 SMs.
+// Fallback (or n_matrices == 1): gemm_wgmma per matrix.
+void gemm_wgmma_multi(const WeightMatrix* w, int n_matrices, CUdeviceptr x16, int64_t rows, const CUdeviceptr* y,
+                      CUstream stream);
+
+// gemm_wgmma_swiglu: h [rows][n_ff] = silu(x16 . G^T) * (x16 . U^T), n_ff = gate.n_out = up.n_out,
+// gate and up of one format and one k; ONE launch, no gate or up output written. SwiGLU is the
+// elementwise kernel's (elementwise_binary(swiglu): g / (1 + expf(-g)) * u in f32), so h is bit-equal
+// to gemm_wgmma(gate), gemm_wgmma(up), then elementwise_binary(swiglu). h: f32 [rows][n_ff] (0: not
+// written); h16: the same values rounded to f16 (nearest even, as convert_to_f16 does) [rows][n_ff]
+// (0: not written); at least one of them, each 16-byte aligned, fully written.
+// Launch: 256 threads, a block 64 outputs (warpgroup 0 their gate rows, 1 their up rows) by the tile
+// rows gemm_wgmma_tile_rows(rows, 2 n_ff) gives.
+// Fallback: gemm_wgmma(gate), gemm_wgmma(up) into a stream-ordered scratch (cuMemAllocAsync of
+// 2 rows n_ff f32, + rows n_ff where h is 0; freed on the stream after), then elementwise_binary
+// (swiglu) and convert_to_f16 as asked.
+void gemm_wgmma_swiglu(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr x16, int64_t rows, CUdeviceptr h,
+                       CUstream stream, CUdeviceptr h16 = 0);
+
+// Measured (H200, tests/test_gemm_wgmma_multi_gpu.cpp, Qwen3-8B, k 4096; ms at 512 | 4096 rows):
+//   q+k+v (4096 + 1024 + 1024): q8_0 three launches 0.113 | 0.327, multi 0.052 | 0.324 (499 | 636
+//     TFLOP/s); q4_K 0.169 | 0.400 vs 0.071 | 0.394; f16 0.105 | 0.296 vs 0.050 | 0.295; q6_K 0.180 |
+//     0.530 vs 0.064 | 0.516.
+//   gate + up (12288 each) + swiglu: q8_0 separate 0.217 | 1.43, multi(gate, up) + swiglu 0.182 |
+//     1.52, fused 0.176 | 1.45-1.52 (587 | 544 TFLOP/s); q4_K 0.286 | 1.71, 0.227 | 1.84, fused
+//     0.250 | 2.20; f16 separate 0.205 | 1.31, fused 0.165 | 1.32; q6_K 0.295 | 2.15, fused 0.281 |
+//     2.20. The fused kernel's main loop runs slower than the single kernel's where a chunk takes
+//     several boxes (q4_K: 4 weight TMAs of 64 rows a stage, not 2 of 128; not understood yet), so
+//     for q4_K multi(gate, up) + elementwise swiglu is faster: gemm_wgmma_swiglu_fused_pays.
+//   The fused kernel's 256-row tile beats the 128-row one at every row count (256 to 4096).
+// Whether gemm_wgmma_swiglu's fused kernel beats gemm_wgmma_multi({gate, up}) + elementwise_binary
+// (swiglu) for this format (measured: f16 and q8_0 yes; q4_K no; q6_K, several boxes a chunk like
+// q4_K, assumed no). Both give bit-identical h.
+bool gemm_wgmma_swiglu_fused_pays(GgmlType type);
+
+// The kernels of the two forms (register-A only), for tests and notes.
+std::string gemm_wgmma_multi_kernel_name(GgmlType type, int tile_rows);
+std::string gemm_wgmma_swiglu_kernel_name(GgmlType type, int tile_rows);
+
 // The row count of gemm_wgmma's tile for a shape (128 or 256; the tile is always that x 128), a
 // tile's kernel and its dynamic shared memory (lathe_gwg_geometry's total), for tests and notes.
 int gemm_wgmma_tile_rows(int64_t rows, int64_t n_out);

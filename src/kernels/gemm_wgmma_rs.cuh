@@ -296,25 +296,33 @@ __device__ __forceinline__ int lathe_gwr_box_at(int i) {
   return at;
 }
 
+// The block's tensor maps: x16, the weight maps (w0, w1: the format's maps 0 and 1) and the tile's
+// corner. u0 == nullptr: one matrix, 128 rows from n0 (boxes of 128 rows). u0 != nullptr (the fused
+// SwiGLU, gemm_wgmma_rs_multi.cuh): tile rows 0..63 are rows n0.. of w (gate), rows 64..127 rows n0..
+// of u (up), boxes of 64 rows each; the same bytes a stage.
+struct LatheGwrMaps {
+  const LatheGwrMap *x, *w0, *w1, *u0, *u1;
+  int m0, n0;
+};
+
 // Chunk j's TMA loads into stage j % S (thread 0 only): arms full[j % S] with the stage's bytes.
 template <class F, int BN>
-__device__ __forceinline__ void lathe_gwr_load(uint32_t sbase, const LatheGwrMap* mx, const LatheGwrMap* mw0,
-                                               const LatheGwrMap* mw1, int m0, int n0, int j) {
+__device__ __forceinline__ void lathe_gwr_load(uint32_t sbase, const LatheGwrMaps& mp, int j) {
   typedef LatheGwrConfig<F, BN> C;
   const int s = j % C::S;
   const uint32_t full = sbase + C::g.bar_at + 8 * s, st = sbase + s * C::g.stage_bytes;
   lathe_gwr_expect(full, C::g.tx_bytes);
-  lathe_gwr_tma(st, mx, 64 * j, m0, full);
+  lathe_gwr_tma(st, mp.x, 64 * j, mp.m0, full);
 #pragma unroll
-  for (int i = 0; i < F::boxes; ++i)
-    lathe_gwr_tma(st + C::g.w_at + lathe_gwr_box_at<F>(i), F::box_map(i) == 0 ? mw0 : mw1,
-                  F::box_x(i, j) - lathe_gwr_box_off<F>(i, j), n0, full);
+  for (int i = 0; i < F::boxes; ++i) {
+    const uint32_t dst = st + C::g.w_at + lathe_gwr_box_at<F>(i);
+    const int bx = F::box_x(i, j) - lathe_gwr_box_off<F>(i, j);
+    lathe_gwr_tma(dst, F::box_map(i) == 0 ? mp.w0 : mp.w1, bx, mp.n0, full);
+    // The up half: 64 rows of box i's width further (a multiple of 1024 bytes: TMA's alignment and
+    // the f16 box's 128-byte swizzle atom both hold).
+    if (mp.u0 != nullptr) lathe_gwr_tma(dst + 64 * F::box_width(i), F::box_map(i) == 0 ? mp.u0 : mp.u1, bx, mp.n0, full);
+  }
 }
-
-struct LatheGwrMaps {
-  const LatheGwrMap *x, *w0, *w1;
-  int m0, n0;
-};
 
 // This thread's A fragments of chunk c: a[4 s .. 4 s + 3] = wgmma's registers for k16 slice s (rows g
 // and g + 8 of the warp's 16: (g, k 2t..), (g + 8, 2t..), (g, 2t + 8..), (g + 8, 2t + 8..)).
@@ -368,7 +376,7 @@ __device__ __forceinline__ void lathe_gwr_step(float* acc, const uint32_t* cur, 
   // it too (the two run the same work in step, so the wait is short): S - 1 chunks load ahead.
   if (threadIdx.x == 0 && c >= 1 && c - 1 + C::S < n_chunks) {
     lathe_gwg_bar_wait(empty + 8 * ((c - 1) % C::S), ((c - 1) / C::S) & 1);
-    lathe_gwr_load<F, BN>(sbase, mp.x, mp.w0, mp.w1, mp.m0, mp.n0, c - 1 + C::S);
+    lathe_gwr_load<F, BN>(sbase, mp, c - 1 + C::S);
   }
   __syncwarp();
   if (c + 1 < n_chunks) {
@@ -378,13 +386,14 @@ __device__ __forceinline__ void lathe_gwr_step(float* acc, const uint32_t* cur, 
   }
 }
 
+// The consumer warpgroup cw's main loop: acc = its 64 weight rows of the tile times the BN x rows, over
+// every chunk; returns with every wgmma complete (the stages may be reused once both warpgroups return).
 template <class F, int BN>
-__device__ __forceinline__ void lathe_gwr_consumer(uint8_t* smem, uint32_t sbase, const LatheGwrMaps& mp, float* y,
-                                                   int n_rows, int n_out, int m0, int n0, int n_chunks, int cw) {
+__device__ __forceinline__ void lathe_gwr_mainloop(float* acc, uint8_t* smem, uint32_t sbase, const LatheGwrMaps& mp,
+                                                   int n_chunks, int cw) {
   typedef LatheGwrConfig<F, BN> C;
   const int lane = threadIdx.x & 31, wi = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
   const int fr = 64 * cw + 16 * wi + g;  // this thread's first weight row in the tile (and fr + 8)
-  float acc[BN / 2];
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
   uint32_t fa[16], fb[16];
@@ -395,10 +404,15 @@ __device__ __forceinline__ void lathe_gwr_consumer(uint8_t* smem, uint32_t sbase
     if (c + 1 < n_chunks) lathe_gwr_step<F, BN>(acc, fb, fa, smem, sbase, mp, fr, g, t, lane, c + 1, n_chunks);
   }
   lathe_gwg_wgmma_wait<0>();
+}
 
-  // Accumulator layout (m64nBN): warp wi holds weight rows 16 wi .. + 15; lane (g, t) rows g, g + 8
-  // and x rows 8 jn + 2 t, + 1 in acc[4 jn + 2 hh + e] (hh: row g + 8 hh, e: x row + e).
-  const int f0 = n0 + 64 * cw + 16 * wi + g;
+// Accumulator layout (m64nBN): warp wi holds weight rows 16 wi .. + 15 of its warpgroup's 64; lane
+// (g, t) rows g, g + 8 and x rows 8 jn + 2 t, + 1 in acc[4 jn + 2 hh + e] (hh: row g + 8 hh, e: x row
+// + e). Writes y[r][f] for the tile's rows r < n_rows and outputs f < n_out (f0: warpgroup's row 0).
+template <int BN>
+__device__ __forceinline__ void lathe_gwr_store(const float* acc, float* y, int n_rows, int n_out, int m0, int f0) {
+  const int lane = threadIdx.x & 31, wi = (threadIdx.x >> 5) & 3, g = lane >> 2, t = lane & 3;
+  const int f = f0 + 16 * wi + g;
 #pragma unroll
   for (int jn = 0; jn < BN / 8; ++jn)
 #pragma unroll
@@ -408,8 +422,33 @@ __device__ __forceinline__ void lathe_gwr_consumer(uint8_t* smem, uint32_t sbase
       float* yr = y + static_cast<long long>(r) * n_out;
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh)
-        if (f0 + 8 * hh < n_out) yr[f0 + 8 * hh] = acc[4 * jn + 2 * hh + e];
+        if (f + 8 * hh < n_out) yr[f + 8 * hh] = acc[4 * jn + 2 * hh + e];
     }
+}
+
+// Barrier setup and the first S chunks' loads (thread 0), then a block-wide barrier.
+template <class F, int BN>
+__device__ __forceinline__ void lathe_gwr_prologue(uint32_t sbase, const LatheGwrMaps& mp, int n_chunks) {
+  typedef LatheGwrConfig<F, BN> C;
+  if (threadIdx.x == 0) {
+    const uint32_t full = sbase + C::g.bar_at, empty = full + 8 * C::S;
+    for (int s = 0; s < C::S; ++s) {
+      lathe_gwg_bar_init(full + 8 * s, 1);   // thread 0's arrive.expect_tx (+ the TMA bytes)
+      lathe_gwg_bar_init(empty + 8 * s, 8);  // every consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    for (int j = 0; j < C::S && j < n_chunks; ++j) lathe_gwr_load<F, BN>(sbase, mp, j);
+  }
+  __syncthreads();
+}
+
+// The block's shared memory, 1024-aligned (the x tile's 128-byte swizzle atoms).
+__device__ __forceinline__ uint8_t* lathe_gwr_smem(uint32_t* sbase) {
+  extern __shared__ __align__(1024) uint8_t lathe_gwr_smem_raw[];
+  const uint32_t raw_base = lathe_gwg_smem(lathe_gwr_smem_raw);
+  const uint32_t pad = ((raw_base + 1023u) & ~1023u) - raw_base;
+  *sbase = raw_base + pad;
+  return lathe_gwr_smem_raw + pad;
 }
 
 // 256 threads, the two consumer warpgroups; thread 0 also issues the TMA loads. (A separate producer
@@ -420,26 +459,16 @@ __device__ __forceinline__ void lathe_gwr_consumer(uint8_t* smem, uint32_t sbase
 template <class F, int BN>
 __device__ __forceinline__ void lathe_gwr_body(const LatheGwrMap* mx, const LatheGwrMap* mw0, const LatheGwrMap* mw1,
                                                float* y, int n_rows, int k, int n_out) {
-  typedef LatheGwrConfig<F, BN> C;
-  extern __shared__ __align__(1024) uint8_t lathe_gwr_smem_raw[];
-  const uint32_t raw_base = lathe_gwg_smem(lathe_gwr_smem_raw);
-  const uint32_t pad = ((raw_base + 1023u) & ~1023u) - raw_base;
-  uint8_t* smem = lathe_gwr_smem_raw + pad;
-  const uint32_t sbase = raw_base + pad;
+  uint32_t sbase;
+  uint8_t* smem = lathe_gwr_smem(&sbase);
   const int m0 = blockIdx.x * BN, n0 = blockIdx.y * 128;
   const int n_chunks = (k + 63) >> 6;
-  if (threadIdx.x == 0) {
-    const uint32_t full = sbase + C::g.bar_at, empty = full + 8 * C::S;
-    for (int s = 0; s < C::S; ++s) {
-      lathe_gwg_bar_init(full + 8 * s, 1);   // thread 0's arrive.expect_tx (+ the TMA bytes)
-      lathe_gwg_bar_init(empty + 8 * s, 8);  // every consumer warp
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    for (int j = 0; j < C::S && j < n_chunks; ++j) lathe_gwr_load<F, BN>(sbase, mx, mw0, mw1, m0, n0, j);
-  }
-  __syncthreads();
-  const LatheGwrMaps mp{mx, mw0, mw1, m0, n0};
-  lathe_gwr_consumer<F, BN>(smem, sbase, mp, y, n_rows, n_out, m0, n0, n_chunks, threadIdx.x >> 7);
+  const LatheGwrMaps mp{mx, mw0, mw1, nullptr, nullptr, m0, n0};
+  lathe_gwr_prologue<F, BN>(sbase, mp, n_chunks);
+  const int cw = threadIdx.x >> 7;
+  float acc[BN / 2];
+  lathe_gwr_mainloop<F, BN>(acc, smem, sbase, mp, n_chunks, cw);
+  lathe_gwr_store<BN>(acc, y, n_rows, n_out, m0, n0 + 64 * cw);
 }
 
 #define LATHE_GWR_KERNEL(FMT, BN)                                                                              \
