@@ -187,6 +187,39 @@ TEST(GpuLanePrompt, LastRowVariantAgreesWithAllRows) {
   }
 }
 
+// A chunk of qwen3-0.6b's shapes (k 1024: the register-A wgmma kernel reads q8_0 rows) on wgmma where
+// the card has it: q, k and v in one launch and gate/up with the SwiGLU in one (or multi + SwiGLU),
+// against merged_products and gate_up_swiglu held back (separate wgmma launches: the same outputs,
+// bit for bit, the kernels promise) and against the interpreter.
+TEST(GpuLaneChunk, MergedWgmmaProductsAgreeWithSeparateOnesAndTheInterpreter) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  const GgufFile f = synthetic("qwen3-0.6b", "wgmma-chunk", 2);
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 64; ++i) ids.push_back((i * 53 + 11) % 3000);  // one chunk of 64 rows
+  GpuEngineOptions go;
+  go.n_ctx = 128;
+  go.max_chunk = 64;
+  GpuEngine merged(f, go);
+  const std::vector<float> got = merged.run(ids, 0, true);
+  const std::string plan = merged.plan(64).describe();
+  GpuEngineOptions held_options = go;
+  held_options.held = {"merged_products", "gate_up_swiglu"};
+  GpuEngine held(f, held_options);
+  const std::vector<float> base = held.run(ids, 0, true);
+  CpuEngine cpu(f, 128, 64);
+  const double vs_held = normalized(got, base), vs_cpu = normalized(got, cpu.run(ids, 0, true));
+  std::printf("[ lane ] qwen3-0.6b 64-row chunk, merged products: vs held back %.2e, vs interpreter %.2e\n", vs_held,
+              vs_cpu);
+  if (plan.find("gemm wgmma of 3 matrices") == std::string::npos) {
+    std::printf("[ lane ] no wgmma on this card: the chunk's plan is\n%s\n", plan.c_str());
+  } else {
+    EXPECT_NE(plan.find("gemm wgmma of 2 matrices"), std::string::npos) << plan;
+    EXPECT_EQ(vs_held, 0.0);  // the same f16 weights and k order in one launch or three
+  }
+  EXPECT_LT(vs_cpu, 2e-3);
+}
+
 // Residence keeps StepPlan::estimate_bytes free for the steps before any plan exists: it must cover
 // the arena each plan then takes, for a decode row and a full chunk, dense and mixture.
 TEST(GpuLaneResidence, StepEstimateCoversThePlansArena) {

@@ -66,6 +66,23 @@ bool StepPlan::Builder::reads_half(const graph::Node& product) const {
   return rows > kGemvRows && k::gemm_f16_supports(weight_of(m, wt).type);
 }
 
+// Whether a chunk's f16 product of w over `rows` rows runs on wgmma (after reads_half): always where
+// its register-A kernel reads the weight (rows of whole 16-byte lines: measured on the H200 at 512
+// rows of Qwen3-8B's shapes 1.6-4.0x gemm_f16), else from kWgmmaRows rows (its staged kernel:
+// 1.29-1.48x at 4,096 rows, 0.88-1.03x at 512). LATHE_PREFILL_GEMM=wgmma takes it at any row count,
+// =f16 never (for measurements). Asked at plan time: the first call loads the sm_90a module, which
+// must not happen inside a graph capture.
+namespace {
+bool takes_wgmma(const k::WeightMatrix& w, int64_t rows) {
+  static const int rule = [] {
+    const char* v = std::getenv("LATHE_PREFILL_GEMM");
+    return v && std::string(v) == "wgmma" ? 1 : v && std::string(v) == "f16" ? -1 : 0;
+  }();
+  return rule >= 0 && k::gemm_wgmma_supports(w.type) &&
+         (rule == 1 || rows >= kWgmmaRows || k::gemm_wgmma_uses_rs(w.type, w.k)) && k::gemm_wgmma_available();
+}
+}  // namespace
+
 // One product: the GEMV (a few rows), the f16 or int8 GEMM or the f32 matmul (a chunk). `quantize`:
 // this launch first makes the form of its input the product reads (int8, or f16 for the f16 GEMM; no
 // producer or earlier product made it); the form is in the group's scratch slot 0.
@@ -94,18 +111,8 @@ void StepPlan::Builder::emit_product(const graph::Node& n, int gi, bool quantize
   }
   if (reads_half(n)) {
     const CUdeviceptr h = scratch_ptr(gi, 0);
-    // The same contract on Hopper's wgmma (gemm_wgmma_launch.h) where the card and the format allow:
-    // always where its register-A kernel reads the weight (rows of whole 16-byte lines: measured on
-    // the H200 at 512 rows of Qwen3-8B's shapes 1.6-4.0x gemm_f16), else from kWgmmaRows rows (its
-    // staged kernel: 1.29-1.48x at 4,096 rows, 0.88-1.03x at 512).
-    // LATHE_PREFILL_GEMM=wgmma takes it at any row count, =f16 never (for measurements).
-    static const int wgmma_rule = [] {
-      const char* v = std::getenv("LATHE_PREFILL_GEMM");
-      return v && std::string(v) == "wgmma" ? 1 : v && std::string(v) == "f16" ? -1 : 0;
-    }();
-    const bool wg = wgmma_rule >= 0 && k::gemm_wgmma_supports(w.type) &&
-                    (wgmma_rule == 1 || rows >= kWgmmaRows || k::gemm_wgmma_uses_rs(w.type, kk)) &&
-                    k::gemm_wgmma_available();
+    // The same contract on Hopper's wgmma (gemm_wgmma_launch.h) where takes_wgmma says so.
+    const bool wg = takes_wgmma(w, rows);
     add(fmt::format("gemm {} {}", wg ? "wgmma" : "f16", shape), n, [=](CUstream s) {
       if (quantize) k::convert_to_f16(xp, rows * kk, h, s);
       if (wg)
@@ -178,6 +185,39 @@ void StepPlan::Builder::emit_merged(int gi) {
         k::gemv_multi(ws.data(), static_cast<int>(ws.size()), a, q, ys.data(), s);
     });
     return;
+  }
+  // A chunk's q, k and v (or gate and up) on wgmma: one launch over all their output tiles (k and v
+  // alone are too few tiles to fill the card), and for gate and up the SwiGLU in the product's
+  // epilogue where that pays (gemm_wgmma_swiglu_fused_pays; measured at 512 rows: q8_0 1.23x the
+  // three launches, and no gain at 4,096 rows, where the two products and the SwiGLU launch stay).
+  if (rows > kGemvRows && reads_half(first) && takes_wgmma(ws[0], rows)) {
+    bool same = true;
+    for (const k::WeightMatrix& w : ws) same = same && w.type == ws[0].type && w.k == ws[0].k;
+    if (same) {
+      const CUdeviceptr xp = ptr(x.id), h = scratch_ptr(gi, 0);
+      const int64_t kk = x.shape.back();
+      std::string what = fmt::format("gemm wgmma of {} matrices", ws.size());
+      for (const k::WeightMatrix& w : ws) what += fmt::format(" {} [{} x {}]", ggml_type_name(w.type), w.n_out, w.k);
+      if (swiglu) {
+        const graph::Node& sw = g.nodes[static_cast<size_t>(grp.nodes[2])];
+        const CUdeviceptr out = ptr(sw.output);
+        const int64_t count = numel(g.tensor(sw.output));
+        const bool fused = k::gemm_wgmma_swiglu_fused_pays(ws[0].type) && rows < kWgmmaRows;
+        add(fmt::format("{} {} [{} rows]", what, fused ? "with the swiglu in its epilogue" : "then swiglu", rows), first,
+            [=](CUstream s) {
+              if (quantize) k::convert_to_f16(xp, rows * kk, h, s);
+              if (fused) return k::gemm_wgmma_swiglu(ws[0], ws[1], h, rows, out, s);
+              k::gemm_wgmma_multi(ws.data(), 2, h, rows, ys.data(), s);
+              k::elementwise_binary(k::ElemBinary::swiglu, out, ys[0], ys[1], count, count, s);
+            });
+      } else {
+        add(fmt::format("{} [{} rows]", what, rows), first, [=](CUstream s) {
+          if (quantize) k::convert_to_f16(xp, rows * kk, h, s);
+          k::gemm_wgmma_multi(ws.data(), static_cast<int>(ws.size()), h, rows, ys.data(), s);
+        });
+      }
+      return;
+    }
   }
   for (size_t i = 0; i < n_products; ++i)
     emit_product(g.nodes[static_cast<size_t>(grp.nodes[i])], gi, quantize && i == 0);
@@ -268,6 +308,9 @@ void StepPlan::Builder::emit_mixture(int gi) {
   const CUdeviceptr logits = scratch_ptr(gi, 0), ids = scratch_ptr(gi, 1), wts = scratch_ptr(gi, 2);
   const CUdeviceptr gbuf = scratch_ptr(gi, 3), ubuf = scratch_ptr(gi, 4), q = scratch_ptr(gi, 5);
   if (rows > kGemvRows && k::moe_prefill_applies(gate, up, down, o.activations, top_k)) {
+    // moe_prefill takes its wgmma products where the card has them: load the sm_90a module now, not
+    // inside the graph capture of the first launch.
+    (void)k::gemm_wgmma_available();
     // A chunk under an int8 contract: pairs grouped by expert, one grouped launch per projection
     // (moe_prefill_launch.h); scratch_for sized slot 4 for down's output and added the grouping.
     const k::Activations ga = o.activations;
