@@ -21,6 +21,9 @@
 #   s5      the same session's second batch: qwen3-8b q8_0 with the prefill and decode profiles, pp4096
 #           in 4,096- and 512-row chunks, ncu's times and read rates of one decode token's kernels,
 #           then qwen3-8b q4_k_m, llama3-8b q8_0 and qwen3-30b-a3b q8_0
+#   s6      the third batch: the helpers' wgmma tests (mixture, multi-matrix), the merged chunk products
+#           in the lane, every speed target's bench with the checks of the 8B and the 30B, pp4096 and
+#           tg128 at 4,096 of context
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -126,6 +129,21 @@ for part in "$@"; do
     for spec in "qwen3-8b q4_k_m" "llama3-8b q8_0" "qwen3-30b-a3b q8_0"; do
       set -- $spec
       echo "== bench $1 $2"; $L bench $(synth $1 $2) -p 512 -n 128 -r 3 2>&1 | tail -2
+      rm -f $M/$1-$2.gguf
+    done ;;
+  s6)
+    for t in test_moe_wgmma_gpu test_gemm_wgmma_multi_gpu test_moe_prefill_gpu; do
+      echo "== $t"; [ -x $C/$t ] && $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |tests ran|Failure" | head -12
+    done
+    echo "== lane: chunk products"; $C/test_gpu_lane_gpu --gtest_filter='GpuLaneChunk*:GpuLaneMixture*' 2>&1 | grep -E "lane|OK|FAILED|Failure" -A2 | head -20
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0" "qwen3-30b-a3b q8_0"; do
+      set -- $spec
+      echo "== bench $1 $2"; $L bench $(synth $1 $2) -p 512 -n 128 -r 3 2>&1 | tail -2
+      case $1 in qwen3-8b|qwen3-30b-a3b) [ $2 = q8_0 ] && $L check $(synth $1 $2) --steps 16 2>&1 | tail -2 | head -1 ;; esac
+      case $1$2 in qwen3-8bq8_0)
+        $L bench $(synth $1 $2) -p 4096 -n 0 -r 2 --ctx 4608 2>&1 | tail -1
+        $L bench $(synth $1 $2) -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | tail -1 ;;
+      esac
       rm -f $M/$1-$2.gguf
     done ;;
   emit)
