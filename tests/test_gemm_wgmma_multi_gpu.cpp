@@ -14,6 +14,7 @@
 #include "kernels/elementwise_launch.h"
 #include "kernels/gemm_f16_launch.h"
 #include "kernels/gemm_wgmma_launch.h"
+#include "kernels/tile_tuner.h"
 #include "runtime/cuda_driver.h"
 
 #include "test_gemm_f16_helpers.h"
@@ -22,6 +23,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <random>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -204,6 +207,51 @@ TEST(GemmWgmmaMultiGpu, SwigluIsBitEqualToGateUpThenElementwise) {
 
 // ms (CUDA events around the launches, median of 10 after a warm-up) and TFLOP/s = 2 rows n k / time
 // of the separate launches and of the one launch on Qwen3-8B's shapes.
+// LATHE_TUNE=1: tune_gemm_wgmma times both tiles of a form and shape once and remembers the faster
+// in the card's tile file; the launches after it take that tile, and the product is the same (both
+// tiles give the same bits).
+TEST(GemmWgmmaMultiGpu, TunedTileIsRememberedAndGivesTheSameProduct) {
+  LATHE_NEED_WGMMA();
+  ::setenv("LATHE_TUNE", "1", 1);
+  cuda::Stream s;
+  std::mt19937_64 rng(17);
+  const int64_t rows = 300, k = 1024;
+  const std::vector<float> x = random_values(rows * k, rng);
+  DeviceBuffer xd = upload(x.data(), x.size() * 4), x16(x.size() * 2);
+  convert_to_f16(xd.ptr(), rows * k, x16.ptr(), s.handle());
+  const std::vector<uint8_t> mq = random_matrix(GgmlType::Q8_0, 1024, k, rng), mk = random_matrix(GgmlType::Q8_0, 256, k, rng);
+  DeviceBuffer qd = upload(mq.data(), mq.size()), kd = upload(mk.data(), mk.size());
+  const WeightMatrix w[2] = {{GgmlType::Q8_0, qd.ptr(), 1024, k}, {GgmlType::Q8_0, kd.ptr(), 256, k}};
+  DeviceBuffer y_rule[2] = {DeviceBuffer(rows * 1024 * 4), DeviceBuffer(rows * 256 * 4)};
+  DeviceBuffer y_tuned[2] = {DeviceBuffer(rows * 1024 * 4), DeviceBuffer(rows * 256 * 4)};
+  const CUdeviceptr yr[2] = {y_rule[0].ptr(), y_rule[1].ptr()}, yt[2] = {y_tuned[0].ptr(), y_tuned[1].ptr()};
+  const int rule = gemm_wgmma_tile_rows(rows, 1280);
+  set_gemm_wgmma_tile_override(rule);
+  gemm_wgmma_multi(w, 2, x16.ptr(), rows, yr, s.handle());
+  set_gemm_wgmma_tile_override(0);
+  int launches = 0;
+  tune_gemm_wgmma(GemmWgmmaForm::multi, GgmlType::Q8_0, k, rows, 1280, [&](CUstream st) {
+    ++launches;
+    gemm_wgmma_multi(w, 2, x16.ptr(), rows, yt, st);
+  });
+  const int chosen = gemm_wgmma_chosen_tile(GemmWgmmaForm::multi, GgmlType::Q8_0, k, rows, 1280);
+  gemm_wgmma_multi(w, 2, x16.ptr(), rows, yt, s.handle());
+  s.synchronize();
+  for (int m = 0; m < 2; ++m) {
+    const size_t n = static_cast<size_t>(rows * w[m].n_out);
+    std::vector<float> a(n), b(n);
+    y_rule[m].download(a.data(), n * 4);
+    y_tuned[m].download(b.data(), n * 4);
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), n * 4), 0) << "matrix " << m;
+  }
+  std::printf("  tuned multi q8_0 1024+256 x %lld, %lld rows: rule %d, chosen %d, %d timed launches, file %s\n",
+              (long long)k, (long long)rows, rule, chosen, launches, card_tuner().file().c_str());
+  EXPECT_TRUE(chosen == 128 || chosen == 256);
+  EXPECT_TRUE(launches == 0 || launches == 8);  // remembered from an earlier run, or 2 tiles x (1 + 3)
+  EXPECT_TRUE(std::filesystem::exists(card_tuner().file()));
+  ::unsetenv("LATHE_TUNE");
+}
+
 TEST(GemmWgmmaMultiGpu, TimingPrintsTflops) {
   LATHE_NEED_WGMMA();
   cuda::Stream s;

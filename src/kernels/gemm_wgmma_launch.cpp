@@ -8,11 +8,15 @@
 #include "kernels/gemm_wgmma.cuh"  // lathe_gwg_geometry: the kernel's shared-memory layout, on the host
 #include "kernels/gemm_wgmma_rs.cuh"  // lathe_gwr_geometry, lathe_gwr_boxes: the register-A kernel's layout
 #include "kernels/library.h"
+#include "kernels/tile_tuner.h"
+#include "runtime/cuda_driver.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 #include <mutex>
 #include <string>
 
@@ -177,10 +181,46 @@ void set_gemm_wgmma_tile_override(int tile_rows) {
   g_override = tile_rows;
 }
 
+namespace {
+
+std::string tune_key(GemmWgmmaForm form, GgmlType type, int64_t k, int64_t rows, int64_t n_out) {
+  const char* name = form == GemmWgmmaForm::single ? "" : form == GemmWgmmaForm::multi ? " multi" : " swiglu";
+  return fmt::format("gemm wgmma{} {} rows {} n {} k {} tiles 128,256", name, ggml_type_name(type), rows, n_out, k);
+}
+
+}  // namespace
+
+int gemm_wgmma_chosen_tile(GemmWgmmaForm form, GgmlType type, int64_t k, int64_t rows, int64_t n_out) {
+  if (g_override == 0 && tuning_enabled() && !cuda::recorder())
+    if (auto i = card_tuner().known(tune_key(form, type, k, rows, n_out), 2)) return *i == 0 ? 128 : 256;
+  return gemm_wgmma_tile_rows(rows, n_out);
+}
+
+void tune_gemm_wgmma(GemmWgmmaForm form, GgmlType type, int64_t k, int64_t rows, int64_t n_out,
+                     const std::function<void(CUstream)>& launch) {
+  if (cuda::recorder() || !tuning_enabled() || g_override != 0) return;
+  card_tuner().choose(tune_key(form, type, k, rows, n_out), 2, [&](int i) {
+    cuda::Stream s;
+    cuda::EventTimer timer;
+    g_override = i == 0 ? 128 : 256;
+    launch(s.handle());  // warm: the module's function, the caches
+    s.synchronize();
+    std::vector<float> ms;
+    for (int rep = 0; rep < 3; ++rep) {
+      timer.start(s);
+      launch(s.handle());
+      ms.push_back(timer.stop(s));
+    }
+    g_override = 0;
+    std::sort(ms.begin(), ms.end());
+    return 1e3 * ms[1];
+  });
+}
+
 void gemm_wgmma(const WeightMatrix& w, CUdeviceptr x16, int64_t rows, CUdeviceptr y, CUstream stream) {
   wgmma_detail::check_product(w, rows);
   LATHE_CHECK(w.data % 16 == 0 && x16 % 16 == 0 && y % 16 == 0);
-  const int bm = gemm_wgmma_tile_rows(rows, w.n_out);
+  const int bm = gemm_wgmma_chosen_tile(GemmWgmmaForm::single, w.type, w.k, rows, w.n_out);
   if (gemm_wgmma_uses_rs(w.type, w.k)) {
     // Tensor maps of x16 [rows][k] f16 (box 64 x bm, 128-byte swizzle) and of W's bytes
     // [n_out][row_bytes] (boxes of the format's widths x 128 rows; f16 weights: 64 values x 128, swizzled).

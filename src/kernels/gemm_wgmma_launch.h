@@ -40,6 +40,7 @@
 
 #include "kernels/gemv_launch.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -127,5 +128,15 @@ void set_gemm_wgmma_engine_override(GemmWgmmaEngine engine);
 // Forces the tile rows (128 or 256) for measurements; 0 restores the rule. Not thread-safe against
 // concurrent gemm_wgmma calls.
 void set_gemm_wgmma_tile_override(int tile_rows);
+
+// Tiles chosen by measuring (LATHE_TUNE=1, tile_tuner.h): the planner calls tune_gemm_wgmma once per
+// form and shape at plan time with the launch it will record; both tile rows (128, 256) are timed on
+// the card and the faster is remembered in the card's tile file, so later launches of that form and
+// shape (this run's and later runs') take it. Without tuning, or for a shape never tuned, the rule
+// (gemm_wgmma_tile_rows). The x and y of `launch` may hold anything: only its time is read.
+enum class GemmWgmmaForm { single, multi, swiglu };
+int gemm_wgmma_chosen_tile(GemmWgmmaForm form, GgmlType type, int64_t k, int64_t rows, int64_t n_out);
+void tune_gemm_wgmma(GemmWgmmaForm form, GgmlType type, int64_t k, int64_t rows, int64_t n_out,
+                     const std::function<void(CUstream)>& launch);
 
 }  // namespace lathe::kernels

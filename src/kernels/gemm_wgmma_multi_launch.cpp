@@ -87,7 +87,9 @@ void gemm_wgmma_multi(const WeightMatrix* w, int n_matrices, CUdeviceptr x16, in
     end[m] = total;
   }
   if (total > 65535) fail("gemm_wgmma_multi: {} output tiles of {} are more than 65535", total, kTileOutputs);
-  const int bm = gemm_wgmma_tile_rows(rows, total * kTileOutputs);
+  int64_t outputs = 0;  // the key of a tuned choice, and the rule's output count
+  for (int m = 0; m < n_matrices; ++m) outputs += w[m].n_out;
+  const int bm = gemm_wgmma_chosen_tile(GemmWgmmaForm::multi, w[0].type, w[0].k, rows, outputs);
   const CUtensorMap mx = wgmma_detail::x_map(x16, w[0].k, rows, bm);
   CUtensorMap mw[6];
   for (int m = 0; m < 3; ++m) {
@@ -139,7 +141,7 @@ void gemm_wgmma_swiglu(const WeightMatrix& gate, const WeightMatrix& up, CUdevic
   constexpr int kHalf = kTileOutputs / 2;  // a block's outputs: 64 gate rows and 64 up rows
   const int64_t tiles = (n_ff + kHalf - 1) / kHalf;
   if (tiles > 65535) fail("gemm_wgmma_swiglu: {} outputs need more than 65535 tiles of {}", n_ff, kHalf);
-  const int bm = gemm_wgmma_tile_rows(rows, 2 * n_ff);
+  const int bm = gemm_wgmma_chosen_tile(GemmWgmmaForm::swiglu, gate.type, gate.k, rows, 2 * n_ff);
   const CUtensorMap mx = wgmma_detail::x_map(x16, gate.k, rows, bm);
   CUtensorMap mg0, mg1, mu0, mu1;
   wgmma_detail::weight_maps(gate, kHalf, &mg0, &mg1);

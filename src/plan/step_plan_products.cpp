@@ -113,6 +113,9 @@ void StepPlan::Builder::emit_product(const graph::Node& n, int gi, bool quantize
     const CUdeviceptr h = scratch_ptr(gi, 0);
     // The same contract on Hopper's wgmma (gemm_wgmma_launch.h) where takes_wgmma says so.
     const bool wg = takes_wgmma(w, rows);
+    if (wg)
+      k::tune_gemm_wgmma(k::GemmWgmmaForm::single, w.type, kk, rows, w.n_out,
+                         [=](CUstream s) { k::gemm_wgmma(w, h, rows, y, s); });
     add(fmt::format("gemm {} {}", wg ? "wgmma" : "f16", shape), n, [=](CUstream s) {
       if (quantize) k::convert_to_f16(xp, rows * kk, h, s);
       if (wg)
@@ -203,6 +206,12 @@ void StepPlan::Builder::emit_merged(int gi) {
         const CUdeviceptr out = ptr(sw.output);
         const int64_t count = numel(g.tensor(sw.output));
         const bool fused = k::gemm_wgmma_swiglu_fused_pays(ws[0].type) && rows < kWgmmaRows;
+        if (fused)
+          k::tune_gemm_wgmma(k::GemmWgmmaForm::swiglu, ws[0].type, kk, rows, 2 * ws[0].n_out,
+                             [=](CUstream s) { k::gemm_wgmma_swiglu(ws[0], ws[1], h, rows, out, s); });
+        else
+          k::tune_gemm_wgmma(k::GemmWgmmaForm::multi, ws[0].type, kk, rows, ws[0].n_out + ws[1].n_out,
+                             [=](CUstream s) { k::gemm_wgmma_multi(ws.data(), 2, h, rows, ys.data(), s); });
         add(fmt::format("{} {} [{} rows]", what, fused ? "with the swiglu in its epilogue" : "then swiglu", rows), first,
             [=](CUstream s) {
               if (quantize) k::convert_to_f16(xp, rows * kk, h, s);
@@ -211,6 +220,11 @@ void StepPlan::Builder::emit_merged(int gi) {
               k::elementwise_binary(k::ElemBinary::swiglu, out, ys[0], ys[1], count, count, s);
             });
       } else {
+        int64_t outputs = 0;
+        for (const k::WeightMatrix& w : ws) outputs += w.n_out;
+        k::tune_gemm_wgmma(k::GemmWgmmaForm::multi, ws[0].type, kk, rows, outputs, [=](CUstream s) {
+          k::gemm_wgmma_multi(ws.data(), static_cast<int>(ws.size()), h, rows, ys.data(), s);
+        });
         add(fmt::format("{} [{} rows]", what, rows), first, [=](CUstream s) {
           if (quantize) k::convert_to_f16(xp, rows * kk, h, s);
           k::gemm_wgmma_multi(ws.data(), static_cast<int>(ws.size()), h, rows, ys.data(), s);
