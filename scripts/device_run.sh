@@ -24,6 +24,9 @@
 #   s6      the third batch: the helpers' wgmma tests (mixture, multi-matrix), the merged chunk products
 #           in the lane, every speed target's bench with the checks of the 8B and the 30B, pp4096 and
 #           tg128 at 4,096 of context
+#   s7      the last batch: pp512 with and without LATHE_TUNE=1 (wgmma tiles by measurement) on
+#           qwen3-8b q4_k_m and q8_0, then llama.cpp's llama-bench (when build-dev/llama has one, built
+#           outside this repository) on the same q8_0 file: pp512, pp4096, tg128
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -146,6 +149,19 @@ for part in "$@"; do
       esac
       rm -f $M/$1-$2.gguf
     done ;;
+  s7)
+    for spec in "qwen3-8b q4_k_m" "qwen3-8b q8_0"; do
+      set -- $spec
+      for flags in "" "LATHE_TUNE=1"; do
+        echo "== pp512 $1 $2 ${flags:-(defaults)}"; env $flags $L bench $(synth $1 $2) -p 512 -n 0 -r 3 2>&1 | tail -1
+      done
+      [ $2 = q4_k_m ] && rm -f $M/$1-$2.gguf
+    done
+    if [ -x build-dev/llama/llama-bench ]; then
+      echo "== llama.cpp (llama-bench, CUDA sm_90, flash attention) on the same qwen3-8b q8_0 file"
+      timeout 240 build-dev/llama/llama-bench -m $M/qwen3-8b-q8_0.gguf -p 512,4096 -n 128 -fa 1 -ngl 99 -r 2 2>&1 | grep -E "^\||error|failed" | tail -8
+    fi
+    rm -f $M/qwen3-8b-q8_0.gguf ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do
