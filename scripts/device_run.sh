@@ -157,9 +157,17 @@ for part in "$@"; do
       done
       [ $2 = q4_k_m ] && rm -f $M/$1-$2.gguf
     done
+    # llama-bench, xz-compressed and split in two (build-dev/llama/part-aa, -ab: the device tool carries
+    # at most 64 MiB with the tree, so the first part comes by an earlier call and stays there).
+    if [ -f build-dev/llama/part-aa ] && [ -f build-dev/llama/part-ab ]; then
+      cat build-dev/llama/part-aa build-dev/llama/part-ab | xz -d > build-dev/llama/llama-bench && chmod +x build-dev/llama/llama-bench
+    fi
     if [ -x build-dev/llama/llama-bench ]; then
+      LL=$LD_LIBRARY_PATH
+      for d in $(find /usr /opt /usr/local -name 'libcublasLt.so.13' -o -name 'libnccl.so.2' -o -name 'libcudart.so.13' -o -name 'libcublas.so.13' 2>/dev/null | xargs -r -n1 dirname | sort -u); do LL=$LL:$d; done
       echo "== llama.cpp (llama-bench, CUDA sm_90, flash attention) on the same qwen3-8b q8_0 file"
-      timeout 240 build-dev/llama/llama-bench -m $M/qwen3-8b-q8_0.gguf -p 512,4096 -n 128 -fa 1 -ngl 99 -r 2 2>&1 | grep -E "^\||error|failed" | tail -8
+      LD_LIBRARY_PATH=$LL ldd build-dev/llama/llama-bench | grep "not found"
+      LD_LIBRARY_PATH=$LL timeout 240 build-dev/llama/llama-bench -m $M/qwen3-8b-q8_0.gguf -p 512,4096 -n 128 -fa 1 -ngl 99 -r 2 2>&1 | grep -E "^\||error|failed|build" | tail -8
     fi
     rm -f $M/qwen3-8b-q8_0.gguf ;;
   emit)
