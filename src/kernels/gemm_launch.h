@@ -34,7 +34,7 @@
 // That is 5-9% of the 1,979 dense int8 TOPS: about half the target. Per 256-value k-tile a block
 // spends a fixed ~2 us (unpack + two barriers, its 8 warps in lockstep) that the mma work does not
 // hide. The warp-specialized variant (GemmVariant below) has producer warps stage and unpack while
-// consumer warps multiply; the tuner (LATHE_TUNE=1) measures it beside the lockstep tiles. Still
+// consumer warps multiply; the tuner (tile_tuner.h) measures it beside the lockstep tiles. Still
 // bounded by the f32 work of applying every 32-value block's scales (3 f32 ops per output per mma,
 // as much issue time as the mma itself); then wgmma (needs sm_90a, which NVRTC is not asked for).
 #pragma once
@@ -80,7 +80,7 @@ unsigned gemm_shared_bytes(GgmlType type, Activations a, GemmTile tile);
 //
 // Measures every candidate tile for this shape on this card (a few launches each, on a private stream,
 // synchronizing: never inside a graph capture) and remembers the fastest, unless it already is
-// remembered, tuning is off (on with LATHE_TUNE=1), a tile is forced, or a Recorder is active. xq and y as
+// remembered, tuning is off (LATHE_TUNE=0), a tile is forced, or a Recorder is active. xq and y as
 // for gemm_quantized (their contents do not matter; y is overwritten).
 void tune_gemm(const WeightMatrix& w, Activations a, CUdeviceptr xq, int64_t rows, CUdeviceptr y);
 

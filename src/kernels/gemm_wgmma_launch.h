@@ -129,7 +129,7 @@ void set_gemm_wgmma_engine_override(GemmWgmmaEngine engine);
 // concurrent gemm_wgmma calls.
 void set_gemm_wgmma_tile_override(int tile_rows);
 
-// Tiles chosen by measuring (LATHE_TUNE=1, tile_tuner.h): the planner calls tune_gemm_wgmma once per
+// Tiles chosen by measuring (on unless LATHE_TUNE=0, tile_tuner.h): the planner calls tune_gemm_wgmma once per
 // form and shape at plan time with the launch it will record; both tile rows (128, 256) are timed on
 // the card and the faster is remembered in the card's tile file, so later launches of that form and
 // shape (this run's and later runs') take it. Without tuning, or for a shape never tuned, the rule

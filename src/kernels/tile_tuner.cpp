@@ -70,7 +70,7 @@ TileTuner& card_tuner() {
 
 bool tuning_enabled() {
   const char* v = std::getenv("LATHE_TUNE");
-  return v && std::string(v) == "1";
+  return !(v && std::string(v) == "0");
 }
 
 }  // namespace lathe::kernels

@@ -48,8 +48,10 @@ class TileTuner {
 // architecture); one per process.
 TileTuner& card_tuner();
 
-// Whether kernels tune their tiles: LATHE_TUNE=1. Off by default until the tuner has run on a GPU
-// (it was written in a session with no device time left); off, kernels use their rules.
+// Whether kernels tune their tiles: on unless LATHE_TUNE=0 (then, and for shapes never tuned, the
+// kernels' rules). Measured on the H200 (lathe bench -p 512): qwen3-8b Q4_K_M 20,326 -> 21,061 tok/s
+// with the wgmma tiles tuned, Q8_0 28,977 -> 29,087; the int8 GEMM's tiles moved its pp512 6,088 ->
+// 6,211 (third session).
 bool tuning_enabled();
 
 }  // namespace lathe::kernels
