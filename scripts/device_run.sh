@@ -27,6 +27,7 @@
 #   s7      the last batch: pp512 with and without LATHE_TUNE=1 (wgmma tiles by measurement) on
 #           qwen3-8b q4_k_m and q8_0, then llama.cpp's llama-bench (when build-dev/llama has one, built
 #           outside this repository) on the same q8_0 file: pp512, pp4096, tg128
+#   s8      tile tuning on by default: its tests, the lane tests, qwen3-8b q4_k_m and qwen3-0.6b benches
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -170,6 +171,15 @@ for part in "$@"; do
       LD_LIBRARY_PATH=$LL timeout 240 build-dev/llama/llama-bench -m $M/qwen3-8b-q8_0.gguf -p 512,4096 -n 128 -fa 1 -ngl 99 -r 2 2>&1 | grep -E "^\||error|failed|build" | tail -8
     fi
     rm -f $M/qwen3-8b-q8_0.gguf ;;
+  s8)
+    echo "== tuning on by default"
+    $C/test_gemm_wgmma_multi_gpu --gtest_filter='*Tuned*' 2>&1 | grep -E "tuned|OK|FAILED|Failure" | head -5
+    $C/test_gemm_gpu --gtest_filter='*Tuned*' 2>&1 | grep -E "^\[  (PASSED|FAILED)|Failure" | head -5
+    $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED)|Failure" | head -5
+    for spec in "qwen3-8b q4_k_m" "qwen3-0.6b q8_0"; do
+      set -- $spec
+      echo "== bench $1 $2"; $L bench $(synth $1 $2) -p 512 -n 128 -r 3 2>&1 | tail -2
+    done ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do
