@@ -72,7 +72,9 @@ TEST(Fuse, Qwen3DecodeGroups) {
   EXPECT_EQ(all.count("gate_up_swiglu"), 2);   // one a layer
   EXPECT_EQ(all.count("merged_products"), 2);  // q, k and v of each layer
   for (const fuse::Group& grp : all.groups)
-    if (grp.rule == "merged_products") EXPECT_EQ(grp.nodes.size(), 3u);
+    if (grp.rule == "merged_products") {
+      EXPECT_EQ(grp.nodes.size(), 3u);
+    }
   EXPECT_EQ(all.count("elementwise_run"), 0);  // qwen3's SwiGLU is one op
   std::set<std::string> every;
   for (const fuse::Rule& r : fuse::fusion_rules()) every.insert(std::string(r.name));

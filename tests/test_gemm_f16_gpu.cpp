@@ -96,14 +96,7 @@ TEST(GemmF16Gpu, EveryFormatShapeRowCountAndTileMatchesF64) {
           EXPECT_EQ(overwritten, 0u) << what;
           if (y0.empty()) {
             y0 = y;
-            double e = 0, scale = 0;
-            for (int64_t r = 0; r < rows; ++r)
-              for (size_t i = 0; i < outs.size(); ++i) {
-                const double c = ref[r * outs.size() + i], d = std::abs(double(y[r * n_out + outs[i]]) - c);
-                e = std::isfinite(d) ? std::max(e, d) : INFINITY;
-                scale = std::max(scale, std::abs(c));
-              }
-            e = scale > 0 ? e / scale : e;
+            const double e = checked_error(y, n_out, ref, outs, rows);
             const size_t compared = static_cast<size_t>(rows) * outs.size();
             EXPECT_LE(e, compared >= 16384 ? kBoundMany : kBound) << what;
             std::printf(" %.2e", e);
@@ -133,18 +126,7 @@ TEST(GemmF16Gpu, TimingPrintsTflops) {
   };
   const Shape shapes[] = {{"q/o", 4096, 4096}, {"gate/up", 12288, 4096}, {"down", 4096, 12288},
                           {"output", 151936, 4096}};
-  auto median_ms = [&](auto&& launch) {
-    launch();
-    std::vector<float> ms;
-    for (int rep = 0; rep < 10; ++rep) {
-      cuda::EventTimer timer;
-      timer.start(s);
-      launch();
-      ms.push_back(timer.stop(s));
-    }
-    std::sort(ms.begin(), ms.end());
-    return 0.5 * (ms[4] + ms[5]);
-  };
+  auto median = [&](auto&& launch) { return median_ms(s, 10, launch, [&] { s.synchronize(); }); };
   std::printf("f16 GEMM: ms, TFLOP/s, %% of %.0f (tile); int8x2 GEMM on the same shape: ms, TOPS; speed-up\n", ceiling);
   const int64_t max_rows = 4096;
   const std::vector<float> x = random_values(max_rows * 12288, rng);
@@ -158,7 +140,7 @@ TEST(GemmF16Gpu, TimingPrintsTflops) {
       for (int64_t rows : {int64_t{512}, max_rows}) {
         const double ops = 2.0 * rows * sh.n_out * sh.k;
         convert_to_f16(xd.ptr(), rows * sh.k, x16.ptr(), s.handle());
-        const double ms = median_ms([&] { gemm_f16(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+        const double ms = median([&] { gemm_f16(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
         const GemmF16Tile tile = gemm_f16_tile(rows, sh.n_out);
         std::printf("  %-4s %-7s %6lld x %-6lld rows %-5lld %8.3f ms %6.1f TFLOP/s %5.1f%% (%dx%d)", name_of(t).c_str(),
                     sh.name, (long long)sh.n_out, (long long)sh.k, (long long)rows, ms, ops / (ms * 1e9),
@@ -167,18 +149,18 @@ TEST(GemmF16Gpu, TimingPrintsTflops) {
           DeviceBuffer q(static_cast<size_t>(quantized_activation_bytes(rows, sh.k, Activations::int8x2)));
           quantize_activations(xd.ptr(), rows, sh.k, Activations::int8x2, q.ptr(), s.handle());
           const double mq =
-              median_ms([&] { gemm_quantized(w, Activations::int8x2, q.ptr(), rows, yd.ptr(), s.handle()); });
+              median([&] { gemm_quantized(w, Activations::int8x2, q.ptr(), rows, yd.ptr(), s.handle()); });
           std::printf(" | int8x2 %8.3f ms %6.1f TOPS | %.2fx", mq, ops / (mq * 1e9), mq / ms);
         }
         std::printf("\n");
         if (t == GgmlType::Q8_0 && sh.n_out == 4096 && sh.k == 4096) {
           for (const GemmF16Tile& ft : gemm_f16_candidate_tiles()) {
             set_gemm_f16_tile_override(ft);
-            const double mt = median_ms([&] { gemm_f16(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+            const double mt = median([&] { gemm_f16(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
             set_gemm_f16_tile_override({});
             std::printf("      tile %dx%d: %.3f ms %.1f TFLOP/s\n", ft.bm, ft.bn, mt, ops / (mt * 1e9));
           }
-          const double mc = median_ms([&] { convert_to_f16(xd.ptr(), rows * sh.k, x16.ptr(), s.handle()); });
+          const double mc = median([&] { convert_to_f16(xd.ptr(), rows * sh.k, x16.ptr(), s.handle()); });
           std::printf("      convert_to_f16 %lld x %lld: %.3f ms\n", (long long)rows, (long long)sh.k, mc);
         }
       }

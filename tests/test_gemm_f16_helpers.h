@@ -6,6 +6,7 @@
 #include "gguf/block_format.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -78,6 +79,20 @@ inline std::vector<double> reference(const std::vector<uint8_t>& m, GgmlType t, 
     });
   for (std::thread& th : pool) th.join();
   return ref;
+}
+
+// max |y - ref| / max |ref| over the checked outputs `outs` of rows 0 .. rows - 1 of y [.][n_out],
+// ref as reference() gives it ([rows][outs]); a non-finite difference gives infinity.
+inline double checked_error(const std::vector<float>& y, int64_t n_out, const std::vector<double>& ref,
+                            const std::vector<int64_t>& outs, int64_t rows) {
+  double e = 0, scale = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (size_t i = 0; i < outs.size(); ++i) {
+      const double c = ref[r * outs.size() + i], d = std::abs(double(y[r * n_out + outs[i]]) - c);
+      e = std::isfinite(d) ? std::max(e, d) : INFINITY;
+      scale = std::max(scale, std::abs(c));
+    }
+  return scale > 0 ? e / scale : e;
 }
 
 }  // namespace lathe::kernels::f16_test

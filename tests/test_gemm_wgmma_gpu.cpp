@@ -153,14 +153,7 @@ TEST(GemmWgmmaGpu, EveryFormatShapeRowCountAndTileMatchesF64AndGemmF16) {
               continue;
             }
             y0 = y;
-            double e = 0, scale = 0;
-            for (int64_t r = 0; r < rows; ++r)
-              for (size_t i = 0; i < outs.size(); ++i) {
-                const double c = ref[r * outs.size() + i], d = std::abs(double(y[r * n_out + outs[i]]) - c);
-                e = std::isfinite(d) ? std::max(e, d) : INFINITY;
-                scale = std::max(scale, std::abs(c));
-              }
-            e = scale > 0 ? e / scale : e;
+            const double e = checked_error(y, n_out, ref, outs, rows);
             const size_t compared = static_cast<size_t>(rows) * outs.size();
             EXPECT_LE(e, compared >= 16384 ? kBoundMany : kBound) << what;
             double ef = 0, yscale = 0;
@@ -198,18 +191,8 @@ TEST(GemmWgmmaGpu, TimingPrintsTflops) {
   };
   const Shape shapes[] = {{"q/o", 4096, 4096},        {"k/v", 1024, 4096},   {"qkv", 6144, 4096},
                           {"gate/up", 12288, 4096},   {"gu-merged", 24576, 4096}, {"down", 4096, 12288}};
-  auto median_ms = [&](auto&& launch) {
-    launch();
-    synchronize_guarded(s, "timing warm-up");
-    std::vector<float> ms;
-    for (int rep = 0; rep < 10; ++rep) {
-      cuda::EventTimer timer;
-      timer.start(s);
-      launch();
-      ms.push_back(timer.stop(s));
-    }
-    std::sort(ms.begin(), ms.end());
-    return 0.5 * (ms[4] + ms[5]);
+  auto median = [&](auto&& launch) {
+    return median_ms(s, 10, launch, [&] { synchronize_guarded(s, "timing warm-up"); });
   };
   std::printf("wgmma GEMM: ms, TFLOP/s, %% of %.0f (tile rows, engine) | staged wgmma kernel: ms, TFLOP/s | gemm_f16:"
               " ms, TFLOP/s | speed-up over gemm_f16\n",
@@ -228,20 +211,20 @@ TEST(GemmWgmmaGpu, TimingPrintsTflops) {
       const WeightMatrix w{t, wd.ptr(), sh.n_out, sh.k};
       for (int64_t rows : {int64_t{512}, max_rows}) {
         const double ops = 2.0 * rows * sh.n_out * sh.k;
-        const double ms = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+        const double ms = median([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
         double tile_ms[2];
         for (int i = 0; i < 2; ++i) {
           set_gemm_wgmma_tile_override(128 << i);
-          tile_ms[i] = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+          tile_ms[i] = median([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
           set_gemm_wgmma_tile_override(0);
         }
         double mst = 0;
         if (staged) {
           set_gemm_wgmma_engine_override(GemmWgmmaEngine::staged);
-          mst = median_ms([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+          mst = median([&] { gemm_wgmma(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
           set_gemm_wgmma_engine_override(GemmWgmmaEngine::automatic);
         }
-        const double mf = median_ms([&] { gemm_f16(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
+        const double mf = median([&] { gemm_f16(w, x16.ptr(), rows, yd.ptr(), s.handle()); });
         std::printf("  %-4s %-9s %6lld x %-6lld rows %-5lld %7.3f ms %6.1f TFLOP/s %5.1f%% (%d %s; 128: %.1f, 256: %.1f)"
                     " | staged %7.3f ms %6.1f | f16 %7.3f ms %6.1f | %.2fx\n",
                     name_of(t).c_str(), sh.name, (long long)sh.n_out, (long long)sh.k, (long long)rows, ms,

@@ -256,19 +256,7 @@ TEST(GemmWgmmaMultiGpu, TimingPrintsTflops) {
   LATHE_NEED_WGMMA();
   cuda::Stream s;
   FastRng rng{7};
-  auto median_ms = [&](auto&& launch) {
-    launch();
-    s.synchronize();
-    std::vector<float> ms;
-    for (int rep = 0; rep < 10; ++rep) {
-      cuda::EventTimer timer;
-      timer.start(s);
-      launch();
-      ms.push_back(timer.stop(s));
-    }
-    std::sort(ms.begin(), ms.end());
-    return 0.5 * (ms[4] + ms[5]);
-  };
+  auto median = [&](auto&& launch) { return median_ms(s, 10, launch, [&] { s.synchronize(); }); };
   const int64_t k = 4096, max_rows = 4096, n_ff = 12288;
   const std::vector<float> x = random_values(max_rows * k, rng);
   DeviceBuffer xd = upload(x.data(), x.size() * 4), x16(x.size() * 2);
@@ -295,19 +283,19 @@ TEST(GemmWgmmaMultiGpu, TimingPrintsTflops) {
         std::fflush(stdout);
       };
       const double qkv_ops = 2.0 * rows * 6144 * k;
-      const double sep = median_ms([&] {
+      const double sep = median([&] {
         for (int m = 0; m < 3; ++m) gemm_wgmma(qkv[m], x16.ptr(), rows, ys[m], s.handle());
       });
-      const double one = median_ms([&] { gemm_wgmma_multi(qkv, 3, x16.ptr(), rows, ys, s.handle()); });
+      const double one = median([&] { gemm_wgmma_multi(qkv, 3, x16.ptr(), rows, ys, s.handle()); });
       line("q+k+v", qkv_ops, sep, one, 0);
       const double gu_ops = 2.0 * rows * 2 * n_ff * k;
-      const double sep2 = median_ms([&] {
+      const double sep2 = median([&] {
         gemm_wgmma(gate, x16.ptr(), rows, g.ptr(), s.handle());
         gemm_wgmma(up, x16.ptr(), rows, u.ptr(), s.handle());
         elementwise_binary(ElemBinary::swiglu, h.ptr(), g.ptr(), u.ptr(), rows * n_ff, rows * n_ff, s.handle());
       });
-      const double one2 = median_ms([&] { gemm_wgmma_swiglu(gate, up, x16.ptr(), rows, h.ptr(), s.handle()); });
-      const double one16 = median_ms([&] { gemm_wgmma_swiglu(gate, up, x16.ptr(), rows, 0, s.handle(), h16.ptr()); });
+      const double one2 = median([&] { gemm_wgmma_swiglu(gate, up, x16.ptr(), rows, h.ptr(), s.handle()); });
+      const double one16 = median([&] { gemm_wgmma_swiglu(gate, up, x16.ptr(), rows, 0, s.handle(), h16.ptr()); });
       line("gate+up+swiglu", gu_ops, sep2, one2, one16);
     }
   }
@@ -319,19 +307,7 @@ TEST(GemmWgmmaMultiGpu, SwigluTileSweep) {
   LATHE_NEED_WGMMA();
   cuda::Stream s;
   FastRng rng{11};
-  auto median_ms = [&](auto&& launch) {
-    launch();
-    s.synchronize();
-    std::vector<float> ms;
-    for (int rep = 0; rep < 7; ++rep) {
-      cuda::EventTimer timer;
-      timer.start(s);
-      launch();
-      ms.push_back(timer.stop(s));
-    }
-    std::sort(ms.begin(), ms.end());
-    return static_cast<double>(ms[3]);
-  };
+  auto median = [&](auto&& launch) { return median_ms(s, 7, launch, [&] { s.synchronize(); }); };
   const int64_t k = 4096, max_rows = 4096, n_ff = 12288;
   const std::vector<float> x = random_values(max_rows * k, rng);
   DeviceBuffer xd = upload(x.data(), x.size() * 4), x16(x.size() * 2);
@@ -343,11 +319,11 @@ TEST(GemmWgmmaMultiGpu, SwigluTileSweep) {
     DeviceBuffer gd = upload(mg.data(), mg.size()), ud = upload(mu.data(), mu.size());
     const WeightMatrix gate{t, gd.ptr(), n_ff, k}, up{t, ud.ptr(), n_ff, k};
     for (int64_t rows : {int64_t{256}, int64_t{512}, int64_t{1024}, int64_t{2048}, max_rows}) {
-      const double one = median_ms([&] { gemm_wgmma(gate, x16.ptr(), rows, g.ptr(), s.handle()); });
-      const double sw = median_ms([&] {
+      const double one = median([&] { gemm_wgmma(gate, x16.ptr(), rows, g.ptr(), s.handle()); });
+      const double sw = median([&] {
         elementwise_binary(ElemBinary::swiglu, h.ptr(), g.ptr(), u.ptr(), rows * n_ff, rows * n_ff, s.handle());
       });
-      const double sep = median_ms([&] {
+      const double sep = median([&] {
         gemm_wgmma(gate, x16.ptr(), rows, g.ptr(), s.handle());
         gemm_wgmma(up, x16.ptr(), rows, u.ptr(), s.handle());
         elementwise_binary(ElemBinary::swiglu, h.ptr(), g.ptr(), u.ptr(), rows * n_ff, rows * n_ff, s.handle());
@@ -355,14 +331,14 @@ TEST(GemmWgmmaMultiGpu, SwigluTileSweep) {
       double fused[2];
       for (int i = 0; i < 2; ++i) {
         set_gemm_wgmma_tile_override(128 << i);
-        fused[i] = median_ms([&] { gemm_wgmma_swiglu(gate, up, x16.ptr(), rows, h.ptr(), s.handle()); });
+        fused[i] = median([&] { gemm_wgmma_swiglu(gate, up, x16.ptr(), rows, h.ptr(), s.handle()); });
         set_gemm_wgmma_tile_override(0);
       }
       // gate and up as one multi launch (128-row boxes, no SwiGLU epilogue): what the fused form's
       // half-tile boxes and exchange cost beyond merging the launches.
       const WeightMatrix gu[2] = {gate, up};
       const CUdeviceptr gy[2] = {g.ptr(), u.ptr()};
-      const double multi = median_ms([&] { gemm_wgmma_multi(gu, 2, x16.ptr(), rows, gy, s.handle()); });
+      const double multi = median([&] { gemm_wgmma_multi(gu, 2, x16.ptr(), rows, gy, s.handle()); });
       std::printf("  %-4s rows %-5lld %7.3f | %7.3f | %7.3f | %7.3f | %7.3f | multi(gate, up) %7.3f\n",
                   name_of(t).c_str(), (long long)rows, one, sep, sw, fused[0], fused[1], multi);
       std::fflush(stdout);

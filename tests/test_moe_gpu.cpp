@@ -428,22 +428,9 @@ TEST(MoeGpu, Timing) {
       set_moe_kernels_enabled(v != 0);
       set_moe_route_flags(v >= 6 ? v - 5 : 0);
       const int what = v >= 6 ? 2 : v;
-      layer(0, what);  // warm up (and the fallbacks' scratch, made outside the capture)
-      s.synchronize();
-      cuda::CapturedGraph g;
-      g.begin(s);
-      for (int l = 0; l < layers; ++l) layer(l, what);
-      g.end(s);
-      g.replay(s);
-      std::vector<float> ms;
-      for (int rep = 0; rep < 7; ++rep) {
-        cuda::EventTimer timer;
-        timer.start(s);
-        g.replay(s);
-        ms.push_back(timer.stop(s));
-      }
-      std::sort(ms.begin(), ms.end());
-      const double us = 1e3 * ms[3] / layers, gbs = static_cast<double>(bytes[v]) / (us * 1e3);
+      // Warm-up (and the fallbacks' scratch, made outside the capture) by layer 0, then every layer.
+      const double us = graph_median_us(s, static_cast<int>(layers), [&](int l) { layer(l, what); });
+      const double gbs = static_cast<double>(bytes[v]) / (us * 1e3);
       std::printf("  %-6s %-10s %7.2f us  %6.0f GB/s  %5.1f%%\n", contract(a).c_str(), names[v], us, gbs,
                   100 * gbs / limit_gbs);
     }

@@ -382,22 +382,7 @@ TEST(MoePrefillGpu, Timing) {
            }}};
       std::string line;
       for (auto& [name, fn] : stages) {
-        fn(s.handle());
-        s.synchronize();
-        cuda::CapturedGraph g;
-        g.begin(s);
-        for (int rep = 0; rep < 4; ++rep) fn(s.handle());
-        g.end(s);
-        g.replay(s);
-        std::vector<float> ms;
-        for (int rep = 0; rep < 7; ++rep) {
-          cuda::EventTimer timer;
-          timer.start(s);
-          g.replay(s);
-          ms.push_back(timer.stop(s));
-        }
-        std::sort(ms.begin(), ms.end());
-        const double us = 1e3 * ms[3] / 4;
+        const double us = graph_median_us(s, 4, [&](int) { fn(s.handle()); });
         char buf[96];
         const double tops = name == "whole" ? ops / (us * 1e6) : name == "down" ? ops / 3 / (us * 1e6)
                             : name == "gate/up" ? ops * 2 / 3 / (us * 1e6) : 0.0;

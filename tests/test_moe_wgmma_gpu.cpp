@@ -343,22 +343,7 @@ TEST(MoeWgmmaGpu, Timing) {
   const MoePrefillScratch sc = c.scratch();
   const Activations a = Activations::int8x2;
   auto time_us = [&](const std::function<void(CUstream)>& fn) {
-    fn(s.handle());
-    s.synchronize();
-    cuda::CapturedGraph g;
-    g.begin(s);
-    for (int rep = 0; rep < 4; ++rep) fn(s.handle());
-    g.end(s);
-    g.replay(s);
-    std::vector<float> ms;
-    for (int rep = 0; rep < 7; ++rep) {
-      cuda::EventTimer timer;
-      timer.start(s);
-      g.replay(s);
-      ms.push_back(timer.stop(s));
-    }
-    std::sort(ms.begin(), ms.end());
-    return 1e3 * ms[3] / 4;
+    return graph_median_us(s, 4, [&](int) { fn(s.handle()); });
   };
   std::printf("mixture prefill, qwen3-30b-a3b layer, 512 rows, q8_0: us (TOPS of the expert products)\n");
   for (MoePrefillEngine eng : {MoePrefillEngine::int8, MoePrefillEngine::wgmma}) {

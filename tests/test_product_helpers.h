@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -23,6 +24,47 @@ namespace lathe::kernels::test {
 #define LATHE_NEED_GPU()                                       \
   std::string why;                                             \
   if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+
+// The median time in ms of `launch` on s over `reps` timed launches (odd: the middle one; even: the
+// mean of the middle two), after one warm-up launch and settle() (a synchronize, or a guarded one).
+template <class Launch, class Settle>
+double median_ms(cuda::Stream& s, int reps, Launch&& launch, Settle&& settle) {
+  launch();
+  settle();
+  std::vector<float> ms;
+  for (int rep = 0; rep < reps; ++rep) {
+    cuda::EventTimer timer;
+    timer.start(s);
+    launch();
+    ms.push_back(timer.stop(s));
+  }
+  std::sort(ms.begin(), ms.end());
+  return reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
+}
+
+// Microseconds a launch sequence takes inside a CUDA graph: record(0) once outside it (warm-up, and
+// any scratch the launchers make outside a capture), then record(0) .. record(copies - 1) captured
+// into one graph, replayed once to warm and 7 times timed: the median replay over `copies`.
+// record(i) enqueues on s.
+template <class Record>
+double graph_median_us(cuda::Stream& s, int copies, Record&& record) {
+  record(0);
+  s.synchronize();
+  cuda::CapturedGraph g;
+  g.begin(s);
+  for (int i = 0; i < copies; ++i) record(i);
+  g.end(s);
+  g.replay(s);
+  std::vector<float> ms;
+  for (int rep = 0; rep < 7; ++rep) {
+    cuda::EventTimer timer;
+    timer.start(s);
+    g.replay(s);
+    ms.push_back(timer.stop(s));
+  }
+  std::sort(ms.begin(), ms.end());
+  return 1e3 * ms[3] / copies;
+}
 
 inline void put_f16(uint8_t* p, float v) {
   const uint16_t h = f32_to_f16(v);

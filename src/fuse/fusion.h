@@ -48,6 +48,11 @@ FusionPlan fuse(const graph::Graph& g, const std::set<std::string>& held = {});
 // Whether an op is elementwise (arithmetic, SwiGLU, the activations, scale, soft cap).
 bool is_elementwise(lang::OpKind kind);
 
+// The RMS norm a residual sum opens (add_norm's match, which norm_prologue extends): `add` is
+// unclaimed, adds two 2-D tensors of one shape, its first operand (the residual, a temporary) dies in
+// it, and the sum's first consumer is an unclaimed whole-row RMS norm of the sum. Null when not.
+const graph::Node* norm_of_residual_sum(const graph::Graph& g, const graph::Node& add, const std::vector<bool>& claimed);
+
 // Helpers for the rules: the single consumer of a tensor, or -1 when it has none or several.
 int only_consumer(const graph::Graph& g, int tensor);
 

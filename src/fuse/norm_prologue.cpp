@@ -26,15 +26,9 @@ bool enabled() {
 void norm_prologue_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups) {
   if (g.rows != 1 || !enabled()) return;
   for (const graph::Node& add : g.nodes) {
-    if (add.kind != lang::OpKind::add || claimed[static_cast<size_t>(add.id)]) continue;
-    if (!add.args[0].is_tensor() || !add.args[1].is_tensor()) continue;
-    const graph::Tensor& a = g.tensor(add.args[0].tensor);
-    const graph::Tensor& b = g.tensor(add.args[1].tensor);
-    const graph::Tensor& sum = g.tensor(add.output);
-    if (a.shape != b.shape || a.shape.size() != 2 || a.role != graph::Role::temporary) continue;
-    if (a.consumers.empty() || a.consumers.back() != add.id || sum.consumers.empty()) continue;
-    const graph::Node& norm = g.nodes[static_cast<size_t>(sum.consumers.front())];
-    if (norm.kind != lang::OpKind::rms_norm || norm.each_head || norm.args[0].tensor != sum.id) continue;
+    const graph::Node* norm_node = norm_of_residual_sum(g, add, claimed);
+    if (!norm_node) continue;
+    const graph::Node& norm = *norm_node;
     const graph::Tensor& h = g.tensor(norm.output);
     std::vector<int> products;
     bool ok = h.consumers.size() >= 2 && h.consumers.size() <= 3;

@@ -31,6 +31,23 @@ __device__ __forceinline__ float lathe_bf16(const uint8_t* p) {
   return __bfloat162float(*reinterpret_cast<const __nv_bfloat16*>(p));
 }
 
+// SwiGLU of one gate value g and up value u, silu(g) u, in f32 with IEEE division: every kernel that
+// forms it (the elementwise op, the decode and mixture products' epilogues, the wgmma forms) forms it
+// this one way, so fused and held-back paths agree bit for bit.
+__device__ __forceinline__ float lathe_swiglu(float g, float u) { return g / (1.0f + expf(-g)) * u; }
+
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block from its 12 scale bytes s (as
+// block_codecs.h's k4_scale_min).
+__device__ __forceinline__ void lathe_k4_scale_min(const uint8_t* s, int j, int& sc, int& m) {
+  if (j < 4) {
+    sc = s[j] & 63;
+    m = s[j + 4] & 63;
+  } else {
+    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
 __device__ __forceinline__ float lathe_warp_sum(float v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;

@@ -11,7 +11,7 @@ __device__ __forceinline__ float elem_binary_op(int op, float a, float b) {
     case 1: return a - b;
     case 2: return a * b;
     case 3: return a / b;
-    default: return a / (1.0f + expf(-a)) * b;  // 4: swiglu, silu(a) * b
+    default: return lathe_swiglu(a, b);  // 4: swiglu, silu(a) * b
   }
 }
 

@@ -127,15 +127,6 @@ struct lathe_gemm_q4_k {
   static constexpr int tile_bytes = 144;
   static constexpr int lines = 9;
   static constexpr bool sub16 = false, has_min = true;
-  static __device__ __forceinline__ void scale_min(const uint8_t* s, int j, int& sc, int& m) {
-    if (j < 4) {
-      sc = s[j] & 63;
-      m = s[j + 4] & 63;
-    } else {
-      sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-      m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
-  }
   static __device__ __forceinline__ void unpack(const uint8_t* raw, int part, int, int row, LatheGemmUnpacked u) {
     const uint4 a = *reinterpret_cast<const uint4*>(raw + 16 + 32 * part);
     const uint4 b = *reinterpret_cast<const uint4*>(raw + 32 + 32 * part);
@@ -148,7 +139,7 @@ struct lathe_gemm_q4_k {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       int sc, m;
-      scale_min(raw + 4, 2 * part + h, sc, m);
+      lathe_k4_scale_min(raw + 4, 2 * part + h, sc, m);
       u.scale[(2 * part + h) * u.bn + row] = d * static_cast<float>(sc);
       u.minus[(2 * part + h) * u.bn + row] = dmin * static_cast<float>(m);
     }

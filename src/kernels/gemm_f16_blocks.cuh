@@ -69,13 +69,7 @@ struct lathe_gf16_q4_k {
     const int j = 2 * (c & 3) + h;  // sub-block
     const uint8_t* s = raw + 4;
     int sc, m;
-    if (j < 4) {
-      sc = s[j] & 63;
-      m = s[j + 4] & 63;
-    } else {
-      sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-      m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
+    lathe_k4_scale_min(s, j, sc, m);
     const float ds = lathe_gf16_half_at(raw) * static_cast<float>(sc);
     const float mn = -(lathe_gf16_half_at(raw + 2) * static_cast<float>(m));
     const uint4 a = *reinterpret_cast<const uint4*>(raw + 16), b = *reinterpret_cast<const uint4*>(raw + 32);

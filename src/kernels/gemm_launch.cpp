@@ -157,20 +157,10 @@ void tune_gemm(const WeightMatrix& w, Activations a, CUdeviceptr xq, int64_t row
   if (cuda::recorder() || !tuning_enabled() || g_override.bm != 0) return;
   const std::vector<GemmTile> tiles = gemm_candidate_tiles(w.type, a);
   card_tuner().choose(tune_key(w, a, rows), static_cast<int>(tiles.size()), [&](int i) {
-    cuda::Stream s;
-    cuda::EventTimer timer;
     g_override = tiles[static_cast<size_t>(i)];
-    gemm_quantized(w, a, xq, rows, y, s.handle());  // warm: the module's function, the caches
-    s.synchronize();
-    std::vector<float> ms;
-    for (int rep = 0; rep < 3; ++rep) {
-      timer.start(s);
-      gemm_quantized(w, a, xq, rows, y, s.handle());
-      ms.push_back(timer.stop(s));
-    }
+    const double us = time_launch_us([&](CUstream s) { gemm_quantized(w, a, xq, rows, y, s); });
     g_override = {};
-    std::sort(ms.begin(), ms.end());
-    return 1e3 * ms[1];
+    return us;
   });
 }
 

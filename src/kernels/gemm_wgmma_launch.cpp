@@ -14,9 +14,7 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstring>
-#include <vector>
 #include <mutex>
 #include <string>
 
@@ -200,20 +198,10 @@ void tune_gemm_wgmma(GemmWgmmaForm form, GgmlType type, int64_t k, int64_t rows,
                      const std::function<void(CUstream)>& launch) {
   if (cuda::recorder() || !tuning_enabled() || g_override != 0) return;
   card_tuner().choose(tune_key(form, type, k, rows, n_out), 2, [&](int i) {
-    cuda::Stream s;
-    cuda::EventTimer timer;
     g_override = i == 0 ? 128 : 256;
-    launch(s.handle());  // warm: the module's function, the caches
-    s.synchronize();
-    std::vector<float> ms;
-    for (int rep = 0; rep < 3; ++rep) {
-      timer.start(s);
-      launch(s.handle());
-      ms.push_back(timer.stop(s));
-    }
+    const double us = time_launch_us(launch);
     g_override = 0;
-    std::sort(ms.begin(), ms.end());
-    return 1e3 * ms[1];
+    return us;
   });
 }
 

@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kTileOutputs = 128;  // a block's weight rows (both forms)
 
-// LatheGwmOuts of gemm_wgmma_rs_multi.cuh, as the kernel receives it by value.
+// LatheGwrOuts of gemm_wgmma_rs_multi.cuh, as the kernel receives it by value.
 struct MultiOuts {
   CUdeviceptr y0, y1, y2;
   int n0, n1, n2;

@@ -54,17 +54,23 @@ LATHE_GWR_HD LatheGwrBoxes lathe_gwr_boxes(int fmt) {  // fmt: 0 f16, 1 q8_0, 2 
 struct LatheGwrGeometry {
   int stages, stage_bytes, w_at, bar_at, total, tx_bytes;
 };
-LATHE_GWR_HD LatheGwrGeometry lathe_gwr_geometry(int bn, int fmt) {
+// The ring of a stage of x [bn][64] f16 and w_row_bytes of weight boxes for each of 128 weight rows,
+// in `budget` bytes of shared memory (115712: half an SM's, 232448: all of it); the mixture's kernels
+// (gemm_wgmma_rs_moe.cuh) size theirs with it too.
+LATHE_GWR_HD LatheGwrGeometry lathe_gwr_ring(int bn, int w_row_bytes, int budget) {
   LatheGwrGeometry g{};
   g.w_at = bn * 128;
-  g.tx_bytes = bn * 128 + 128 * lathe_gwr_boxes(fmt).row_bytes;
+  g.tx_bytes = bn * 128 + 128 * w_row_bytes;
   g.stage_bytes = (g.tx_bytes + 1023) & ~1023;
-  const int half = (115712 - 1024 - 256) / g.stage_bytes;
-  g.stages = bn == 128 && half >= 4 ? half : (232448 - 1024 - 256) / g.stage_bytes;
+  g.stages = (budget - 1024 - 256) / g.stage_bytes;
   if (g.stages > 8) g.stages = 8;
   g.bar_at = g.stages * g.stage_bytes;
   g.total = g.bar_at + 2 * g.stages * 8 + 1024;
   return g;
+}
+LATHE_GWR_HD LatheGwrGeometry lathe_gwr_geometry(int bn, int fmt) {
+  const LatheGwrGeometry half = lathe_gwr_ring(bn, lathe_gwr_boxes(fmt).row_bytes, 115712);
+  return bn == 128 && half.stages >= 4 ? half : lathe_gwr_ring(bn, lathe_gwr_boxes(fmt).row_bytes, 232448);
 }
 
 #ifndef __CUDACC__
@@ -210,13 +216,7 @@ struct lathe_gwr_q4_k {
     for (int h = 0; h < 2; ++h) {
       const int j = 2 * (c & 3) + h;
       int sc, m;
-      if (j < 4) {
-        sc = s[j] & 63;
-        m = s[j + 4] & 63;
-      } else {
-        sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-        m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-      }
+      lathe_k4_scale_min(s, j, sc, m);
       ds[h] = d * static_cast<float>(sc);
       mn[h] = -(dmin * static_cast<float>(m));
     }

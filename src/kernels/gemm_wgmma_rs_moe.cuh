@@ -28,23 +28,12 @@ namespace lathe::kernels {
 #define LATHE_GWM_HD __host__ __device__ constexpr __forceinline__
 #endif
 
-// Stage ring: a stage is x [BN][64] f16 (swizzled, 1024-aligned) then the weight boxes (128 rows
-// each: two 64-row TMA boxes a box kind, lathe_gwr_boxes' widths), rounded up to 1024 bytes; as many
-// stages (<= 8) as fit half an SM's shared memory at BN = 64 (two blocks an SM), all of it at BN = 128,
-// with the 2 S mbarriers and 1 KB of alignment slack. w_at = BN 128 is lathe_gwr_geometry's (lathe_gwr_frags reads it from there).
-struct LatheGwmGeometry {
-  int stages, stage_bytes, w_at, bar_at, total, tx_bytes;
-};
-LATHE_GWM_HD LatheGwmGeometry lathe_gwm_geometry(int bn, int w_row_bytes) {
-  LatheGwmGeometry g{};
-  g.w_at = bn * 128;
-  g.tx_bytes = bn * 128 + 128 * w_row_bytes;
-  g.stage_bytes = (g.tx_bytes + 1023) & ~1023;
-  g.stages = ((bn == 64 ? 115712 : 232448) - 1024 - 256) / g.stage_bytes;
-  if (g.stages > 8) g.stages = 8;
-  g.bar_at = g.stages * g.stage_bytes;
-  g.total = g.bar_at + 2 * g.stages * 8 + 1024;
-  return g;
+// Stage ring (lathe_gwr_ring): a stage is x [BN][64] f16 (swizzled, 1024-aligned) then the weight
+// boxes (128 rows each: two 64-row TMA boxes a box kind, lathe_gwr_boxes' widths), rounded up to 1024
+// bytes; as many stages (<= 8) as fit half an SM's shared memory at BN = 64 (two blocks an SM), all of
+// it at BN = 128. w_at = BN 128 is lathe_gwr_geometry's (lathe_gwr_frags reads it from there).
+LATHE_GWM_HD LatheGwrGeometry lathe_gwm_geometry(int bn, int w_row_bytes) {
+  return lathe_gwr_ring(bn, w_row_bytes, bn == 64 ? 115712 : 232448);
 }
 
 #ifndef __CUDACC__
@@ -75,7 +64,7 @@ __device__ __forceinline__ void lathe_gwm_mma(float* acc, const uint32_t* a, uin
 
 template <class F, int BN>
 struct LatheGwmConfig {
-  static constexpr LatheGwmGeometry g = lathe_gwm_geometry(BN, lathe_gwr_boxes(F::fmt).row_bytes);
+  static constexpr LatheGwrGeometry g = lathe_gwm_geometry(BN, lathe_gwr_boxes(F::fmt).row_bytes);
   static constexpr int S = g.stages;
   static_assert(S >= 3, "the ring needs 3 stages");
   static_assert(g.w_at == lathe_gwr_geometry(BN, F::fmt).w_at, "lathe_gwr_frags' stage layout");
@@ -203,7 +192,7 @@ __device__ __forceinline__ void lathe_gwm_body(const LatheGwrMap* mx, const Lath
           const int f = n0 + 16 * wi + g + 8 * hh, i = 4 * jn + 2 * hh + e;
           if (f >= n_out) continue;
           const float gv = acc[i], uv = xch[i * 128 + tw];
-          hr[f] = __float2half_rn(gv / (1.0f + expf(-gv)) * uv);
+          hr[f] = __float2half_rn(lathe_swiglu(gv, uv));
         }
       }
   } else {

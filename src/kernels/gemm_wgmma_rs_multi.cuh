@@ -18,23 +18,20 @@
 //   Measured: faster than gate + up + swiglu at 512 rows (q8_0 1.23x, q4_K 1.14x), but for q4_K
 //   slower than multi(gate, up) + swiglu: its main loop loses ~25% to the single kernel's with the
 //   64-row boxes (4 weight TMAs a stage); not understood yet (see gemm_wgmma_launch.h).
-// SwiGLU is the elementwise kernel's formula (elementwise.cuh, elem_binary_op 4), written the same
-// way so NVRTC emits the same operations: a / (1 + expf(-a)) * b, f32, IEEE division.
-
-__device__ __forceinline__ float lathe_gwm_swiglu(float a, float b) { return a / (1.0f + expf(-a)) * b; }
+// SwiGLU is common.cuh's lathe_swiglu, the elementwise kernel's (elementwise.cuh, elem_binary_op 4).
 
 // The outputs of a multi launch: matrix m's y, its n_out and the end of its tile range.
-struct LatheGwmOuts {
+struct LatheGwrOuts {
   float *y0, *y1, *y2;
   int n0, n1, n2;
   int end0, end1;  // tiles [0, end0) matrix 0, [end0, end1) matrix 1, [end1, grid.y) matrix 2
 };
 
 template <class F, int BN>
-__device__ __forceinline__ void lathe_gwm_multi_body(const LatheGwrMap* mx, const LatheGwrMap* a0,
+__device__ __forceinline__ void lathe_gwr_multi_body(const LatheGwrMap* mx, const LatheGwrMap* a0,
                                                      const LatheGwrMap* a1, const LatheGwrMap* b0,
                                                      const LatheGwrMap* b1, const LatheGwrMap* c0,
-                                                     const LatheGwrMap* c1, const LatheGwmOuts& o, int n_rows, int k) {
+                                                     const LatheGwrMap* c1, const LatheGwrOuts& o, int n_rows, int k) {
   uint32_t sbase;
   uint8_t* smem = lathe_gwr_smem(&sbase);
   const int ty = blockIdx.y;
@@ -53,7 +50,7 @@ __device__ __forceinline__ void lathe_gwm_multi_body(const LatheGwrMap* mx, cons
 }
 
 template <class F, int BN>
-__device__ __forceinline__ void lathe_gwm_swiglu_body(const LatheGwrMap* mx, const LatheGwrMap* g0,
+__device__ __forceinline__ void lathe_gwr_swiglu_body(const LatheGwrMap* mx, const LatheGwrMap* g0,
                                                       const LatheGwrMap* g1, const LatheGwrMap* u0,
                                                       const LatheGwrMap* u1, float* h, __half* h16, int n_rows, int k,
                                                       int n_ff) {
@@ -86,7 +83,7 @@ __device__ __forceinline__ void lathe_gwm_swiglu_body(const LatheGwrMap* mx, con
     const int slot = cw * Q + i, jn = slot >> 2, hh = (slot >> 1) & 1, e = slot & 1;  // acc[4 jn + 2 hh + e]
     const int r = m0 + 8 * jn + 2 * t + e, fo = f + 8 * hh;
     if (r >= n_rows || fo >= n_ff) continue;
-    const float v = lathe_gwm_swiglu(gv, uv);
+    const float v = lathe_swiglu(gv, uv);
     const long long at = static_cast<long long>(r) * n_ff + fo;
     if (h != nullptr) h[at] = v;
     if (h16 != nullptr) h16[at] = __float2half_rn(v);
@@ -98,16 +95,16 @@ __device__ __forceinline__ void lathe_gwm_swiglu_body(const LatheGwrMap* mx, con
       const __grid_constant__ LatheGwrMap mx, const __grid_constant__ LatheGwrMap a0,                            \
       const __grid_constant__ LatheGwrMap a1, const __grid_constant__ LatheGwrMap b0,                            \
       const __grid_constant__ LatheGwrMap b1, const __grid_constant__ LatheGwrMap c0,                            \
-      const __grid_constant__ LatheGwrMap c1, const LatheGwmOuts outs, int n_rows, int k) {                      \
+      const __grid_constant__ LatheGwrMap c1, const LatheGwrOuts outs, int n_rows, int k) {                      \
     lathe_pdl_entry();                                                                                           \
-    lathe_gwm_multi_body<lathe_gwr_##FMT, BN>(&mx, &a0, &a1, &b0, &b1, &c0, &c1, outs, n_rows, k);               \
+    lathe_gwr_multi_body<lathe_gwr_##FMT, BN>(&mx, &a0, &a1, &b0, &b1, &c0, &c1, outs, n_rows, k);               \
   }                                                                                                              \
   extern "C" __global__ void __launch_bounds__(LATHE_GWR_THREADS, 256 / BN) lathe_gemm_wgmma_rs_swiglu_##FMT##_##BN(   \
       const __grid_constant__ LatheGwrMap mx, const __grid_constant__ LatheGwrMap g0,                            \
       const __grid_constant__ LatheGwrMap g1, const __grid_constant__ LatheGwrMap u0,                            \
       const __grid_constant__ LatheGwrMap u1, float* h, __half* h16, int n_rows, int k, int n_ff) {              \
     lathe_pdl_entry();                                                                                           \
-    lathe_gwm_swiglu_body<lathe_gwr_##FMT, BN>(&mx, &g0, &g1, &u0, &u1, h, h16, n_rows, k, n_ff);                \
+    lathe_gwr_swiglu_body<lathe_gwr_##FMT, BN>(&mx, &g0, &g1, &u0, &u1, h, h16, n_rows, k, n_ff);                \
   }
 
 // The SwiGLU kernels of 128-row tiles are held to 128 registers (256 / BN blocks an SM): their stage

@@ -46,17 +46,6 @@ __device__ __forceinline__ uint32_t lathe_gemv_spread4(uint32_t h) {
   return ((h * 0x00204081u) & 0x01010101u) << 4;
 }
 
-// The 6-bit scale and min of sub-block j of a Q4_K/Q5_K block (as block_codecs.h's k4_scale_min).
-__device__ __forceinline__ void lathe_gemv_k4_scale_min(int j, const uint8_t* s, int& sc, int& m) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
 struct lathe_gemv_q8_0 {  // d:f16, qs:int8[32]
   static constexpr int unit_values = 32, unit_bytes = 34, pieces = 4;
   static constexpr bool is_float = false, has_offset = false;
@@ -140,7 +129,7 @@ struct lathe_gemv_q5_1 {  // d:f16, m:f16, qh:uint8[4], qs:uint8[16]; x = d * q 
 // nibbles are the low (s even) or high (s odd) halves of qs[32 (s / 2) + l ..]; x = d*sc * q - dmin*m.
 __device__ __forceinline__ void lathe_gemv_k4_scales(const uint8_t* u, int s, float& scale, float& offset) {
   int sc, m;
-  lathe_gemv_k4_scale_min(s, u + 4, sc, m);
+  lathe_k4_scale_min(u + 4, s, sc, m);
   scale = __fmul_rn(lathe_f16(u), static_cast<float>(sc));
   offset = -__fmul_rn(lathe_f16(u + 2), static_cast<float>(m));
 }

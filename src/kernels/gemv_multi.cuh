@@ -233,7 +233,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       const bool writer = lathe_gemv_group_sum2(partial, parity, warp, group, sub, lane, v0, v1);
       if (writer) {
         if (swiglu) {
-          y0[item] = v0 / (1.0f + expf(-v0)) * v1;
+          y0[item] = lathe_swiglu(v0, v1);
         } else {
           const lathe_gemvm_at e = L.locate(item, 0);
           lathe_gemvm_pick(e.seg, y0, y1, y2)[e.row] = v0;

@@ -129,7 +129,7 @@ __device__ __forceinline__ void lathe_moe_gate_up_body(const uint8_t* wg, const 
     else acc1 += lathe_gemvm_chunk_dot<F, C>(s, units, c - nc, sq1, sq2, sds);
   };
   auto done = [&](int item, float g, float u) {
-    h[static_cast<long long>(r) * top_k * n_ff + item] = g / (1.0f + expf(-g)) * u;
+    h[static_cast<long long>(r) * top_k * n_ff + item] = lathe_swiglu(g, u);
   };
   lathe_moe_stream(g0, sub, group, n_groups, n_items, 2 * nc, stage, ld_item, ld_c, chunk, dot, done);
 }

@@ -147,7 +147,7 @@ __device__ __forceinline__ void lathe_moe_gemm_body(const uint8_t* w0, const uin
         const int r = wm0 + 16 * i + g + 8 * (c >> 1), o = n0 + wn0 + 8 * j + 2 * tq + (c & 1);
         if (r >= n_rows || o >= n_out) continue;
         float v = acc[0][i][j][c];
-        if (NMAT == 2) v = v / (1.0f + expf(-v)) * acc[NMAT - 1][i][j][c];  // silu(gate) * up
+        if (NMAT == 2) v = lathe_swiglu(v, acc[NMAT - 1][i][j][c]);  // silu(gate) * up
         y[static_cast<long long>(p0 + r) * n_out + o] = v;
       }
 }

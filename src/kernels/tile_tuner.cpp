@@ -4,9 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <vector>
 
 namespace lathe::kernels {
 
@@ -55,6 +57,21 @@ void TileTuner::save() const {
     out << j.dump(1) << "\n";
   }
   std::filesystem::rename(tmp, file_, ec);
+}
+
+double time_launch_us(const std::function<void(CUstream)>& launch) {
+  cuda::Stream s;
+  cuda::EventTimer timer;
+  launch(s.handle());
+  s.synchronize();
+  std::vector<float> ms;
+  for (int rep = 0; rep < 3; ++rep) {
+    timer.start(s);
+    launch(s.handle());
+    ms.push_back(timer.stop(s));
+  }
+  std::sort(ms.begin(), ms.end());
+  return 1e3 * ms[1];
 }
 
 TileTuner& card_tuner() {

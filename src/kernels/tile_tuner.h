@@ -9,6 +9,8 @@
 //                       [&](int i) { return microseconds_of(candidate[i]); });
 #pragma once
 
+#include <cuda.h>
+
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -43,6 +45,11 @@ class TileTuner {
   };
   std::map<std::string, Choice> choices_;
 };
+
+// The time of one candidate, as every tuner measures it: `launch` once on a private stream to warm
+// (the module's function, the caches), then the median of 3 launches timed by CUDA events, in us.
+// Synchronizes: never inside a graph capture.
+double time_launch_us(const std::function<void(CUstream)>& launch);
 
 // The tuner of the card in use (file in cuda::cache_directory(), named by the card and its
 // architecture); one per process.
