@@ -64,8 +64,8 @@ bool merged_gemv_applies(const WeightMatrix* w, int n_matrices, Activations a);
 // memory for contract a (quantize_activations' layout and rounding); block 0 writes s to `sum` (the
 // next residual; not x: the other blocks still read it). Every pointer 16-byte aligned, f32 [k]. h
 // differs from add_rms_norm's in the last bits (its sum of squares is added in another order).
-// NOT YET RUN ON A GPU (written 2026-11-29 without device time; tests/test_gemv_multi_gpu.cpp
-// NormPrologueMatchesNormThenMerged checks it).
+// Checked on the H200 by tests/test_gemv_multi_gpu.cpp NormPrologueMatchesNormThenMerged (0 to 1.7e-6
+// of the norm-then-merged product); qwen3-8b Q8_0 tg128 285.5 -> 302.1 (docs/perf.md).
 struct NormPrologue {
   CUdeviceptr x = 0, y = 0, w = 0, sum = 0;
   float eps = 1e-6f;
