@@ -28,6 +28,10 @@
 #           qwen3-8b q4_k_m and q8_0, then llama.cpp's llama-bench (when build-dev/llama has one, built
 #           outside this repository) on the same q8_0 file: pp512, pp4096, tg128
 #   s8      tile tuning on by default: its tests, the lane tests, qwen3-8b q4_k_m and qwen3-0.6b benches
+#   p5      2026-11-29's fifth session: the persistent decode step's tests, tg128 of qwen3-0.6b and
+#           qwen3-8b q8_0 with and without it (and its L2 prefetch off, more chunks asked early), checks
+#   p6      its phases traced (time by kind), and its barriers alone
+#   p7      the phases of a layer one by one, and the products in a kernel without the small phases
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -179,6 +183,33 @@ for part in "$@"; do
     for spec in "qwen3-8b q4_k_m" "qwen3-0.6b q8_0"; do
       set -- $spec
       echo "== bench $1 $2"; $L bench $(synth $1 $2) -p 512 -n 128 -r 3 2>&1 | tail -2
+    done ;;
+  p5)
+    echo "== the persistent decode step against the graph of kernels"
+    timeout 240 $C/test_persistent_step_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |\[ persistent \]|Failure|Expected|Which is|of [0-9]+ logits" | head -40
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0"; do
+      set -- $spec
+      f=$(synth $1 $2)
+      echo "== bench $1 $2 graph of kernels"; timeout 100 $L bench $f -p 16 -n 128 -r 3 2>&1 | tail -1
+      for env in "LATHE_PERSISTENT=1" "LATHE_PERSISTENT=1 LATHE_PERSISTENT_PREFETCH_MB=0" "LATHE_PERSISTENT=1 LATHE_PERSISTENT_EARLY=4"; do
+        echo "== bench $1 $2 $env"; env $env timeout 100 $L bench $f -p 16 -n 128 -r 3 2>&1 | tail -2
+      done
+      echo "== check $1 $2 --persistent"; timeout 150 $L check $f --persistent --steps 16 2>&1 | tail -2 | head -1
+    done ;;
+  p6)
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0"; do
+      set -- $spec
+      f=$(synth $1 $2)
+      echo "== bench $1 $2 persistent, traced"; LATHE_PERSISTENT=1 LATHE_PERSISTENT_TRACE=1 timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | tail -9
+      echo "== bench $1 $2 persistent, barriers alone (wrong tokens)"; LATHE_PERSISTENT=1 LATHE_PERSISTENT_DRY=1 LATHE_PERSISTENT_TRACE=1 timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | tail -7
+    done
+    echo "== the 0.6b's launches timed alone"; timeout 100 $L bench $(synth qwen3-0.6b q8_0) -p 16 -n 16 -r 1 --profile 2>&1 | sed -n '/decode step/,/^$/p' | head -14 ;;
+  p7)
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      set -- $spec
+      f=$(synth $1 $2)
+      echo "== bench $1 $2 persistent, traced"; LATHE_PERSISTENT=1 LATHE_PERSISTENT_TRACE=1 timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | tail -14
+      echo "== bench $1 $2 the products-only kernel, small phases skipped (wrong tokens)"; LATHE_PERSISTENT=1 LATHE_PERSISTENT_KERNEL=products LATHE_PERSISTENT_TRACE=1 timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | tail -14
     done ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf

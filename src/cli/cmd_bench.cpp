@@ -100,6 +100,11 @@ Action add_bench_command(CLI::App& app) {
       const double limit = kReadGBs * 1e9 / static_cast<double>(bytes.total());
       fmt::print("{} | tg{}{} | {:.2f} ± {:.2f} | {:.0f}% of {:.0f} |\n", head, *tg, at, s.mean, s.sd,
                  100.0 * s.mean / limit, limit);
+      if (const PersistentStep* ps = gpu.persistent_step()) {
+        fmt::print("({})\n", ps->describe());
+        gpu.synchronize();
+        fmt::print("{}", ps->trace_summary());
+      }
     }
     if (*profile) {
       // Launch times by kind (the text before the first '['), summed over the step: the decode step,

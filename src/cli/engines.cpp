@@ -25,6 +25,9 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
                   "read from pinned host memory")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-chunk", o.max_chunk, "the largest prefill chunk (rows)")->capture_default_str();
+  cmd->add_flag("--persistent", o.persistent,
+                "run the decode step's products, rope and attention as phases of one persistent launch "
+                "(also LATHE_PERSISTENT=1)");
 }
 
 kernels::Activations parse_activations(const std::string& name) {
@@ -44,6 +47,7 @@ std::unique_ptr<Engine> make_gpu_engine(const GgufFile& file, const EngineOption
   g.held = std::set<std::string>(o.hold.begin(), o.hold.end());
   g.program_file = o.program;
   g.gpu_memory = static_cast<size_t>(o.gpu_memory_gb * 1e9);
+  g.persistent = o.persistent;
   auto engine = std::make_unique<GpuEngine>(file, g);
   // Matrices read over PCIe make every token slow: say so where it happens.
   if (engine->device_model().host_bytes() > 0) fmt::print(stderr, "note: {}\n", engine->device_model().residence());

@@ -26,6 +26,7 @@ struct EngineOptions {
   int64_t max_chunk = 4096;
   std::string program;                 // a program file run instead of the architecture's
   double gpu_memory_gb = 0;            // > 0: the most GPU memory to take, in GB (1e9 bytes)
+  bool persistent = false;             // the decode step as persistent launches (GPU lane)
 };
 
 void add_engine_options(CLI::App* cmd, EngineOptions& options);

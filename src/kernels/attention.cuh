@@ -94,19 +94,22 @@ __device__ __forceinline__ void attd_split2(float x, float y, unsigned& hi, unsi
 }
 
 template <int D>
-__device__ void attd_decode(const float* __restrict__ q, const __half* __restrict__ k_cache,
+__device__ void attd_decode(const float* q, const __half* __restrict__ k_cache,
                             const __half* __restrict__ v_cache, const int* __restrict__ sequences,
                             const int* __restrict__ positions, float* __restrict__ out,
                             float* __restrict__ part_o, float2* __restrict__ part_ml, int n_head,
                             int n_head_kv, int n_ctx, int window, int split_min, int n_split,
-                            float scale, float cap, const float* __restrict__ sinks, int* __restrict__ tickets) {
+                            float scale, float cap, const float* __restrict__ sinks, int* __restrict__ tickets,
+                            int split, int by, int row, int grid_y) {
   typedef AttdShape<D> S;
   constexpr int KB = D / 32, VB = D / 64;
   extern __shared__ float4 attd_shared4[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(attd_shared4);
 
   const int group = n_head / n_head_kv, n_sets = (group + ATTD_HEADS - 1) / ATTD_HEADS;
-  const int split = blockIdx.x, kvh = blockIdx.y / n_sets, set = blockIdx.y % n_sets, row = blockIdx.z;
+  // Block (split, by, row) of grid (n_split, grid_y, rows), on the block's first ATTD_THREADS threads
+  // (q is read with plain loads: in the persistent step the phase before this one wrote it).
+  const int kvh = by / n_sets, set = by % n_sets;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int pos = positions[row];
   const int first = window > 0 ? max(0, pos - window + 1) : 0;
@@ -248,7 +251,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
   l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
 
   // The block's warps combine: [warp][head][out_stride] outputs, then [warp][head] (m, l).
-  __syncthreads();  // every warp is done with its ring
+  lathe_sync_first(ATTD_THREADS);  // every warp is done with its ring
   float* ob = reinterpret_cast<float*>(smem);
   float* mls = ob + ATTD_WARPS * ATTD_HEADS * S::out_stride;
   {
@@ -265,7 +268,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
       mls[(warp * ATTD_HEADS + g) * 2 + 1] = l_run;
     }
   }
-  __syncthreads();
+  lathe_sync_first(ATTD_THREADS);
   const bool finish = len >= pos - first + 1;  // the row's only split: no merge (it skips the row)
   for (int idx = threadIdx.x; idx < n_heads_here * D; idx += ATTD_THREADS) {
     const int hi = idx / D, dim = idx % D;
@@ -296,18 +299,18 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     }
   }
   if (finish || !tickets) return;
-  // The last split of (row, blockIdx.y) to get here merges: partials published (fence), then a
+  // The last split of (row, by) to get here merges: partials published (fence), then a
   // ticket; the block that draws used - 1 sees every other split's partials after its own fence.
   __shared__ int attd_is_last;
   __threadfence();
-  __syncthreads();
+  lathe_sync_first(ATTD_THREADS);
   const int used = min(n_split, (pos - first + len) / len);
   if (threadIdx.x == 0) {
-    int* ticket = tickets + (long long)row * gridDim.y + blockIdx.y;
+    int* ticket = tickets + (long long)row * grid_y + by;
     attd_is_last = atomicAdd(ticket, 1) == used - 1;
     if (attd_is_last) *ticket = 0;  // every split of this launch has drawn: ready for the next launch
   }
-  __syncthreads();
+  lathe_sync_first(ATTD_THREADS);
   if (!attd_is_last) return;
   __threadfence();
   for (int idx = threadIdx.x; idx < n_heads_here * D; idx += ATTD_THREADS) {
@@ -337,7 +340,8 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
       const float* sinks, int* tickets) {                                                           \
     lathe_pdl_entry();                                                                              \
     attd_decode<D>(q, k_cache, v_cache, sequences, positions, out, part_o, part_ml, n_head,        \
-                   n_head_kv, n_ctx, window, split_min, n_split, scale, cap, sinks, tickets);      \
+                   n_head_kv, n_ctx, window, split_min, n_split, scale, cap, sinks, tickets,       \
+                   blockIdx.x, blockIdx.y, blockIdx.z, gridDim.y);                                 \
   }
 ATTD_DECODE_ENTRY(64)
 ATTD_DECODE_ENTRY(128)

@@ -23,6 +23,41 @@ __device__ __forceinline__ void lathe_pdl_entry() {
 #endif
 }
 
+// The persistent decode step (step_persistent.cuh) runs kernel bodies as phases of one cooperative
+// launch; where a kernel waits for its predecessor (lathe_pdl_entry), a phase waits for every block
+// to finish the phase before it: a grid barrier on a counter that only grows during the launch
+// (phase i waits for it to reach (i + 1) * blocks). A body given no lathe_grid (a plain launch)
+// waits as a kernel does.
+struct lathe_grid {
+  unsigned* count;  // zero when the launch begins; the launch's last block sets it back
+  unsigned target;
+};
+
+// Every thread of the block calls it. The release (fence, then the arrival) publishes this block's
+// writes; the acquire load orders the block's later reads after every other block's writes (it also
+// discards the SM's L1 lines, so no stale activation of an earlier phase is read).
+__device__ __forceinline__ void lathe_grid_barrier(unsigned* count, unsigned target) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(count, 1u);
+    unsigned v;
+    do {
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(count) : "memory");
+    } while (v < target);
+  }
+  __syncthreads();
+}
+
+__device__ __forceinline__ void lathe_step_wait(const lathe_grid* grid) {
+  if (grid) lathe_grid_barrier(grid->count, grid->target);
+  else lathe_pdl_entry();
+}
+
+// A barrier of the first n threads of the block (named barrier 15; n a multiple of 32): a block
+// body that a phase runs on some of the block's warps syncs with this, never __syncthreads.
+__device__ __forceinline__ void lathe_sync_first(int n) { asm volatile("bar.sync 15, %0;\n" ::"r"(n) : "memory"); }
+
 __device__ __forceinline__ float lathe_f16(const uint8_t* p) {
   return __half2float(*reinterpret_cast<const __half*>(p));
 }

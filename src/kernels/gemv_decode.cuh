@@ -231,7 +231,8 @@ __device__ __forceinline__ bool lathe_gemv_group_sum2(float2 (*partial)[LATHE_GE
 
 template <class F, int C>
 __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row_bytes, const int8_t* xq, float* y,
-                                                 int k, int n_out, int group, int early, const float* xf) {
+                                                 int k, int n_out, int group, int early, const float* xf,
+                                                 const lathe_grid* grid = nullptr) {
   extern __shared__ uint4 lathe_gemv1_smem[];
   __shared__ float partial[2][LATHE_GEMV1_WARPS];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -254,7 +255,7 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
   // gemv_multi.cuh's lanes < early - 1, so early == 1 still asks for one; the figures in
   // gemv_launch.h were measured so), BEFORE the programmatic-launch wait; x after it. early == 0
   // waits first.
-  if (early == 0) lathe_pdl_entry();
+  if (early == 0) lathe_step_wait(grid);
   int ld_row = g0, ld_c = sub;
   for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
     if (ld_row < n_out) lathe_gemv1_chunk<F>(w, row_bytes, units, ld_row, ld_c, stage + s * LATHE_GEMV1_SLOT, true);
@@ -270,7 +271,7 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
     const int j = (LATHE_GEMV1_STAGES - 1) + lane;
     const int pf_row = g0 + (j / per_row) * n_groups, pf_c = sub + (j % per_row) * group;
     if (lane < early && pf_row < n_out) lathe_gemv1_prefetch_chunk<F>(w, row_bytes, units, pf_row, pf_c);
-    lathe_pdl_entry();
+    lathe_step_wait(grid);
   }
   if (xf) {  // x in f32: every block quantizes it into shared memory (bit-identical to lathe_quantize_act),
             // 8 threads a 32-value block (k / 4096 passes of the block's threads)

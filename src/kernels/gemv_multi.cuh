@@ -91,7 +91,8 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
                                                  float* y1, float* y2, long long rb0, long long rb1, long long rb2,
                                                  int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq,
                                                  int k, int group, int early, const float* nx, const float* ny,
-                                                 const float* nw, float eps, float* nsum) {
+                                                 const float* nw, float eps, float* nsum,
+                                                 const lathe_grid* grid = nullptr) {
   extern __shared__ uint4 lathe_gemvm_smem[];
   __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -128,7 +129,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
 
   // The loader runs STAGES - 1 chunks ahead along this warp's sequence: items g0, g0 + n_groups, ...,
   // chunks sub, sub + group, ... of each. One commit group per chunk (empty past the end).
-  if (!early) lathe_pdl_entry();
+  if (!early) lathe_step_wait(grid);
   int ld_item = g0, ld_c = sub;
   for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
     if (ld_item < n_items) chunk(ld_item, ld_c, stage + s * LATHE_GEMV1_SLOT, true);
@@ -160,7 +161,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       else
         lathe_gemv1_prefetch_chunk<FA>(w, rb, L.units_a, a.row, a.c);
     }
-    lathe_pdl_entry();
+    lathe_step_wait(grid);
   }
   if (nx) {
     // The norm in the prologue: s = x + y, h = s / rms(s) * w (add_rms_norm's formula; its sum of

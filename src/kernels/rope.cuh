@@ -79,30 +79,33 @@ extern "C" __global__ void lathe_rope_norm(float* x, const int* __restrict__ pos
 // caches [sequences, n_ctx, hk, d] at slot (sequences[r], positions[r]), as lathe_cache_append: one
 // launch for what took three. Units of a row: hq q heads, hk k heads, hk v heads; one warp a unit;
 // grid (rows, ceil((hq + 2 hk) / warps)); shared memory as lathe_rope_norm.
-extern "C" __global__ void lathe_rope_append(float* q, float* k, const float* __restrict__ v,
-                                             const int* __restrict__ positions, const int* __restrict__ sequences,
-                                             int hq, int hk, int d, int n_rot, const double* __restrict__ freq,
-                                             double position_scale, int neox, const float* __restrict__ q_weight,
-                                             const float* __restrict__ k_weight, int norm, float eps,
-                                             __half* k_cache, __half* v_cache, int n_ctx) { lathe_pdl_entry();
+// The body of block (row, by) on the block's first n_threads threads (the kernel: all of them; a phase
+// of the persistent step: its first warps). v is read with plain loads: in the persistent step the
+// phase before this one wrote it.
+__device__ __forceinline__ void lathe_rope_append_body(float* q, float* k, const float* v, const int* positions,
+                                                       const int* sequences, int hq, int hk, int d, int n_rot,
+                                                       const double* __restrict__ freq, double position_scale,
+                                                       int neox, const float* __restrict__ q_weight,
+                                                       const float* __restrict__ k_weight, int norm, float eps,
+                                                       __half* k_cache, __half* v_cache, int n_ctx, long long row,
+                                                       int by, int n_threads) {
   extern __shared__ float rope_shared[];
   const int half = n_rot / 2;
   float* cos_t = rope_shared;
   float* sin_t = rope_shared + half;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n_warps = blockDim.x >> 5;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n_warps = n_threads >> 5;
   float* head_buf = rope_shared + 2 * half + warp * d;
-  const long long row = blockIdx.x;
   const double position = double(positions[row]) * position_scale;
-  for (int j = threadIdx.x; j < half; j += blockDim.x) {
+  for (int j = threadIdx.x; j < half; j += n_threads) {
     double sn, cs;
     sincos(position * freq[j], &sn, &cs);
     cos_t[j] = float(cs);
     sin_t[j] = float(sn);
   }
-  __syncthreads();
+  lathe_sync_first(n_threads);
   const long long slot = ((long long)sequences[row] * n_ctx + positions[row]) * hk * d;
   const int units = hq + 2 * hk;
-  for (int u = blockIdx.y * n_warps + warp; u < units && u < (blockIdx.y + 1) * n_warps; u += n_warps) {
+  for (int u = by * n_warps + warp; u < units && u < (by + 1) * n_warps; u += n_warps) {
     if (u < hq) {
       lathe_rope_head(q + (row * hq + u) * (long long)d, d, half, n_rot, neox, cos_t, sin_t, head_buf, q_weight, norm,
                       eps, nullptr);
@@ -117,4 +120,15 @@ extern "C" __global__ void lathe_rope_append(float* q, float* k, const float* __
       for (int i = lane; i < d; i += 32) dst[i] = __float2half_rn(src[i]);
     }
   }
+  lathe_sync_first(n_threads);  // the shared tables are free for the block's next use
+}
+
+extern "C" __global__ void lathe_rope_append(float* q, float* k, const float* v, const int* positions,
+                                             const int* sequences, int hq, int hk, int d, int n_rot,
+                                             const double* __restrict__ freq, double position_scale, int neox,
+                                             const float* __restrict__ q_weight, const float* __restrict__ k_weight,
+                                             int norm, float eps, __half* k_cache, __half* v_cache, int n_ctx) {
+  lathe_pdl_entry();
+  lathe_rope_append_body(q, k, v, positions, sequences, hq, hk, d, n_rot, freq, position_scale, neox, q_weight,
+                         k_weight, norm, eps, k_cache, v_cache, n_ctx, blockIdx.x, blockIdx.y, blockDim.x);
 }

@@ -20,7 +20,8 @@ namespace lathe::cuda {
   X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)           \
   X(cuGraphDestroy) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)  \
   X(cuEventElapsedTime) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync)         \
-  X(cuMemsetD8Async) X(cuCtxSynchronize) X(cuLaunchKernelEx)
+  X(cuMemsetD8Async) X(cuCtxSynchronize) X(cuLaunchKernelEx)  \
+  X(cuFuncGetParamInfo) X(cuFuncGetName) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
 #define LATHE_NVRTC_FUNCTIONS(X)                                                               \
   X(nvrtcCreateProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) \

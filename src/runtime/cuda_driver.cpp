@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -324,10 +325,85 @@ thread_local bool programmatic_launch_on = true;
 
 void set_programmatic_launch(bool on) { programmatic_launch_on = on; }
 
+namespace {
+thread_local LaunchCollector* active_collector = nullptr;
+
+void collect_launch(LaunchCollector& c, CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes,
+                    const std::vector<void*>& args, const char* what) {
+  CollectedOp op;
+  op.function = f;
+  op.grid = grid;
+  op.block = block;
+  op.shared_bytes = shared_bytes;
+  op.what = what ? what : "";
+  const char* name = nullptr;
+  check(D().cuFuncGetName(&name, f), what);
+  op.kernel = name ? name : "";
+  for (size_t i = 0; i < args.size(); ++i) {
+    size_t offset = 0, size = 0;
+    check(D().cuFuncGetParamInfo(f, i, &offset, &size), what);
+    if (op.params.size() < offset + size) op.params.resize(offset + size);
+    std::memcpy(op.params.data() + offset, args[i], size);
+    op.offsets.push_back(offset);
+  }
+  size_t offset = 0, size = 0;
+  if (D().cuFuncGetParamInfo(f, args.size(), &offset, &size) == CUDA_SUCCESS)
+    throw CudaError(fmt::format("{}: kernel {} takes more than the {} parameters given", what, op.kernel, args.size()));
+  c.ops.push_back(std::move(op));
+}
+}  // namespace
+
+void set_launch_collector(LaunchCollector* collector) { active_collector = collector; }
+
+void replay(const CollectedOp& op, CUstream stream) {
+  if (op.copy) {
+    copy_async(op.dst, op.src, op.bytes, stream, op.what.c_str());
+    return;
+  }
+  std::vector<unsigned char> params = op.params;  // cuLaunchKernel copies the values at the call
+  std::vector<void*> args;
+  for (size_t off : op.offsets) args.push_back(params.data() + off);
+  launch(op.function, op.grid, op.block, op.shared_bytes, stream, std::move(args), op.what.c_str());
+}
+
+int max_resident_blocks(CUfunction f, int threads, unsigned shared_bytes) {
+  check(D().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes)),
+        "setting a kernel's shared memory");
+  int n = 0;
+  check(D().cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, threads, shared_bytes), "asking a kernel's occupancy");
+  return n;
+}
+
+void launch_cooperative(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
+                        std::vector<void*> args, const char* what) {
+  if (shared_bytes > 48 * 1024)
+    check(D().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes)),
+          what);
+  CUlaunchConfig config{};
+  config.gridDimX = grid.x;
+  config.gridDimY = grid.y;
+  config.gridDimZ = grid.z;
+  config.blockDimX = block.x;
+  config.blockDimY = block.y;
+  config.blockDimZ = block.z;
+  config.sharedMemBytes = shared_bytes;
+  config.hStream = stream;
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attr.value.cooperative = 1;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  check(D().cuLaunchKernelEx(&config, f, args.data(), nullptr), what);
+}
+
 void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
             std::vector<void*> args, const char* what) {
   if (Recorder* r = recorder()) {
     r->launch(f, grid, block, shared_bytes, args);
+    return;
+  }
+  if (active_collector) {
+    collect_launch(*active_collector, f, grid, block, shared_bytes, args, what);
     return;
   }
   if (shared_bytes > 48 * 1024)
@@ -361,6 +437,16 @@ void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream
 void copy_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, const char* what) {
   if (Recorder* r = recorder()) {
     r->copy(dst, src, bytes);
+    return;
+  }
+  if (active_collector) {
+    CollectedOp op;
+    op.copy = true;
+    op.dst = dst;
+    op.src = src;
+    op.bytes = bytes;
+    op.what = what ? what : "";
+    active_collector->ops.push_back(std::move(op));
     return;
   }
   check(D().cuMemcpyDtoDAsync(dst, src, bytes, stream), what);

@@ -150,6 +150,39 @@ void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream
 // A device-to-device copy ordered on the stream (recorded while a Recorder is active).
 void copy_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, const char* what);
 
+// A cooperative launch (every block resident at once, or a CudaError saying the grid is too large):
+// for kernels whose blocks wait for one another (kernels/step_persistent.cuh). Never programmatic.
+void launch_cooperative(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
+                        std::vector<void*> args, const char* what);
+
+// How many blocks of f (threads a block, shared_bytes of dynamic shared memory, opted in) one SM
+// keeps resident at once.
+int max_resident_blocks(CUfunction f, int threads, unsigned shared_bytes);
+
+// Collecting a step's launches on a real device (runtime/persistent_step.cpp): while a collector is
+// set on this thread, launch() and copy_async() append what they would do to it and do nothing;
+// each launch keeps its parameters' bytes at the kernel's own offsets (the driver's parameter table)
+// and its kernel's name, so it can be replayed or folded into another kernel's arguments.
+struct CollectedOp {
+  bool copy = false;
+  CUfunction function = nullptr;
+  std::string kernel;                  // the function's name
+  Dim3 grid, block;
+  unsigned shared_bytes = 0;
+  std::vector<unsigned char> params;   // the parameter buffer, cuLaunchKernel's layout
+  std::vector<size_t> offsets;         // each parameter's offset in it
+  CUdeviceptr dst = 0, src = 0;        // copy
+  size_t bytes = 0;
+  std::string what;
+};
+struct LaunchCollector {
+  std::vector<CollectedOp> ops;
+};
+void set_launch_collector(LaunchCollector* collector);  // null: launch again
+
+// Replays a collected op on a stream (a launch as launch() makes it, programmatic where allowed).
+void replay(const CollectedOp& op, CUstream stream);
+
 // Recording (`lathe emit`): the lane plans a step with no GPU and no driver. While a Recorder is
 // active, Context::get() is a virtual device (the recorder's DeviceInfo); DeviceBuffers get virtual
 // addresses (buffer i at kVirtualBase + i * kVirtualSpan, so an address names its buffer and offset)

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace lathe {
 
@@ -22,6 +23,7 @@ graph::Graph lift_cut(const GgufFile& file, const ModelProgram& program, int64_t
 GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : file_(file), options_(options) {
   if (options_.n_ctx <= 0) fail("--ctx must be positive");
   if (options_.max_chunk <= 0) fail("--max-chunk must be positive");
+  if (const char* env = std::getenv("LATHE_PERSISTENT"); env && *env) options_.persistent = std::string(env) != "0";
   options_.max_chunk = std::min(options_.max_chunk, options_.n_ctx);  // a chunk never exceeds the cache
   const ModelSpec spec = read_model_spec(file);
   n_vocab_ = spec.n_vocab;
@@ -100,14 +102,23 @@ void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start, bool la
   // Programmatic dependent launch pays for the decode step's chain of small kernels (qwen3-8b Q8_0
   // tg128 223 -> 248 tok/s) and costs a prefill chunk's large ones (pp512 1363 -> 1176): docs/perf.md.
   cuda::set_programmatic_launch(rows <= 8);
+  if (rows == 1 && options_.persistent && !persistent_)
+    persistent_ = std::make_unique<PersistentStep>(p, options_.activations, PersistentOptions::from_environment(),
+                                                   stream_->handle());
+  const auto run_step = [&] {
+    if (rows == 1 && persistent_) persistent_->run(stream_->handle());
+    else p.run(stream_->handle());
+  };
   if (rows == 1 && options_.use_graph) {
     if (!decode_graph_) {
       decode_graph_ = std::make_unique<cuda::CapturedGraph>();
       decode_graph_->begin(*stream_);
-      p.run(stream_->handle());
+      run_step();
       decode_graph_->end(*stream_);
     }
     decode_graph_->replay(*stream_);
+  } else if (rows == 1) {
+    run_step();
   } else {
     p.run(stream_->handle());
   }

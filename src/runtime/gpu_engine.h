@@ -9,6 +9,7 @@
 #include "plan/device_model.h"
 #include "plan/step_plan.h"
 #include "runtime/engine.h"
+#include "runtime/persistent_step.h"
 
 #include <map>
 #include <memory>
@@ -24,6 +25,8 @@ struct GpuEngineOptions {
   bool use_graph = true;       // capture the decode step as a CUDA graph
   std::string program_file;    // a program file to run instead of the architecture's
   size_t gpu_memory = 0;       // > 0: the most device memory to take (residence moves the rest to the host)
+  // The decode step as phases of persistent launches (runtime/persistent_step.h); also LATHE_PERSISTENT=1.
+  bool persistent = false;
 };
 
 class GpuEngine : public Engine {
@@ -47,6 +50,8 @@ class GpuEngine : public Engine {
   const plan::DeviceModel& device_model() const { return *model_; }
   const ModelProgram& program() const { return program_; }
   void synchronize();
+  // The persistent decode step, when on (made by the first decode step); null otherwise.
+  const PersistentStep* persistent_step() const { return persistent_.get(); }
 
  private:
   void run_rows(std::span<const int32_t> tokens, int64_t start, bool last_row_outputs = false);
@@ -60,6 +65,7 @@ class GpuEngine : public Engine {
   std::map<std::pair<int64_t, bool>, std::unique_ptr<plan::StepPlan>> plans_;  // (rows, last_row_outputs)
   std::unique_ptr<cuda::Stream> stream_;
   std::unique_ptr<cuda::CapturedGraph> decode_graph_;
+  std::unique_ptr<PersistentStep> persistent_;
 };
 
 // The graph of a cut of the engine's program (for `lathe program --graph` and tests).
