@@ -32,6 +32,8 @@
 #           qwen3-8b q8_0 with and without it (and its L2 prefetch off, more chunks asked early), checks
 #   p6      its phases traced (time by kind), and its barriers alone
 #   p7      the phases of a layer one by one, and the products in a kernel without the small phases
+#   p8      the products-only kernel's phases by how many chunks a warp asks for before the barrier;
+#           the GPU tests of the kernels whose bodies the persistent step now shares
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -210,6 +212,15 @@ for part in "$@"; do
       f=$(synth $1 $2)
       echo "== bench $1 $2 persistent, traced"; LATHE_PERSISTENT=1 LATHE_PERSISTENT_TRACE=1 timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | tail -14
       echo "== bench $1 $2 the products-only kernel, small phases skipped (wrong tokens)"; LATHE_PERSISTENT=1 LATHE_PERSISTENT_KERNEL=products LATHE_PERSISTENT_TRACE=1 timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | tail -14
+    done ;;
+  p8)
+    f=$(synth qwen3-8b q8_0)
+    for e in 0 1 2 4 8; do
+      echo "== qwen3-8b q8_0 products-only kernel (wrong tokens), LATHE_PERSISTENT_EARLY=$e"
+      LATHE_PERSISTENT=1 LATHE_PERSISTENT_KERNEL=products LATHE_PERSISTENT_EARLY=$e LATHE_PERSISTENT_TRACE=1 timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | grep -E "tg128|phase  " | sed 's/.*| tg128/tg128/'
+    done
+    for t in test_gpu_attention_gpu test_gpu_norm_rope_gpu test_gemv_gpu test_gemv_multi_gpu test_gpu_lane_gpu test_cuda_gpu; do
+      echo "== $t"; timeout 200 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |tests ran|Failure" | head -20
     done ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
