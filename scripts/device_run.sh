@@ -34,6 +34,8 @@
 #   p7      the phases of a layer one by one, and the products in a kernel without the small phases
 #   p8      the products-only kernel's phases by how many chunks a warp asks for before the barrier;
 #           the GPU tests of the kernels whose bodies the persistent step now shares
+#   p9      the persistent step with its release/relaxed barrier: tests, every dense model beside the
+#           graph of kernels, its barriers alone, the 30B's check and bench
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -222,6 +224,21 @@ for part in "$@"; do
     for t in test_gpu_attention_gpu test_gpu_norm_rope_gpu test_gemv_gpu test_gemv_multi_gpu test_gpu_lane_gpu test_cuda_gpu; do
       echo "== $t"; timeout 200 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |tests ran|Failure" | head -20
     done ;;
+  p9)
+    echo "== the persistent decode step against the graph of kernels"
+    timeout 240 $C/test_persistent_step_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|Expected|Which is|of [0-9]+ logits" | head -20
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0"; do
+      set -- $spec
+      f=$(synth $1 $2)
+      echo "== bench $1 $2 graph of kernels"; timeout 100 $L bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128
+      echo "== bench $1 $2 persistent"; LATHE_PERSISTENT=1 LATHE_PERSISTENT_TRACE=1 timeout 100 $L bench $f -p 16 -n 128 -r 3 2>&1 | grep -E "tg128|phases  |us each|phase  "
+      case $1 in *8b) rm -f $f ;; esac
+    done
+    echo "== persistent, barriers alone (wrong tokens)"; LATHE_PERSISTENT=1 LATHE_PERSISTENT_DRY=1 LATHE_PERSISTENT_TRACE=1 timeout 100 $L bench $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 2 2>&1 | grep -E "tg128|us each"
+    echo "== check qwen3-30b-a3b q8_0 --persistent"; f=$(synth qwen3-30b-a3b q8_0)
+    timeout 200 $L check $f --persistent --steps 16 2>&1 | tail -2 | head -1
+    timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | grep tg128
+    LATHE_PERSISTENT=1 timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | grep -E "tg128|persistent decode" ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do

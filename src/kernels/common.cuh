@@ -33,18 +33,19 @@ struct lathe_grid {
   unsigned target;
 };
 
-// Every thread of the block calls it. The release (fence, then the arrival) publishes this block's
-// writes; the acquire load orders the block's later reads after every other block's writes (it also
+// Every thread of the block calls it. The arrival is a release at gpu scope (after the block's
+// barrier, so it publishes every thread's writes); the wait polls with relaxed loads and ends with
+// an acquire fence, which orders the block's later reads after every other block's writes (and
 // discards the SM's L1 lines, so no stale activation of an earlier phase is read).
 __device__ __forceinline__ void lathe_grid_barrier(unsigned* count, unsigned target) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(count, 1u);
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(count) : "memory");
     unsigned v;
     do {
-      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(count) : "memory");
+      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(count) : "memory");
     } while (v < target);
+    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
   }
   __syncthreads();
 }

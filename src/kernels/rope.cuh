@@ -120,7 +120,6 @@ __device__ __forceinline__ void lathe_rope_append_body(float* q, float* k, const
       for (int i = lane; i < d; i += 32) dst[i] = __float2half_rn(src[i]);
     }
   }
-  lathe_sync_first(n_threads);  // the shared tables are free for the block's next use
 }
 
 extern "C" __global__ void lathe_rope_append(float* q, float* k, const float* v, const int* positions,
