@@ -17,5 +17,5 @@ scripts/device_libs.sh build-dev/devlibs build-dev/lathe build-dev/carry/test_*_
 rm -rf build-dev/kcache && LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90
 [ "${SKIP_EMITTED:-0}" = 1 ] || scripts/build_emitted.sh build-dev/lathe
 strip build-dev/carry/*
-tar -cJf build-dev/pack.tar.xz -C build-dev carry kcache devlibs
+tar -cJf build-dev/pack.tar.xz -C build-dev carry kcache devlibs $([ -d build-dev/old ] && echo old)
 du -sh build-dev/carry build-dev/devlibs build-dev/kcache build-dev/pack.tar.xz

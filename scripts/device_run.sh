@@ -36,6 +36,8 @@
 #           the GPU tests of the kernels whose bodies the persistent step now shares
 #   p9      the persistent step with its release/relaxed barrier: tests, every dense model beside the
 #           graph of kernels, its barriers alone, the 30B's check and bench
+#   p10     tg128 of the default path before (build-dev/old, main at 3eb9458) and after this
+#           session's shared kernel bodies, alternated on one machine
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -239,6 +241,20 @@ for part in "$@"; do
     timeout 200 $L check $f --persistent --steps 16 2>&1 | tail -2 | head -1
     timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | grep tg128
     LATHE_PERSISTENT=1 timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | grep -E "tg128|persistent decode" ;;
+  p10)
+    # The default path before and after this session's changes to the bodies it shares with the
+    # persistent step, on one machine: build-dev/old/lathe is main at 3eb9458 (carried when present).
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0"; do
+      set -- $spec
+      f=$(synth $1 $2)
+      for rep in 1 2; do
+        for bin in build-dev/old/lathe $L; do
+          [ -x $bin ] || continue
+          echo "== $1 $2 $bin"; timeout 100 $bin bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128
+        done
+      done
+    done ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do

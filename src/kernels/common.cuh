@@ -33,19 +33,20 @@ struct lathe_grid {
   unsigned target;
 };
 
-// Every thread of the block calls it. The arrival is a release at gpu scope (after the block's
-// barrier, so it publishes every thread's writes); the wait polls with relaxed loads and ends with
-// an acquire fence, which orders the block's later reads after every other block's writes (and
-// discards the SM's L1 lines, so no stale activation of an earlier phase is read).
+// Every thread of the block calls it. The fence and the arrival publish the block's writes (after
+// its barrier, every thread's); the acquire poll orders the block's later reads after every other
+// block's writes (and discards the SM's L1 lines, so no stale activation of an earlier phase is
+// read). Measured on the H200 (132 blocks): ~1.45 us a barrier; a release reduction with relaxed
+// polls and one acquire fence took ~1.6.
 __device__ __forceinline__ void lathe_grid_barrier(unsigned* count, unsigned target) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" ::"l"(count) : "memory");
+    __threadfence();
+    atomicAdd(count, 1u);
     unsigned v;
     do {
-      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(count) : "memory");
+      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(count) : "memory");
     } while (v < target);
-    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
   }
   __syncthreads();
 }
