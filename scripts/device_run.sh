@@ -38,6 +38,7 @@
 #           graph of kernels, its barriers alone, the 30B's check and bench
 #   p10     tg128 of the default path before (build-dev/old, main at 3eb9458) and after this
 #           session's shared kernel bodies, alternated on one machine
+#   p11     the persistent step's layer phases with when its blocks finished each (the tails)
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -254,6 +255,13 @@ for part in "$@"; do
           echo "== $1 $2 $bin"; timeout 100 $bin bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128
         done
       done
+    done ;;
+  p11)
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      set -- $spec
+      f=$(synth $1 $2)
+      echo "== $1 $2 persistent, traced with the blocks' ends"; LATHE_PERSISTENT=1 LATHE_PERSISTENT_TRACE=1 timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | grep -E "tg128|phase  " | sed 's/.*| tg128/tg128/'
+      echo "== $1 $2 products-only kernel (wrong tokens)"; LATHE_PERSISTENT=1 LATHE_PERSISTENT_KERNEL=products LATHE_PERSISTENT_TRACE=1 timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | grep -E "tg128|phase  " | sed 's/.*| tg128/tg128/'
     done ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf

@@ -94,7 +94,7 @@ __device__ __forceinline__ void attd_split2(float x, float y, unsigned& hi, unsi
 }
 
 template <int D>
-__device__ void attd_decode(const float* q, const __half* __restrict__ k_cache,
+__device__ void attd_decode(const float* __restrict__ q, const __half* __restrict__ k_cache,
                             const __half* __restrict__ v_cache, const int* __restrict__ sequences,
                             const int* __restrict__ positions, float* __restrict__ out,
                             float* __restrict__ part_o, float2* __restrict__ part_ml, int n_head,
@@ -107,8 +107,10 @@ __device__ void attd_decode(const float* q, const __half* __restrict__ k_cache,
   unsigned char* smem = reinterpret_cast<unsigned char*>(attd_shared4);
 
   const int group = n_head / n_head_kv, n_sets = (group + ATTD_HEADS - 1) / ATTD_HEADS;
-  // Block (split, by, row) of grid (n_split, grid_y, rows), on the block's first ATTD_THREADS threads
-  // (q is read with plain loads: in the persistent step the phase before this one wrote it).
+  // Block (split, by, row) of grid (n_split, grid_y, rows), on the block's first ATTD_THREADS threads.
+  // (In the persistent step the phase before this one wrote q: nothing writes it while this body
+  // runs, and the grid barrier's acquire has discarded the SM's L1 lines since, so reading it through
+  // the read-only path is safe there too.)
   const int kvh = by / n_sets, set = by % n_sets;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int pos = positions[row];

@@ -80,10 +80,10 @@ extern "C" __global__ void lathe_rope_norm(float* x, const int* __restrict__ pos
 // launch for what took three. Units of a row: hq q heads, hk k heads, hk v heads; one warp a unit;
 // grid (rows, ceil((hq + 2 hk) / warps)); shared memory as lathe_rope_norm.
 // The body of block (row, by) on the block's first n_threads threads (the kernel: all of them; a phase
-// of the persistent step: its first warps). v is read with plain loads: in the persistent step the
-// phase before this one wrote it.
-__device__ __forceinline__ void lathe_rope_append_body(float* q, float* k, const float* v, const int* positions,
-                                                       const int* sequences, int hq, int hk, int d, int n_rot,
+// of the persistent step: its first warps).
+__device__ __forceinline__ void lathe_rope_append_body(float* q, float* k, const float* __restrict__ v,
+                                                       const int* __restrict__ positions,
+                                                       const int* __restrict__ sequences, int hq, int hk, int d, int n_rot,
                                                        const double* __restrict__ freq, double position_scale,
                                                        int neox, const float* __restrict__ q_weight,
                                                        const float* __restrict__ k_weight, int norm, float eps,
@@ -122,8 +122,9 @@ __device__ __forceinline__ void lathe_rope_append_body(float* q, float* k, const
   }
 }
 
-extern "C" __global__ void lathe_rope_append(float* q, float* k, const float* v, const int* positions,
-                                             const int* sequences, int hq, int hk, int d, int n_rot,
+extern "C" __global__ void lathe_rope_append(float* q, float* k, const float* __restrict__ v,
+                                             const int* __restrict__ positions, const int* __restrict__ sequences,
+                                             int hq, int hk, int d, int n_rot,
                                              const double* __restrict__ freq, double position_scale, int neox,
                                              const float* __restrict__ q_weight, const float* __restrict__ k_weight,
                                              int norm, float eps, __half* k_cache, __half* v_cache, int n_ctx) {

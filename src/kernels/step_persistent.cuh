@@ -171,7 +171,8 @@ __device__ __forceinline__ unsigned long long lathe_globaltimer() {
 }
 
 // trace (LATHE_PERSISTENT_TRACE=1; else null): block 0 writes the time each phase begins and, last,
-// the time it ends its last phase (n_phases + 1 values), for the time each phase takes.
+// the time it ends its last phase (n_phases + 1 values); then every block the time it finished each
+// phase's work (n_phases * gridDim.x values): the phases' times and their tails.
 template <int C, bool Small>
 __device__ __forceinline__ void lathe_step_run(const lathe_phase* phases, int n_phases, unsigned* sync,
                                                unsigned long long* trace) {
@@ -207,6 +208,7 @@ __device__ __forceinline__ void lathe_step_run(const lathe_phase* phases, int n_
       default: lathe_grid_barrier(sync, target); break;  // the host never writes another kind
     }
     __syncthreads();  // the block's shared memory belongs to the next phase
+    if (trace && threadIdx.x == 0) trace[n_phases + 1 + i * gridDim.x + blockIdx.x] = lathe_globaltimer();
   }
   if (trace && blockIdx.x == 0 && threadIdx.x == 0) trace[n_phases] = lathe_globaltimer();
   // The last block out sets the barrier back: every block has left its last wait when it counts out.

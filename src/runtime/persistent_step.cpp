@@ -209,7 +209,8 @@ PersistentStep::PersistentStep(const plan::StepPlan& plan, kernels::Activations 
     sync_ = cuda::DeviceBuffer(segments.size() * 2 * sizeof(uint32_t), "persistent step barriers");
     sync_.zero();
     if (const char* t = std::getenv("LATHE_PERSISTENT_TRACE"); t && std::string(t) == "1") {
-      trace_ = cuda::DeviceBuffer((table.size() + segments.size()) * sizeof(uint64_t), "persistent step trace");
+      trace_ = cuda::DeviceBuffer((table.size() * (1 + static_cast<size_t>(blocks_)) + segments.size()) * sizeof(uint64_t),
+                                  "persistent step trace");
       trace_.zero();
     }
   }
@@ -222,7 +223,8 @@ PersistentStep::PersistentStep(const plan::StepPlan& plan, kernels::Activations 
       it.shared_bytes = shared[r];
       it.sync = sync_.ptr() + r * 2 * sizeof(uint32_t);
       it.first_phase = segments[r].first;
-      if (trace_.ptr()) it.trace = trace_.ptr() + (segments[r].first + r) * sizeof(uint64_t);
+      if (trace_.ptr())
+        it.trace = trace_.ptr() + (segments[r].first * (1 + static_cast<size_t>(blocks_)) + r) * sizeof(uint64_t);
       items_.push_back(it);
       i = runs[r].second;
       ++r;
@@ -275,9 +277,17 @@ std::string PersistentStep::trace_summary() const {
       if (&j == &it) break;
       op += j.phases ? static_cast<size_t>(j.phases) : 1;
     }
-    for (int p = 6; p < 12; ++p)
-      out += fmt::format("  phase {:>3}: {:>7.2f} us  {}\n", p, static_cast<double>(t[base + p + 1] - t[base + p]) / 1e3,
-                         ops_[op + static_cast<size_t>(p)].what);
+    // Each phase: its time, then when the blocks finished its work, from its start (first, median,
+    // last): the spread is the phase's tail.
+    for (int p = 6; p < 12; ++p) {
+      std::vector<double> ends;
+      for (int b = 0; b < blocks_; ++b)
+        ends.push_back(static_cast<double>(t[base + it.phases + 1 + static_cast<size_t>(p) * blocks_ + b] - t[base + p]) / 1e3);
+      std::sort(ends.begin(), ends.end());
+      out += fmt::format("  phase {:>3}: {:>7.2f} us, blocks done at {:>6.2f} / {:>6.2f} / {:>6.2f} us  {}\n", p,
+                         static_cast<double>(t[base + p + 1] - t[base + p]) / 1e3, ends.front(), ends[ends.size() / 2],
+                         ends.back(), ops_[op + static_cast<size_t>(p)].what);
+    }
     break;
   }
   for (const auto& [name, v] : by_kind)
