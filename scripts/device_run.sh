@@ -39,6 +39,8 @@
 #   p10     tg128 of the default path before (build-dev/old, main at 3eb9458) and after this
 #           session's shared kernel bodies, alternated on one machine
 #   p11     the persistent step's layer phases with when its blocks finished each (the tails)
+#   p12     rope's angles and attention's first cache chunks before their waits: the tests of both
+#           kernels, the lane's and the persistent step's, and the checks of qwen3-8b and -0.6b
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -262,6 +264,14 @@ for part in "$@"; do
       f=$(synth $1 $2)
       echo "== $1 $2 persistent, traced with the blocks' ends"; LATHE_PERSISTENT=1 LATHE_PERSISTENT_TRACE=1 timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | grep -E "tg128|phase  " | sed 's/.*| tg128/tg128/'
       echo "== $1 $2 products-only kernel (wrong tokens)"; LATHE_PERSISTENT=1 LATHE_PERSISTENT_KERNEL=products LATHE_PERSISTENT_TRACE=1 timeout 100 $L bench $f -p 16 -n 128 -r 2 2>&1 | grep -E "tg128|phase  " | sed 's/.*| tg128/tg128/'
+    done ;;
+  p12)
+    for t in test_gpu_attention_gpu test_gpu_norm_rope_gpu test_gpu_lane_gpu test_persistent_step_gpu; do
+      echo "== $t"; timeout 200 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |tests ran|Failure" | head -20
+    done
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      set -- $spec
+      echo "== check $1 $2"; timeout 150 $L check $(synth $1 $2) --steps 16 2>&1 | tail -2 | head -1
     done ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf

@@ -100,7 +100,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
                             float* __restrict__ part_o, float2* __restrict__ part_ml, int n_head,
                             int n_head_kv, int n_ctx, int window, int split_min, int n_split,
                             float scale, float cap, const float* __restrict__ sinks, int* __restrict__ tickets,
-                            int split, int by, int row, int grid_y) {
+                            int split, int by, int row, int grid_y, int early) {
   typedef AttdShape<D> S;
   constexpr int KB = D / 32, VB = D / 64;
   extern __shared__ float4 attd_shared4[];
@@ -113,7 +113,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
   // the read-only path is safe there too.)
   const int kvh = by / n_sets, set = by % n_sets;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const int pos = positions[row];
+  const int pos = positions[row];  // positions and sequences are the step's inputs: read before any wait
   const int first = window > 0 ? max(0, pos - window + 1) : 0;
   const int len = attd_split_len(pos - first + 1, n_split, split_min);
   const int begin = first + split * len;
@@ -155,8 +155,21 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     }
     attd_commit();
   };
-#pragma unroll
-  for (int i = 0; i < S::stages; ++i) issue(i);
+  // early != 0 (the kernel, for one row): the chunks that hold only slots before pos (written by
+  // earlier steps) are asked for before waiting for the kernel before, which appends slot pos; the
+  // rest of the ring, and q, after it (a split with nothing to see returned above without waiting:
+  // it reads nothing of this step's). early == 0: the caller has waited (the persistent step; and
+  // several rows, whose earlier rows' slots this step appends too).
+  int issued = 0;
+  if (early) {
+    while (issued < S::stages) {
+      const int c = warp + issued * ATTD_WARPS;
+      if (c < n_chunks && begin + (c + 1) * ATTD_CHUNK > pos) break;
+      issue(issued++);
+    }
+    lathe_pdl_entry();
+  }
+  for (; issued < S::stages; ++issued) issue(issued);
 
   // q of head g as A fragments (hi rows g, lo rows g + 8), dims permuted as the keys'.
   unsigned qf[KB][8];
@@ -340,10 +353,9 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
       const int* positions, float* out, float* part_o, float2* part_ml, int n_head, int n_head_kv,  \
       int n_ctx, int window, int split_min, int n_split, float scale, float cap,                    \
       const float* sinks, int* tickets) {                                                           \
-    lathe_pdl_entry();                                                                              \
     attd_decode<D>(q, k_cache, v_cache, sequences, positions, out, part_o, part_ml, n_head,        \
                    n_head_kv, n_ctx, window, split_min, n_split, scale, cap, sinks, tickets,       \
-                   blockIdx.x, blockIdx.y, blockIdx.z, gridDim.y);                                 \
+                   blockIdx.x, blockIdx.y, blockIdx.z, gridDim.y, gridDim.z == 1);                 \
   }
 ATTD_DECODE_ENTRY(64)
 ATTD_DECODE_ENTRY(128)
@@ -385,7 +397,7 @@ extern "C" __global__ void __launch_bounds__(ATTD_MERGE_THREADS)
   float* scratch = sum_l + n_split;   // [32]
   float* sums = scratch + 32;         // [groups][d]
   const int h = blockIdx.x, row = blockIdx.y, tid = threadIdx.x;
-  const int pos = positions[row];
+  const int pos = positions[row];  // positions and sequences are the step's inputs: read before any wait
   const int first = window > 0 ? max(0, pos - window + 1) : 0;
   const int visible = pos - first + 1;
   const int len = attd_split_len(visible, n_split, split_min);

@@ -79,30 +79,45 @@ extern "C" __global__ void lathe_rope_norm(float* x, const int* __restrict__ pos
 // caches [sequences, n_ctx, hk, d] at slot (sequences[r], positions[r]), as lathe_cache_append: one
 // launch for what took three. Units of a row: hq q heads, hk k heads, hk v heads; one warp a unit;
 // grid (rows, ceil((hq + 2 hk) / warps)); shared memory as lathe_rope_norm.
-// The body of block (row, by) on the block's first n_threads threads (the kernel: all of them; a phase
-// of the persistent step: its first warps).
-__device__ __forceinline__ void lathe_rope_append_body(float* q, float* k, const float* __restrict__ v,
-                                                       const int* __restrict__ positions,
-                                                       const int* __restrict__ sequences, int hq, int hk, int d, int n_rot,
-                                                       const double* __restrict__ freq, double position_scale,
-                                                       int neox, const float* __restrict__ q_weight,
-                                                       const float* __restrict__ k_weight, int norm, float eps,
-                                                       __half* k_cache, __half* v_cache, int n_ctx, long long row,
-                                                       int by, int n_threads) {
+// A block (row, by) in two parts, on the block's first n_threads threads (the kernel: all of them; a
+// phase of the persistent step: its first warps). The first needs nothing of the kernel before:
+// positions and sequences are the step's inputs, written before the step began, and freq and the
+// norm weights are constants; so it runs before the wait for the q/k/v product (off the critical
+// path): the row's angles into shared memory, and the norm weights' lines of this warp's units asked
+// of L1. The second, after the wait and a barrier of the n_threads, rotates and appends.
+__device__ __forceinline__ void lathe_rope_append_angles(const int* __restrict__ positions, int hq, int hk, int d,
+                                                         int n_rot, const double* __restrict__ freq,
+                                                         double position_scale, const float* __restrict__ q_weight,
+                                                         const float* __restrict__ k_weight, int norm, long long row,
+                                                         int by, int n_threads) {
   extern __shared__ float rope_shared[];
   const int half = n_rot / 2;
-  float* cos_t = rope_shared;
-  float* sin_t = rope_shared + half;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n_warps = n_threads >> 5;
-  float* head_buf = rope_shared + 2 * half + warp * d;
   const double position = double(positions[row]) * position_scale;
   for (int j = threadIdx.x; j < half; j += n_threads) {
     double sn, cs;
     sincos(position * freq[j], &sn, &cs);
-    cos_t[j] = float(cs);
-    sin_t[j] = float(sn);
+    rope_shared[j] = float(cs);
+    rope_shared[half + j] = float(sn);
   }
-  lathe_sync_first(n_threads);
+  const int u = by * n_warps + warp;
+  const float* w = u < hq ? q_weight : u < hq + hk ? k_weight : nullptr;
+  if (norm && w && lane * 32 < d) asm volatile("prefetch.global.L1 [%0];\n" ::"l"(w + lane * 32));
+}
+
+__device__ __forceinline__ void lathe_rope_append_heads(float* q, float* k, const float* __restrict__ v,
+                                                        const int* __restrict__ positions,
+                                                        const int* __restrict__ sequences, int hq, int hk, int d,
+                                                        int n_rot, int neox, const float* __restrict__ q_weight,
+                                                        const float* __restrict__ k_weight, int norm, float eps,
+                                                        __half* k_cache, __half* v_cache, int n_ctx, long long row,
+                                                        int by, int n_threads) {
+  extern __shared__ float rope_shared[];
+  const int half = n_rot / 2;
+  const float* cos_t = rope_shared;
+  const float* sin_t = rope_shared + half;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n_warps = n_threads >> 5;
+  float* head_buf = rope_shared + 2 * half + warp * d;
   const long long slot = ((long long)sequences[row] * n_ctx + positions[row]) * hk * d;
   const int units = hq + 2 * hk;
   for (int u = by * n_warps + warp; u < units && u < (by + 1) * n_warps; u += n_warps) {
@@ -128,7 +143,10 @@ extern "C" __global__ void lathe_rope_append(float* q, float* k, const float* __
                                              const double* __restrict__ freq, double position_scale, int neox,
                                              const float* __restrict__ q_weight, const float* __restrict__ k_weight,
                                              int norm, float eps, __half* k_cache, __half* v_cache, int n_ctx) {
+  lathe_rope_append_angles(positions, hq, hk, d, n_rot, freq, position_scale, q_weight, k_weight, norm, blockIdx.x,
+                           blockIdx.y, blockDim.x);
   lathe_pdl_entry();
-  lathe_rope_append_body(q, k, v, positions, sequences, hq, hk, d, n_rot, freq, position_scale, neox, q_weight,
-                         k_weight, norm, eps, k_cache, v_cache, n_ctx, blockIdx.x, blockIdx.y, blockDim.x);
+  __syncthreads();
+  lathe_rope_append_heads(q, k, v, positions, sequences, hq, hk, d, n_rot, neox, q_weight, k_weight, norm, eps, k_cache,
+                          v_cache, n_ctx, blockIdx.x, blockIdx.y, blockDim.x);
 }

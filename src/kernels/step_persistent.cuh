@@ -133,31 +133,42 @@ __device__ __forceinline__ void lathe_step_prefetch(const lathe_phase& ph, int i
 }
 
 // A phase of virtual blocks: the grid barrier, then the kernel's blocks b, b + gridDim.x, ... on the
-// first ph.threads threads.
+// first ph.threads threads. Rope's first part (its angles: rope.cuh) goes before the barrier.
 // Not inlined: registers are allocated per function, so the attention's needs (166 registers as a
 // kernel of 128 threads, at most 128 here) spill inside it and not in the products' loops.
 template <int D>
 __device__ __noinline__ void lathe_step_virtual(const lathe_phase& ph, unsigned* sync, unsigned target) {
-  lathe_grid_barrier(sync, target);
   const int threads = ph.threads;
-  if (static_cast<int>(threadIdx.x) >= threads) {
+  const int n_virtual = ph.grid_x * ph.grid_y * ph.grid_z;
+  const bool active = static_cast<int>(threadIdx.x) < threads;
+  if constexpr (D == 0) {
+    const lathe_rope_append_params& p = *reinterpret_cast<const lathe_rope_append_params*>(ph.params);
+    const int v = blockIdx.x;
+    if (active && v < n_virtual)
+      lathe_rope_append_angles(p.positions, p.hq, p.hk, p.d, p.n_rot, p.freq, p.position_scale, p.q_weight, p.k_weight,
+                               p.norm, v % ph.grid_x, v / ph.grid_x, threads);
+  }
+  lathe_grid_barrier(sync, target);
+  if (!active) {
     const int first_idle = threads >> 5;
     lathe_step_prefetch(ph, (threadIdx.x >> 5) - first_idle, (blockDim.x >> 5) - first_idle);
     return;
   }
-  const int n_virtual = ph.grid_x * ph.grid_y * ph.grid_z;
   for (int v = blockIdx.x; v < n_virtual; v += gridDim.x) {
     const int x = v % ph.grid_x, y = (v / ph.grid_x) % ph.grid_y, z = v / (ph.grid_x * ph.grid_y);
     if constexpr (D == 0) {
       const lathe_rope_append_params& p = *reinterpret_cast<const lathe_rope_append_params*>(ph.params);
-      lathe_rope_append_body(p.q, p.k, p.v, p.positions, p.sequences, p.hq, p.hk, p.d, p.n_rot, p.freq,
-                             p.position_scale, p.neox, p.q_weight, p.k_weight, p.norm, p.eps, p.k_cache, p.v_cache,
-                             p.n_ctx, x, y, threads);
+      if (v != static_cast<int>(blockIdx.x))  // a second virtual block of this block: its own angles
+        lathe_rope_append_angles(p.positions, p.hq, p.hk, p.d, p.n_rot, p.freq, p.position_scale, p.q_weight,
+                                 p.k_weight, p.norm, x, y, threads);
+      lathe_sync_first(threads);
+      lathe_rope_append_heads(p.q, p.k, p.v, p.positions, p.sequences, p.hq, p.hk, p.d, p.n_rot, p.neox, p.q_weight,
+                              p.k_weight, p.norm, p.eps, p.k_cache, p.v_cache, p.n_ctx, x, y, threads);
     } else {
       const lathe_attn_decode_params& p = *reinterpret_cast<const lathe_attn_decode_params*>(ph.params);
       attd_decode<D>(p.q, p.k_cache, p.v_cache, p.sequences, p.positions, p.out, p.part_o, p.part_ml,
                                    p.n_head, p.n_head_kv, p.n_ctx, p.window, p.split_min, p.n_split, p.scale, p.cap,
-                                   p.sinks, p.tickets, x, y, z, ph.grid_y);
+                                   p.sinks, p.tickets, x, y, z, ph.grid_y, 0);
     }
     lathe_sync_first(threads);  // the virtual block's shared memory is free for the next
   }
