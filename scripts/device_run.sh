@@ -41,6 +41,7 @@
 #   p11     the persistent step's layer phases with when its blocks finished each (the tails)
 #   p12     rope's angles and attention's first cache chunks before their waits: the tests of both
 #           kernels, the lane's and the persistent step's, and the checks of qwen3-8b and -0.6b
+#   final   the session's closing figures: pp512 / tg128 of every speed target, tg128 at 4,096
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -272,6 +273,14 @@ for part in "$@"; do
     for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
       set -- $spec
       echo "== check $1 $2"; timeout 150 $L check $(synth $1 $2) --steps 16 2>&1 | tail -2 | head -1
+    done ;;
+  final)
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0" "qwen3-30b-a3b q8_0"; do
+      set -- $spec
+      f=$(synth $1 $2)
+      echo "== bench $1 $2"; timeout 150 $L bench $f -p 512 -n 128 -r 3 2>&1 | tail -2
+      [ "$1 $2" = "qwen3-8b q8_0" ] && { echo "== depth 4096"; timeout 150 $L bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | tail -1; }
+      case $1 in *8b|*a3b) rm -f $f ;; esac
     done ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
