@@ -42,6 +42,8 @@
 #   p12     rope's angles and attention's first cache chunks before their waits: the tests of both
 #           kernels, the lane's and the persistent step's, and the checks of qwen3-8b and -0.6b
 #   final   the session's closing figures: pp512 / tg128 of every speed target, tg128 at 4,096
+#   p13     the mixture router with the norm in its prologue: its kernel test, the lane's, the 30B's
+#           check and tg128 against the session's start and held back
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -282,6 +284,18 @@ for part in "$@"; do
       [ "$1 $2" = "qwen3-8b q8_0" ] && { echo "== depth 4096"; timeout 150 $L bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | tail -1; }
       case $1 in *8b|*a3b) rm -f $f ;; esac
     done ;;
+  p13)
+    echo "== test_moe_gpu"; timeout 200 $C/test_moe_gpu --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |tests ran|Failure|Expected|Which is|: the " | head -20
+    echo "== test_gpu_lane_gpu"; timeout 200 $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |tests ran|Failure|prologue" | head -20
+    echo "== test_persistent_step_gpu"; timeout 200 $C/test_persistent_step_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check qwen3-30b-a3b q8_0"; timeout 200 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    for rep in 1 2; do
+      for bin in build-dev/old/lathe $L; do
+        echo "== qwen3-30b-a3b q8_0 $bin"; timeout 100 $bin bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128
+      done
+    done
+    echo "== held back"; timeout 100 $L bench $f -p 16 -n 128 -r 3 --hold norm_prologue 2>&1 | grep tg128 ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do

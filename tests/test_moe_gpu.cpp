@@ -15,6 +15,7 @@
 #include "interp/cpu_ops.h"
 #include "kernels/gemv_launch.h"
 #include "kernels/moe_launch.h"
+#include "kernels/norm_launch.h"
 #include "runtime/cuda_driver.h"
 
 #include "test_product_helpers.h"
@@ -168,6 +169,60 @@ RouteErrors check_route(const Stack& router, const std::vector<float>& x, int64_
   set_moe_kernels_enabled(true);
   e.fallback_ids_match = download<int32_t>(ids, rows * top_k) == gi;
   return e;
+}
+
+// The router with the norm in its prologue (fusion rule norm_prologue) against add_rms_norm and then
+// the router: the sum, the ids, the weights, the logits and x's int8 form equal bit for bit.
+TEST(MoeGpu, RouteWithTheNormInItsPrologueIsAddRmsNormThenTheRouter) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(73);
+  for (const MoeShape& sh : kShapes)
+    for (int64_t rows : kRows)
+      for (Activations a : {Activations::int8, Activations::int8x2}) {
+        const Stack router = make_stack(GgmlType::Q8_0, 1, sh.n_expert, sh.n_embd, rng);
+        if (!moe_route_norm_applies(router.weights(), rows, sh.top_k)) continue;
+        const int64_t n = rows * sh.n_embd, ne = sh.n_expert, kk = sh.top_k;
+        const std::vector<float> x = random_values(n, rng), y = random_values(n, rng),
+                                 w = random_values(sh.n_embd, rng);
+        const float eps = 1e-6f;
+        DeviceBuffer xd = upload(x), yd = upload(y), wd = upload(w);
+        auto run = [&](bool fused, std::vector<float>& sum, std::vector<int32_t>& ids_out, std::vector<float>& wts_out,
+                       std::vector<float>& logits_out, std::vector<uint8_t>& q_out) {
+          DeviceBuffer sumd(static_cast<size_t>(n * 4)), h(static_cast<size_t>(n * 4));
+          DeviceBuffer ids(static_cast<size_t>(rows * kk * 4)), wts(static_cast<size_t>(rows * kk * 4));
+          DeviceBuffer logits(static_cast<size_t>(rows * ne * 4));
+          DeviceBuffer xq(static_cast<size_t>(quantized_activation_bytes(rows, sh.n_embd, a)));
+          if (fused) {
+            const NormPrologue np{xd.ptr(), yd.ptr(), wd.ptr(), sumd.ptr(), eps};
+            moe_route(router.weights(), h.ptr(), rows, kk, true, ids.ptr(), wts.ptr(), {xq.ptr(), a}, s.handle(),
+                      logits.ptr(), &np);
+          } else {
+            cuda::copy_async(sumd.ptr(), xd.ptr(), static_cast<size_t>(n * 4), s.handle(), "copy");
+            add_rms_norm(sumd.ptr(), h.ptr(), yd.ptr(), wd.ptr(), rows, sh.n_embd, eps, s.handle(), QuantizedOut{});
+            moe_route(router.weights(), h.ptr(), rows, kk, true, ids.ptr(), wts.ptr(), {xq.ptr(), a}, s.handle(),
+                      logits.ptr());
+          }
+          s.synchronize();
+          sum = download<float>(sumd, n);
+          ids_out = download<int32_t>(ids, rows * kk);
+          wts_out = download<float>(wts, rows * kk);
+          logits_out = download<float>(logits, rows * ne);
+          q_out = download<uint8_t>(xq, xq.bytes());
+        };
+        std::vector<float> s0, s1, w0, w1, l0, l1;
+        std::vector<int32_t> i0, i1;
+        std::vector<uint8_t> q0, q1;
+        run(false, s0, i0, w0, l0, q0);
+        run(true, s1, i1, w1, l1, q1);
+        const std::string what = std::to_string(ne) + "x" + std::to_string(sh.n_embd) + " rows " +
+                                 std::to_string(rows) + " " + contract(a);
+        EXPECT_EQ(std::memcmp(s0.data(), s1.data(), s0.size() * 4), 0) << what << ": the sum";
+        EXPECT_EQ(i0, i1) << what;
+        EXPECT_EQ(std::memcmp(w0.data(), w1.data(), w0.size() * 4), 0) << what << ": the weights";
+        EXPECT_EQ(std::memcmp(l0.data(), l1.data(), l0.size() * 4), 0) << what << ": the logits";
+        EXPECT_EQ(q0, q1) << what << ": x's int8 form";
+      }
 }
 
 TEST(MoeGpu, RouteMatchesInterpreter) {

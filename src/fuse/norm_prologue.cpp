@@ -5,6 +5,8 @@
 // longer is a launch of one block. Applies when the add's residual dies in it and the norm is the
 // sum's first reader (as add_norm), h is read by those products only, and the nodes are one
 // contiguous run of the graph (so running them at the last one moves nothing past a reader).
+// Also a mixture that alone reads h, right after the norm: the router kernel (moe_route.cuh) adds
+// and norms the row in its prologue, with add_rms_norm's arithmetic to the bit.
 #include "fuse/fusion.h"
 
 #include <algorithm>
@@ -30,6 +32,16 @@ void norm_prologue_pass(const graph::Graph& g, std::vector<bool>& claimed, std::
     if (!norm_node) continue;
     const graph::Node& norm = *norm_node;
     const graph::Tensor& h = g.tensor(norm.output);
+    // Or a mixture reading h alone: its router kernel adds and norms in its prologue.
+    if (h.consumers.size() == 1) {
+      const graph::Node& mix = g.nodes[static_cast<size_t>(h.consumers[0])];
+      if (mix.kind != lang::OpKind::mixture || mix.args[2].tensor != h.id || mix.id != norm.id + 1 ||
+          norm.id != add.id + 1 || claimed[static_cast<size_t>(mix.id)])
+        continue;
+      for (int n : {add.id, norm.id, mix.id}) claimed[static_cast<size_t>(n)] = true;
+      groups.push_back({"norm_prologue", {add.id, norm.id, mix.id}});
+      continue;
+    }
     std::vector<int> products;
     bool ok = h.consumers.size() >= 2 && h.consumers.size() <= 3;
     for (int c : h.consumers) {

@@ -4,6 +4,7 @@
 #include "kernels/elementwise_launch.h"
 #include "kernels/decode_stream.h"
 #include "kernels/library.h"
+#include "kernels/norm_launch.h"
 #include "kernels/route_launch.h"
 #include "runtime/cuda_api.h"
 
@@ -138,6 +139,10 @@ bool moe_route_applies(const WeightMatrix& router, int64_t rows, int64_t top_k) 
   return route_shared_bytes(rows, router.n_out, router.k) + 1024 <= shared_optin_bytes();
 }
 
+bool moe_route_norm_applies(const WeightMatrix& router, int64_t rows, int64_t top_k) {
+  return moe_route_applies(router, rows, top_k) && block_threads(router.k) <= 32 * kRouteWarps;
+}
+
 bool moe_gate_up_applies(const WeightMatrix& gate, const WeightMatrix& up, Activations a, int64_t top_k) {
   return gate.type == up.type && gate.k == up.k && gate.n_out == up.n_out && experts_apply(gate, a, top_k, gate.k);
 }
@@ -147,10 +152,12 @@ bool moe_down_applies(const WeightMatrix& down, Activations a, int64_t top_k) {
 }
 
 void moe_route(const WeightMatrix& router, CUdeviceptr x, int64_t rows, int64_t top_k, bool renormalize,
-               CUdeviceptr ids, CUdeviceptr weights, const QuantizedOut& x_q, CUstream stream, CUdeviceptr logits) {
+               CUdeviceptr ids, CUdeviceptr weights, const QuantizedOut& x_q, CUstream stream, CUdeviceptr logits,
+               const NormPrologue* norm) {
   check_rows(rows, top_k, "mixture router");
   if (top_k > router.n_out) fail("mixture router: top {} of {} experts", top_k, router.n_out);
   LATHE_CHECK(x % 16 == 0);
+  LATHE_CHECK(!norm || moe_route_norm_applies(router, rows, top_k));
   if (!moe_route_applies(router, rows, top_k)) {
     const CUdeviceptr l = logits ? logits : launcher_scratch(kScratchMoe, static_cast<size_t>(rows * router.n_out * 4));
     gemv(router, Activations::f32, x, rows, l, stream);
@@ -164,10 +171,15 @@ void moe_route(const WeightMatrix& router, CUdeviceptr x, int64_t rows, int64_t 
   int r = static_cast<int>(rows), k = static_cast<int>(router.k), ne = static_cast<int>(router.n_out);
   int parts = route_parts(router.n_out, router.k), kk = static_cast<int>(top_k), renorm = renormalize ? 1 : 0;
   int two = qp.two_words, flags = g_route_flags | route_report_flag();
+  CUdeviceptr nx = norm ? norm->x : 0, ny = norm ? norm->y : 0, nw = norm ? norm->w : 0, ns = norm ? norm->sum : 0;
+  float eps = norm ? norm->eps : 0.0f;
+  int norm_threads = static_cast<int>(block_threads(router.k));
+  LATHE_CHECK(norm_threads <= 32 * kRouteWarps);
   cuda::launch(kernel(std::string("lathe_moe_route_") + route_format(router.type)), {kRouteCluster, 1, 1},
                {32 * kRouteWarps, 1, 1}, static_cast<unsigned>(route_shared_bytes(rows, router.n_out, router.k)),
-               stream, {&wp, &row_bytes, &xp, &r, &k, &ne, &parts, &kk, &renorm, &idp, &wtp, &lp, &q1, &q2, &ds, &two, &flags},
-               "launching the mixture router");
+               stream, {&wp, &row_bytes, &xp, &r, &k, &ne, &parts, &kk, &renorm, &idp, &wtp, &lp, &q1, &q2, &ds, &two, &flags,
+                        &nx, &ny, &nw, &eps, &ns, &norm_threads},
+               norm ? "launching the mixture router with the norm in its prologue" : "launching the mixture router");
 }
 
 void moe_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activations a, CUdeviceptr x, int64_t rows,

@@ -25,6 +25,8 @@
 // moved it; the cluster launch itself is the suspect, not yet profiled.
 #pragma once
 
+#include "kernels/gemv_multi_launch.h"
+
 #include "kernels/gemv_launch.h"
 
 #include <cuda.h>
@@ -42,8 +44,12 @@ namespace lathe::kernels {
 // Kernel: one cluster of 8 blocks (moe_route.cuh) when n_embd % 32 == 0, n_expert <= 1024 and
 // rows * (n_embd + n_expert * (parts + 1)) floats fit the opt-in shared memory. Fallback: gemv (f32)
 // into `logits` (or a scratch the launcher owns), route_top_k, quantize_activations.
+// norm (the kernel only, moe_route_applies): x is not read; each block forms it from the norm in
+// its prologue, x = (norm.x + norm.y) / rms * norm.w, bit for bit as add_rms_norm, and the sum is
+// written to norm.sum (fusion rule norm_prologue).
 void moe_route(const WeightMatrix& router, CUdeviceptr x, int64_t rows, int64_t top_k, bool renormalize,
-               CUdeviceptr ids, CUdeviceptr weights, const QuantizedOut& x_q, CUstream stream, CUdeviceptr logits = 0);
+               CUdeviceptr ids, CUdeviceptr weights, const QuantizedOut& x_q, CUstream stream, CUdeviceptr logits = 0,
+               const NormPrologue* norm = nullptr);
 
 // ---- gate, up and SwiGLU. gate, up: stacks [n_expert][n_ff][n_embd] of one format. x: contract a's
 // form of [rows][n_embd] (int8 / int8x2: quantize_activations' layout, 16-byte aligned; f32: f32).
@@ -76,6 +82,8 @@ void moe_down_combine(const WeightMatrix& down, Activations a, CUdeviceptr h, bo
 // Whether each entry point takes its kernel for these shapes (no launch). Shared memory needs a
 // driver; false when there is none.
 bool moe_route_applies(const WeightMatrix& router, int64_t rows, int64_t top_k);
+// And its norm prologue: add_rms_norm's threads for n_embd (to sum in its order) fit the block.
+bool moe_route_norm_applies(const WeightMatrix& router, int64_t rows, int64_t top_k);
 bool moe_gate_up_applies(const WeightMatrix& gate, const WeightMatrix& up, Activations a, int64_t top_k);
 bool moe_down_applies(const WeightMatrix& down, Activations a, int64_t top_k);
 

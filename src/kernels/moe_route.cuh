@@ -12,6 +12,7 @@
 // adds each expert's parts in part order (deterministic) and one warp a row picks the top k.
 // Rule of distributed shared memory: a block's shared memory is written by its peers only after every
 // block of the cluster has started (the first barrier's arrive at entry, its wait before the stores).
+// With nx (the norm in its prologue) every block adds and norms the rows itself (below).
 // Dynamic shared memory: rows * (k + n_expert * (parts + 1)) floats.
 
 #define LATHE_MOE_ROUTE_CLUSTER 8
@@ -116,7 +117,9 @@ template <class F>
 __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long row_bytes, const float* x, int rows,
                                                      int k, int n_expert, int parts, int top_k, int renormalize,
                                                      int* ids, float* weights, float* logits, int8_t* q1, int8_t* q2,
-                                                     float4* ds, int two_words, int flags) {
+                                                     float4* ds, int two_words, int flags, const float* nx,
+                                                     const float* ny, const float* nw, float eps, float* nsum,
+                                                     int norm_threads) {
   extern __shared__ float4 lathe_moe_route_smem[];
   float* sx = reinterpret_cast<float*>(lathe_moe_route_smem);  // [rows][k]
   float* part = sx + rows * k;                                  // [rows][parts][n_expert] (block 0's)
@@ -141,8 +144,32 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   }
   lathe_pdl_entry();
 
-  for (int i = threadIdx.x; i < (rows * k) >> 2; i += blockDim.x)
-    reinterpret_cast<float4*>(sx)[i] = reinterpret_cast<const float4*>(x)[i];
+  if (nx) {
+    // The norm in the prologue (fusion rule norm_prologue): s = nx + ny, x = s / rms(s) * nw, with
+    // lathe_add_rms_norm's arithmetic to the bit: its first norm_threads threads (the launch's block
+    // size there) sum the squares in its order, the other threads add zeros. Block 0 writes s (the
+    // next residual; its own buffer, as the other blocks still read nx).
+    __shared__ float norm_scratch[32];
+    for (int r = 0; r < rows; ++r) {
+      const float* xr = nx + static_cast<long long>(r) * k;
+      const float* yr = ny + static_cast<long long>(r) * k;
+      float* sr = sx + r * k;
+      float sum = 0.0f;
+      for (int i = threadIdx.x; i < k && static_cast<int>(threadIdx.x) < norm_threads; i += norm_threads) {
+        const float v = xr[i] + yr[i];
+        sr[i] = v;
+        sum += v * v;
+      }
+      const float inv = rsqrtf(lathe_block_sum(sum, norm_scratch) / float(k) + eps);
+      for (int i = threadIdx.x; i < k; i += blockDim.x) {
+        if (rank == 0) nsum[static_cast<long long>(r) * k + i] = sr[i];
+        sr[i] = sr[i] * inv * (nw ? nw[i] : 1.0f);
+      }
+    }
+  } else {
+    for (int i = threadIdx.x; i < (rows * k) >> 2; i += blockDim.x)
+      reinterpret_cast<float4*>(sx)[i] = reinterpret_cast<const float4*>(x)[i];
+  }
   __syncthreads();
 
   // x's int8 form: 32-value blocks dealt over the cluster's warps (rows are contiguous).
@@ -214,9 +241,11 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
       __launch_bounds__(32 * LATHE_MOE_ROUTE_WARPS, 1) lathe_moe_route_##FMT(                                    \
           const uint8_t* w, long long row_bytes, const float* x, int rows, int k, int n_expert, int parts,       \
           int top_k, int renormalize, int* ids, float* weights, float* logits, int8_t* q1, int8_t* q2,          \
-          float4* ds, int two_words, int flags) {                                                                \
+          float4* ds, int two_words, int flags, const float* nx, const float* ny, const float* nw, float eps,    \
+          float* nsum, int norm_threads) {                                                                       \
     lathe_moe_route_body<lathe_gemv_##FMT>(w, row_bytes, x, rows, k, n_expert, parts, top_k, renormalize, ids,   \
-                                           weights, logits, q1, q2, ds, two_words, flags);                       \
+                                           weights, logits, q1, q2, ds, two_words, flags, nx, ny, nw, eps, nsum, \
+                                           norm_threads);                                                        \
   }
 
 LATHE_MOE_ROUTE_KERNEL(f32)

@@ -10,11 +10,16 @@ namespace {
 // Rows of n <= this go one warp per row (a head's d); longer ones one block per row.
 constexpr int64_t kWarpRowLimit = 512;
 
+
+}  // namespace
+
 unsigned block_threads(int64_t n) {
   // About 8 values a thread, a multiple of 32, between 128 and 1024.
   int64_t t = (n / 8 + 31) / 32 * 32;
   return static_cast<unsigned>(std::clamp<int64_t>(t, 128, 1024));
 }
+
+namespace {
 
 void check_shape(int64_t rows, int64_t n, const char* what) {
   if (rows < 0 || n <= 0 || n > INT32_MAX) fail("{}: rows {} of {} values cannot be normed", what, rows, n);

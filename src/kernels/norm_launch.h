@@ -9,6 +9,10 @@
 
 namespace lathe::kernels {
 
+// The threads of a block-per-row norm of n values without the quantized epilogue (about 8 values a
+// thread, 128 to 1024): the mixture router's norm prologue sums the squares in the same order.
+unsigned block_threads(int64_t n);
+
 // h, x [rows, n]. h may equal x (in place). `quantized`: h also written in the int8 contracts' form
 // (activations.h; n % 32 == 0), as quantize_activations would make it from h, value for value.
 void rms_norm(CUdeviceptr h, CUdeviceptr x, CUdeviceptr weight, int64_t rows, int64_t n, float eps,

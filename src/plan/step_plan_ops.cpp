@@ -93,7 +93,10 @@ k::WeightMatrix weight_of(const DeviceModel& m, const graph::Tensor& t) {
 
 std::vector<int> StepPlan::Builder::scratch_for(int gi) {
   const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
-  const graph::Node& n = g.nodes[static_cast<size_t>(grp.nodes.front())];
+  // A norm_prologue group ending in a mixture takes the mixture's scratch (its router forms x itself).
+  const graph::Node& last_node = g.nodes[static_cast<size_t>(grp.nodes.back())];
+  const bool norm_mixture = grp.rule == "norm_prologue" && last_node.kind == OpKind::mixture;
+  const graph::Node& n = norm_mixture ? last_node : g.nodes[static_cast<size_t>(grp.nodes.front())];
   std::vector<int> out;
   // quantize_epilogue: this group writes its output's int8 form too; the products find it made.
   const int last_out = g.nodes[static_cast<size_t>(grp.nodes.back())].output;
@@ -109,7 +112,7 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
       out.push_back(quantized.at(last_out));
     }
   }
-  if (grp.rule == "norm_prologue") {
+  if (grp.rule == "norm_prologue" && !norm_mixture) {
     // The fallback's int8 form of the norm's output (add_rms_norm writes it; the kernel's own path
     // quantizes in shared memory and leaves it unused).
     const graph::Tensor& h = g.tensor(g.nodes[static_cast<size_t>(grp.nodes[1])].output);
@@ -117,7 +120,7 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
     return out;
   }
   const bool merged = grp.rule == "merged_products" || grp.rule == "gate_up_swiglu";
-  if (!grp.rule.empty() && !merged) return out;
+  if (!grp.rule.empty() && !merged && !norm_mixture) return out;
   if (n.kind == OpKind::product && (reads_quantized(n) || reads_half(n))) {
     // The int8 form of an activation is made once, by its producer (quantize_epilogue) or the first
     // product that reads it, and kept for the others (q, k and v read one normed row; gate and up

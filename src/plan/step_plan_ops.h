@@ -70,7 +70,7 @@ struct StepPlan::Builder {
   void emit_product(const graph::Node& n, int group, bool quantize);
   void emit_merged(int group);  // merged_products, gate_up_swiglu
   void emit_norm_prologue(int group);
-  void emit_mixture(int group);
+  void emit_mixture(int group, bool norm_prologue = false);  // norm_prologue: the group is [add, norm, mixture]
   bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores
   void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);
   [[noreturn]] void no_kernel(const graph::Node& n, const std::string& why) const;

@@ -251,6 +251,10 @@ void StepPlan::Builder::emit_norm_prologue(int gi) {
   const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
   const graph::Node& sum_node = g.nodes[static_cast<size_t>(grp.nodes[0])];
   const graph::Node& norm = g.nodes[static_cast<size_t>(grp.nodes[1])];
+  if (g.nodes[static_cast<size_t>(grp.nodes.back())].kind == OpKind::mixture) {
+    emit_mixture(gi, true);
+    return;
+  }
   const bool swiglu = g.nodes[static_cast<size_t>(grp.nodes.back())].kind == OpKind::swiglu;
   const size_t n_products = grp.nodes.size() - 2 - (swiglu ? 1 : 0);
   std::vector<k::WeightMatrix> ws;
@@ -306,9 +310,11 @@ void StepPlan::Builder::emit_norm_prologue(int gi) {
 // under an int8 contract runs it as three kernels (router and top-k; gate, up and SwiGLU; down and
 // combine) where their launchers take the shapes without falling back (a fallback allocates scratch,
 // which a captured graph cannot).
-void StepPlan::Builder::emit_mixture(int gi) {
+// norm_prologue: the group is [add, norm, mixture] (fusion rule norm_prologue): the router kernel
+// adds and norms in its prologue; where it does not apply, the sum and add_rms_norm first.
+void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
   const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
-  const graph::Node& n = g.nodes[static_cast<size_t>(grp.nodes.front())];
+  const graph::Node& n = g.nodes[static_cast<size_t>(grp.nodes.back())];
   const graph::Tensor& x = g.tensor(n.args[2].tensor);
   const graph::Attr* ex = n.find(ModKind::experts);
   const k::WeightMatrix router = weight_of(m, g.tensor(n.find(ModKind::routed_by)->args[0].tensor));
@@ -336,8 +342,37 @@ void StepPlan::Builder::emit_mixture(int gi) {
     return;
   }
   const k::Activations a = rows > kGemvRows ? k::Activations::f32 : o.activations;
-  if (moe_kernels_enabled() && a != k::Activations::f32 && k::moe_route_applies(router, rows, top_k) &&
-      k::moe_gate_up_applies(gate, up, a, top_k) && k::moe_down_applies(down, a, top_k)) {
+  const bool three = moe_kernels_enabled() && a != k::Activations::f32 && k::moe_route_applies(router, rows, top_k) &&
+                     k::moe_gate_up_applies(gate, up, a, top_k) && k::moe_down_applies(down, a, top_k);
+  if (norm_prologue) {
+    const graph::Node& sum_node = g.nodes[static_cast<size_t>(grp.nodes[0])];
+    const graph::Node& norm = g.nodes[static_cast<size_t>(grp.nodes[1])];
+    const graph::Attr* wa = norm.find(ModKind::weighted_by);
+    const graph::Attr* ea = norm.find(ModKind::epsilon);
+    k::NormPrologue np;
+    np.x = ptr(sum_node.args[0].tensor);
+    np.y = ptr(sum_node.args[1].tensor);
+    np.w = wa ? ptr(wa->args[0].tensor) : 0;
+    np.sum = ptr(sum_node.output);
+    np.eps = static_cast<float>(ea ? ea->args.at(0).number : 1e-6);
+    if (three && k::moe_route_norm_applies(router, rows, top_k)) {
+      add(fmt::format("mixture in three kernels with the norm in the router's prologue, {} of {} experts {} [{} x {}] "
+                      "ff {}", top_k, n_expert, ggml_type_name(gate.type), rows, embd, ff), sum_node, [=](CUstream s) {
+        k::moe_route(router, xp, rows, top_k, renorm, ids, wts, k::QuantizedOut{q, a}, s, logits, &np);
+        k::moe_gate_up_swiglu(gate, up, a, q, rows, ids, top_k, gbuf, s);
+        k::moe_down_combine(down, a, gbuf, false, rows, ids, wts, top_k, out, s, true);
+      });
+      return;
+    }
+    // Fallback: the sum into its own storage, then add_rms_norm in place on it into x, then the
+    // mixture below as it would run without the rule.
+    const int64_t cols = embd;
+    add(fmt::format("add_rms_norm [{} x {}] before the mixture", rows, cols), sum_node, [=](CUstream s) {
+      cuda::copy_async(np.sum, np.x, static_cast<size_t>(rows * cols * 4), s, "copying on the GPU");
+      k::add_rms_norm(np.sum, xp, np.y, np.w, rows, cols, np.eps, s, k::QuantizedOut{});
+    });
+  }
+  if (three) {
     add(fmt::format("mixture in three kernels, {} of {} experts {} [{} x {}] ff {}", top_k, n_expert,
                     ggml_type_name(gate.type), rows, embd, ff), n, [=](CUstream s) {
       k::moe_route(router, xp, rows, top_k, renorm, ids, wts, k::QuantizedOut{q, a}, s, logits);
