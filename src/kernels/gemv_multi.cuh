@@ -127,6 +127,15 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     return lathe_gemv1_chunk<FA>(w, rb, L.units_a, a.row, a.c, slot, issue);
   };
 
+  // The norm's weights (a constant) before any wait: after it they would be one more round trip on
+  // the path (they are read after the block's sum of squares, behind its barriers).
+  float4 norm_w[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    norm_w[j] = nx && nw && i < (k >> 2) ? reinterpret_cast<const float4*>(nw)[i] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+  }
+
   // The loader runs STAGES - 1 chunks ahead along this warp's sequence: items g0, g0 + n_groups, ...,
   // chunks sub, sub + group, ... of each. One commit group per chunk (empty past the end).
   if (!early) lathe_step_wait(grid);
@@ -191,7 +200,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     for (int j = 0; j < 4; ++j) {
       const int i = threadIdx.x + j * blockDim.x;  // whole warps: n4 % 32 == 0
       if (i < n4) {
-        const float4 wv = nw ? reinterpret_cast<const float4*>(nw)[i] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+        const float4 wv = norm_w[j];
         const float4 h = make_float4(sv[j].x * inv * wv.x, sv[j].y * inv * wv.y, sv[j].z * inv * wv.z,
                                      sv[j].w * inv * wv.w);
         lathe_quantize_block32_part(h, C == 2, q1 + 4 * i, q1 + k + 4 * i, ds + (i >> 3));

@@ -140,7 +140,8 @@ bool moe_route_applies(const WeightMatrix& router, int64_t rows, int64_t top_k) 
 }
 
 bool moe_route_norm_applies(const WeightMatrix& router, int64_t rows, int64_t top_k) {
-  return moe_route_applies(router, rows, top_k) && block_threads(router.k) <= 32 * kRouteWarps;
+  return moe_route_applies(router, rows, top_k) && block_threads(router.k) <= 32 * kRouteWarps &&
+         router.k <= 8 * 32 * kRouteWarps;  // 8 norm weights a thread (moe_route.cuh)
 }
 
 bool moe_gate_up_applies(const WeightMatrix& gate, const WeightMatrix& up, Activations a, int64_t top_k) {

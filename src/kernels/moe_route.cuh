@@ -142,6 +142,14 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
     for (long long off = (b0 & ~127ll) + 128 * lane; off < b1; off += 32 * 128)
       asm volatile("prefetch.global.L2 [%0];" ::"l"(row + off));
   }
+  // The norm's weights (a constant) before the wait: up to 8 a thread (the launcher keeps k <= 4,096
+  // here: block_threads(k) <= the block).
+  float norm_w[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    norm_w[j] = nx && nw && i < k ? nw[i] : 1.0f;
+  }
   lathe_pdl_entry();
 
   if (nx) {
@@ -161,9 +169,13 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
         sum += v * v;
       }
       const float inv = rsqrtf(lathe_block_sum(sum, norm_scratch) / float(k) + eps);
-      for (int i = threadIdx.x; i < k; i += blockDim.x) {
-        if (rank == 0) nsum[static_cast<long long>(r) * k + i] = sr[i];
-        sr[i] = sr[i] * inv * (nw ? nw[i] : 1.0f);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int i = threadIdx.x + j * blockDim.x;
+        if (i < k) {
+          if (rank == 0) nsum[static_cast<long long>(r) * k + i] = sr[i];
+          sr[i] = sr[i] * inv * norm_w[j];
+        }
       }
     }
   } else {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kernels/elementwise_launch.h"
+#include "kernels/gemv_multi_launch.h"
 #include "plan/arena.h"
 #include "plan/step_plan.h"
 
@@ -70,6 +71,7 @@ struct StepPlan::Builder {
   void emit_product(const graph::Node& n, int group, bool quantize);
   void emit_merged(int group);  // merged_products, gate_up_swiglu
   void emit_norm_prologue(int group);
+  kernels::NormPrologue norm_prologue_of(const fuse::Group& grp);
   void emit_mixture(int group, bool norm_prologue = false);  // norm_prologue: the group is [add, norm, mixture]
   bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores
   void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);

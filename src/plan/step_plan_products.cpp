@@ -247,6 +247,22 @@ void StepPlan::Builder::emit_merged(int gi) {
 // norm_prologue: a decode row's sum, its RMS norm and the merged products reading it as one merged
 // GEMV with the norm in its prologue where the kernel takes the shapes; else the sum and norm
 // (add_rms_norm writing the int8 form) and the merged products as before.
+// The sum and norm a norm_prologue group opens with ([add, norm, ...]): the operands, weight, epsilon
+// and the sum's own storage.
+k::NormPrologue StepPlan::Builder::norm_prologue_of(const fuse::Group& grp) {
+  const graph::Node& sum_node = g.nodes[static_cast<size_t>(grp.nodes[0])];
+  const graph::Node& norm = g.nodes[static_cast<size_t>(grp.nodes[1])];
+  const graph::Attr* wa = norm.find(ModKind::weighted_by);
+  const graph::Attr* ea = norm.find(ModKind::epsilon);
+  k::NormPrologue np;
+  np.x = ptr(sum_node.args[0].tensor);
+  np.y = ptr(sum_node.args[1].tensor);
+  np.w = wa ? ptr(wa->args[0].tensor) : 0;
+  np.sum = ptr(sum_node.output);
+  np.eps = static_cast<float>(ea ? ea->args.at(0).number : 1e-6);
+  return np;
+}
+
 void StepPlan::Builder::emit_norm_prologue(int gi) {
   const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
   const graph::Node& sum_node = g.nodes[static_cast<size_t>(grp.nodes[0])];
@@ -266,14 +282,7 @@ void StepPlan::Builder::emit_norm_prologue(int gi) {
   }
   const graph::Tensor& h = g.tensor(norm.output);
   const int64_t rows = h.shape[0], cols = h.shape[1];
-  const graph::Attr* wa = norm.find(ModKind::weighted_by);
-  k::NormPrologue np;
-  np.x = ptr(sum_node.args[0].tensor);
-  np.y = ptr(sum_node.args[1].tensor);
-  np.w = wa ? ptr(wa->args[0].tensor) : 0;
-  np.sum = ptr(sum_node.output);
-  const graph::Attr* ea = norm.find(ModKind::epsilon);
-  np.eps = static_cast<float>(ea ? ea->args.at(0).number : 1e-6);
+  const k::NormPrologue np = norm_prologue_of(grp);
   const CUdeviceptr out = swiglu ? ptr(g.nodes[static_cast<size_t>(grp.nodes.back())].output) : 0;
   const k::Activations a = o.activations;
   std::string what = swiglu ? "gemv gate, up and swiglu" : fmt::format("gemv of {} matrices", ws.size());
@@ -346,15 +355,7 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
                      k::moe_gate_up_applies(gate, up, a, top_k) && k::moe_down_applies(down, a, top_k);
   if (norm_prologue) {
     const graph::Node& sum_node = g.nodes[static_cast<size_t>(grp.nodes[0])];
-    const graph::Node& norm = g.nodes[static_cast<size_t>(grp.nodes[1])];
-    const graph::Attr* wa = norm.find(ModKind::weighted_by);
-    const graph::Attr* ea = norm.find(ModKind::epsilon);
-    k::NormPrologue np;
-    np.x = ptr(sum_node.args[0].tensor);
-    np.y = ptr(sum_node.args[1].tensor);
-    np.w = wa ? ptr(wa->args[0].tensor) : 0;
-    np.sum = ptr(sum_node.output);
-    np.eps = static_cast<float>(ea ? ea->args.at(0).number : 1e-6);
+    const k::NormPrologue np = norm_prologue_of(grp);
     if (three && k::moe_route_norm_applies(router, rows, top_k)) {
       add(fmt::format("mixture in three kernels with the norm in the router's prologue, {} of {} experts {} [{} x {}] "
                       "ff {}", top_k, n_expert, ggml_type_name(gate.type), rows, embd, ff), sum_node, [=](CUstream s) {

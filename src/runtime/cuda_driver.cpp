@@ -374,8 +374,11 @@ int max_resident_blocks(CUfunction f, int threads, unsigned shared_bytes) {
   return n;
 }
 
-void launch_cooperative(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
-                        std::vector<void*> args, const char* what) {
+namespace {
+// cuLaunchKernelEx with at most one launch attribute (CU_LAUNCH_ATTRIBUTE_IGNORE: none), after opting f in to its
+// dynamic shared memory.
+void launch_with(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, std::vector<void*>& args,
+                 const CUlaunchAttribute& attr, const char* what) {
   if (shared_bytes > 48 * 1024)
     check(D().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes)),
           what);
@@ -388,12 +391,18 @@ void launch_cooperative(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_byt
   config.blockDimZ = block.z;
   config.sharedMemBytes = shared_bytes;
   config.hStream = stream;
+  config.attrs = const_cast<CUlaunchAttribute*>(&attr);
+  config.numAttrs = attr.id != CU_LAUNCH_ATTRIBUTE_IGNORE ? 1 : 0;
+  check(D().cuLaunchKernelEx(&config, f, args.data(), nullptr), what);
+}
+}  // namespace
+
+void launch_cooperative(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
+                        std::vector<void*> args, const char* what) {
   CUlaunchAttribute attr{};
   attr.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
   attr.value.cooperative = 1;
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  check(D().cuLaunchKernelEx(&config, f, args.data(), nullptr), what);
+  launch_with(f, grid, block, shared_bytes, stream, args, attr, what);
 }
 
 void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,
@@ -406,9 +415,6 @@ void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream
     collect_launch(*active_collector, f, grid, block, shared_bytes, args, what);
     return;
   }
-  if (shared_bytes > 48 * 1024)
-    check(D().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes)),
-          what);
   // Programmatic dependent launch: a kernel may be launched while the one before it still runs; every
   // library kernel begins with lathe_pdl_entry() (common.cuh), which waits for its predecessor to
   // finish before reading anything, then lets its successor launch. LATHE_PDL=0 turns it off.
@@ -416,22 +422,12 @@ void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream
     const char* env = std::getenv("LATHE_PDL");
     return !(env && std::string(env) == "0");
   }();
-  const bool pdl = pdl_allowed && programmatic_launch_on;
-  CUlaunchConfig config{};
-  config.gridDimX = grid.x;
-  config.gridDimY = grid.y;
-  config.gridDimZ = grid.z;
-  config.blockDimX = block.x;
-  config.blockDimY = block.y;
-  config.blockDimZ = block.z;
-  config.sharedMemBytes = shared_bytes;
-  config.hStream = stream;
   CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attr.value.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attr;
-  config.numAttrs = pdl ? 1 : 0;
-  check(D().cuLaunchKernelEx(&config, f, args.data(), nullptr), what);
+  if (pdl_allowed && programmatic_launch_on) {
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+  }
+  launch_with(f, grid, block, shared_bytes, stream, args, attr, what);
 }
 
 void copy_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream, const char* what) {
