@@ -44,6 +44,8 @@
 #   final   the session's closing figures: pp512 / tg128 of every speed target, tg128 at 4,096
 #   p13     the mixture router with the norm in its prologue: its kernel test, the lane's, the 30B's
 #           check and tg128 against the session's start and held back
+#   p14     the norm prologues' weights before their waits and the shared launch code: the tests they
+#           touch, tg128 before (3eb9458) and after, the 8B's check
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -296,6 +298,19 @@ for part in "$@"; do
       done
     done
     echo "== held back"; timeout 100 $L bench $f -p 16 -n 128 -r 3 --hold norm_prologue 2>&1 | grep tg128 ;;
+  p14)
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    for t in test_persistent_step_gpu test_gemv_multi_gpu test_moe_gpu test_gpu_lane_gpu; do
+      echo "== $t"; timeout 120 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
+    done
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0"; do
+      set -- $spec
+      f=$(synth $1 $2)
+      for bin in build-dev/old/lathe $L build-dev/old/lathe $L; do
+        echo "== $1 $2 $bin"; timeout 60 $bin bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128
+      done
+    done
+    echo "== check qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 2>&1 | tail -2 | head -1 ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do
