@@ -8,6 +8,9 @@
 // product: its cp.async ring and L2 requests for the next weights go out BEFORE the barrier that
 // waits for the rest of the card, and the warps a small phase leaves idle (rope, attention) ask L2
 // for the next product's first weights meanwhile. So the weights stream without draining.
+// Measured on the H200 (docs/perf.md): slower than the graph of kernels so far (qwen3-8b Q8_0 tg128
+// 242 against 306): the products stream no faster here, the barrier costs ~1.45 us, and the rope and
+// attention phases cost more (the attention spills under this kernel's 128 registers). Off by default.
 //
 // Phases run the kernels' own bodies with the launch's own arguments (the host copies each launch's
 // parameter bytes into its phase; the structs below mirror the kernels' parameter lists, which the
