@@ -7,6 +7,12 @@
 //
 // On with --persistent or LATHE_PERSISTENT=1; the graph of kernels stays the default until the
 // persistent step is measured faster on every model (docs/perf.md).
+// Knobs for measuring it (the environment): LATHE_PERSISTENT_TRACE=1 (`lathe bench` prints each
+// phase kind's time and one layer's phases with their blocks' finishing times);
+// LATHE_PERSISTENT_EARLY=N (chunks a product's warps ask for before the barrier, at least N);
+// LATHE_PERSISTENT_PREFETCH_MB (the idle warps' L2 requests, 16 by default). Two give WRONG tokens
+// and exist only to time parts: LATHE_PERSISTENT_DRY=1 (barriers alone) and
+// LATHE_PERSISTENT_KERNEL=products (a kernel without the rope and attention phases' work).
 #pragma once
 
 #include "kernels/gemv_launch.h"
