@@ -85,15 +85,9 @@ TEST(GemmF16Gpu, EveryFormatShapeRowCountAndTileMatchesF64) {
           const std::string what = name_of(t) + " n_out=" + std::to_string(n_out) + " k=" + std::to_string(k) +
                                    " rows=" + std::to_string(rows) + " tile " + std::to_string(tile.bm) + "x" +
                                    std::to_string(tile.bn);
-          size_t unwritten = 0, overwritten = 0;
-          for (int64_t i = 0; i < rows * n_out; ++i) unwritten += !std::isfinite(y[i]);
-          for (int64_t i = rows * n_out; i < (rows + 1) * n_out; ++i) {
-            uint32_t u;
-            std::memcpy(&u, &y[i], 4);
-            overwritten += u != 0xFFFFFFFFu;
-          }
-          EXPECT_EQ(unwritten, 0u) << what;
-          EXPECT_EQ(overwritten, 0u) << what;
+          const GuardedOutput guard = guarded_output(y, rows, n_out);
+          EXPECT_EQ(guard.unwritten, 0u) << what;
+          EXPECT_EQ(guard.overwritten, 0u) << what;
           if (y0.empty()) {
             y0 = y;
             const double e = checked_error(y, n_out, ref, outs, rows);

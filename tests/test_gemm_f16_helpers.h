@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -93,6 +94,22 @@ inline double checked_error(const std::vector<float>& y, int64_t n_out, const st
       scale = std::max(scale, std::abs(c));
     }
   return scale > 0 ? e / scale : e;
+}
+
+// y holds rows + 1 rows of n_out, all NaN bytes (0xFF) before the product: how many of the first
+// rows' outputs it left unwritten (still not finite), and how many of the guard row it wrote.
+struct GuardedOutput {
+  size_t unwritten = 0, overwritten = 0;
+};
+inline GuardedOutput guarded_output(const std::vector<float>& y, int64_t rows, int64_t n_out) {
+  GuardedOutput g;
+  for (int64_t i = 0; i < rows * n_out; ++i) g.unwritten += !std::isfinite(y[static_cast<size_t>(i)]);
+  for (int64_t i = rows * n_out; i < (rows + 1) * n_out; ++i) {
+    uint32_t u;
+    std::memcpy(&u, &y[static_cast<size_t>(i)], 4);
+    g.overwritten += u != 0xFFFFFFFFu;
+  }
+  return g;
 }
 
 }  // namespace lathe::kernels::f16_test

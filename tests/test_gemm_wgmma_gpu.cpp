@@ -48,13 +48,6 @@ using namespace test;
 using namespace f16_test;
 constexpr double kBoundToF16 = 1e-5;
 
-#define LATHE_NEED_WGMMA()                                 \
-  do {                                                     \
-    LATHE_NEED_GPU();                                      \
-    std::string why_wgmma;                                 \
-    if (!gemm_wgmma_available(&why_wgmma)) GTEST_SKIP() << why_wgmma; \
-  } while (0)
-
 // s.synchronize() under a watchdog: a launch that never finishes (a wrong mbarrier protocol with the
 // in-kernel trap disabled or not reached) ends the process with a message naming it.
 void synchronize_guarded(cuda::Stream& s, const std::string& what) {
@@ -137,15 +130,9 @@ TEST(GemmWgmmaGpu, EveryFormatShapeRowCountAndTileMatchesF64AndGemmF16) {
             set_gemm_wgmma_tile_override(0);
             synchronize_guarded(s, what);
             const std::vector<float> y = download(yd, static_cast<size_t>((rows + 1) * n_out));
-            size_t unwritten = 0, overwritten = 0;
-            for (int64_t i = 0; i < rows * n_out; ++i) unwritten += !std::isfinite(y[i]);
-            for (int64_t i = rows * n_out; i < (rows + 1) * n_out; ++i) {
-              uint32_t u;
-              std::memcpy(&u, &y[i], 4);
-              overwritten += u != 0xFFFFFFFFu;
-            }
-            EXPECT_EQ(unwritten, 0u) << what;
-            EXPECT_EQ(overwritten, 0u) << what;
+            const GuardedOutput guard = guarded_output(y, rows, n_out);
+            EXPECT_EQ(guard.unwritten, 0u) << what;
+            EXPECT_EQ(guard.overwritten, 0u) << what;
             if (!y0.empty()) {
               size_t differ = 0;
               for (size_t i = 0; i < static_cast<size_t>(rows * n_out); ++i) differ += !(y[i] == y0[i]);

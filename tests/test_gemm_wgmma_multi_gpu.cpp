@@ -37,13 +37,6 @@ using cuda::DeviceBuffer;
 using namespace test;
 using namespace f16_test;
 
-#define LATHE_NEED_WGMMA()                                             \
-  do {                                                                 \
-    LATHE_NEED_GPU();                                                  \
-    std::string why_wgmma;                                             \
-    if (!gemm_wgmma_available(&why_wgmma)) GTEST_SKIP() << why_wgmma;  \
-  } while (0)
-
 const int64_t kRowCounts[] = {1, 37, 512, 1000};
 constexpr int64_t kMaxRows = 1000;
 

@@ -22,6 +22,7 @@
 #include "kernels/route_launch.h"
 #include "runtime/cuda_driver.h"
 
+#include "test_moe_chunk_helpers.h"
 #include "test_product_helpers.h"
 
 #include <gtest/gtest.h>
@@ -86,26 +87,10 @@ Layer make_layer(GgmlType t, const Shape& sh, int tie_pattern, std::mt19937& rng
   return l;
 }
 
-struct Chunk {  // a chunk's scratch and results on the device
-  DeviceBuffer x, out, logits, ids, wts, h, y, q, group;
-  MoePrefillScratch scratch() const {
-    return {logits.ptr(), ids.ptr(), wts.ptr(), h.ptr(), y.ptr(), q.ptr(), group.ptr()};
-  }
-};
+using Chunk = MoeChunk;
 
 Chunk make_chunk(const Shape& sh, int64_t rows, Activations a, const std::vector<float>& x) {
-  const int64_t pairs = rows * sh.top_k;
-  Chunk c;
-  c.x = upload(x);
-  c.out = DeviceBuffer(static_cast<size_t>(rows * sh.n_embd * 4));
-  c.logits = DeviceBuffer(static_cast<size_t>(rows * sh.n_expert * 4));
-  c.ids = DeviceBuffer(static_cast<size_t>(pairs * 4));
-  c.wts = DeviceBuffer(static_cast<size_t>(pairs * 4));
-  c.h = DeviceBuffer(static_cast<size_t>(pairs * sh.n_ff * 4));
-  c.y = DeviceBuffer(static_cast<size_t>(pairs * sh.n_embd * 4));
-  c.q = DeviceBuffer(static_cast<size_t>(moe_prefill_quantized_bytes(rows, sh.top_k, sh.n_embd, sh.n_ff, a)));
-  c.group = DeviceBuffer(static_cast<size_t>(moe_group_bytes(rows, sh.top_k, sh.n_expert)));
-  return c;
+  return make_moe_chunk(rows, sh.n_embd, sh.n_ff, sh.n_expert, sh.top_k, a, x);
 }
 
 void run_chunk(const Layer& l, Activations a, int64_t rows, const Chunk& c, const cuda::Stream& s) {

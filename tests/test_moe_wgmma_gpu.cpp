@@ -20,6 +20,7 @@
 #include "kernels/route_launch.h"
 #include "runtime/cuda_driver.h"
 
+#include "test_moe_chunk_helpers.h"
 #include "test_product_helpers.h"
 
 #include <gtest/gtest.h>
@@ -41,10 +42,6 @@ using namespace test;
 
 constexpr double kBoundProduct = 1e-4;
 constexpr double kBoundMixture = 2e-3;
-
-#define LATHE_NEED_WGMMA()                                          \
-  LATHE_NEED_GPU();                                                 \
-  if (!gemm_wgmma_available(&why)) GTEST_SKIP() << why;
 
 float f16_round(float v) { return f16_to_f32(f32_to_f16(v)); }
 
@@ -231,24 +228,10 @@ Layer make_layer(const Shape& sh, std::mt19937& rng) {
   return l;
 }
 
-struct Chunk {
-  DeviceBuffer x, out, logits, ids, wts, h, y, q, group;
-  MoePrefillScratch scratch() const { return {logits.ptr(), ids.ptr(), wts.ptr(), h.ptr(), y.ptr(), q.ptr(), group.ptr()}; }
-};
+using Chunk = MoeChunk;
 
 Chunk make_chunk(const Shape& sh, int64_t rows, const std::vector<float>& x) {
-  const int64_t pairs = rows * sh.top_k;
-  Chunk c;
-  c.x = upload(x);
-  c.out = DeviceBuffer(static_cast<size_t>(rows * sh.n_embd * 4));
-  c.logits = DeviceBuffer(static_cast<size_t>(rows * sh.n_expert * 4));
-  c.ids = DeviceBuffer(static_cast<size_t>(pairs * 4));
-  c.wts = DeviceBuffer(static_cast<size_t>(pairs * 4));
-  c.h = DeviceBuffer(static_cast<size_t>(pairs * sh.n_ff * 4));
-  c.y = DeviceBuffer(static_cast<size_t>(pairs * sh.n_embd * 4));
-  c.q = DeviceBuffer(static_cast<size_t>(moe_prefill_quantized_bytes(rows, sh.top_k, sh.n_embd, sh.n_ff, Activations::int8x2)));
-  c.group = DeviceBuffer(static_cast<size_t>(moe_group_bytes(rows, sh.top_k, sh.n_expert)));
-  return c;
+  return make_moe_chunk(rows, sh.n_embd, sh.n_ff, sh.n_expert, sh.top_k, Activations::int8x2, x);
 }
 
 std::vector<float> run_mixture(const Layer& l, MoePrefillEngine engine, int64_t rows, const Chunk& c,

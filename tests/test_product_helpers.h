@@ -25,6 +25,11 @@ namespace lathe::kernels::test {
   std::string why;                                             \
   if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
 
+// And Hopper's wgmma (the sm_90a module); the including test includes kernels/gemm_wgmma_launch.h.
+#define LATHE_NEED_WGMMA()                                     \
+  LATHE_NEED_GPU();                                            \
+  if (!gemm_wgmma_available(&why)) GTEST_SKIP() << why;
+
 // The median time in ms of `launch` on s over `reps` timed launches (odd: the middle one; even: the
 // mean of the middle two), after one warm-up launch and settle() (a synchronize, or a guarded one).
 template <class Launch, class Settle>

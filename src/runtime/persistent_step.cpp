@@ -190,7 +190,8 @@ PersistentStep::PersistentStep(const plan::StepPlan& plan, kernels::Activations 
       }
       smem = std::max(smem, op.shared_bytes);
       phase_kinds_.push_back(ph.kind);
-      if (std::getenv("LATHE_PERSISTENT_DRY")) ph.kind = 0;  // barriers alone: for timing them, never right
+      if (const char* dry = std::getenv("LATHE_PERSISTENT_DRY"); dry && std::string(dry) == "1")
+        ph.kind = 0;  // barriers alone: for timing them, never right
       table.push_back(ph);
     }
     segments.push_back({first, end - begin});
