@@ -46,6 +46,17 @@
 #           check and tg128 against the session's start and held back
 #   p14     the norm prologues' weights before their waits and the shared launch code: the tests they
 #           touch, tg128 before (3eb9458) and after, the 8B's check
+#   q1      2026-11-29's sixth session: the decode products' quantizing prologue with its loads in
+#           flight together and no whole-ring wait where x is made in the block: the GEMV tests,
+#           tg128 before (build-dev/old: main at the session's start) and after, alternated, the 8B's
+#           check
+#   q2      the widest row the decode products quantize in every block (LATHE_QUANTIZING_ROW_MAX_K):
+#           tg128 of qwen3-8b and qwen3-0.6b q8_0 at several limits; the 8B's decode step by kind
+#   q3      the limit's default (8192): the GEMV test, the 8B's check, then each kind of the 8B's decode
+#           step run twice (LATHE_PROFILE_TWICE): its cost inside the step by difference
+#   q4      x in registers for warps that take one chunk position of every row: the GEMV, merged,
+#           persistent and lane tests, the checks of qwen3-8b and qwen3-0.6b, tg128 before
+#           (build-dev/old), after, and after with LATHE_X_IN_REGISTERS=0, alternated
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -311,6 +322,57 @@ for part in "$@"; do
       done
     done
     echo "== check qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 2>&1 | tail -2 | head -1 ;;
+  q1)
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    for t in test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu; do
+      echo "== $t"; timeout 120 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
+    done
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0"; do
+      set -- $spec
+      f=$(synth $1 $2)
+      for bin in build-dev/old/lathe $L build-dev/old/lathe $L; do
+        echo "== $1 $2 $bin"; timeout 60 $bin bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128
+      done
+    done
+    echo "== check qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 2>&1 | tail -2 | head -1 ;;
+  q2)
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      set -- $spec
+      f=$(synth $1 $2)
+      for rep in 1 2; do
+        for mk in "" 8192 2048 0; do
+          echo "== $1 $2 max k ${mk:-default}"; LATHE_QUANTIZING_ROW_MAX_K=$mk timeout 60 $L bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128
+        done
+      done
+    done
+    echo "== qwen3-8b q8_0 decode step by kind"; timeout 100 $L bench $(synth qwen3-8b q8_0) -p 16 -n 16 -r 1 --profile 2>&1 | tail -40 ;;
+  q3)
+    echo "== test_gemv_gpu"; timeout 120 $C/test_gemv_gpu --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
+    echo "== check qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 2>&1 | tail -2 | head -1
+    f=$(synth qwen3-8b q8_0)
+    for rep in 1 2; do
+      for kind in "" "attention" "rope with" "gemv of 3" "gate, up" "quantizing q8_0 [1 x 4096]" "[1 x 12288]" "rms_norm" "argmax" "gather"; do
+        echo "== qwen3-8b twice: ${kind:-none}"; LATHE_PROFILE_TWICE="$kind" timeout 60 $L bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+      done
+    done ;;
+  q4)
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    for t in test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu test_gpu_lane_gpu; do
+      echo "== $t"; timeout 150 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
+    done
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      set -- $spec
+      echo "== check $1 $2"; timeout 60 $L check $(synth $1 $2) --steps 16 2>&1 | tail -2 | head -1
+    done
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0" "llama3-8b q8_0"; do
+      set -- $spec
+      f=$(synth $1 $2)
+      for rep in 1 2; do
+        echo "== $1 $2 old"; timeout 60 build-dev/old/lathe bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+        echo "== $1 $2 new"; timeout 60 $L bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+        echo "== $1 $2 new, x staged"; LATHE_X_IN_REGISTERS=0 timeout 60 $L bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+      done
+    done ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do

@@ -188,10 +188,16 @@ TEST(GemvGpu, DecodeKernelMatchesCpu) {
 }
 
 // The decode kernel quantizing its f32 row in each block (gemv_quantizing_row) gives the same bits
-// as the quantizer followed by the decode kernel.
+// as the quantizer followed by the decode kernel; at every k the kernel takes, also past the width
+// where the default path quantizes in a launch of its own instead.
 TEST(GemvGpu, QuantizingRowIsBitIdenticalToQuantizerThenGemv) {
   LATHE_NEED_GPU();
   cuda::Stream s;
+  EXPECT_FALSE(gemv_quantizing_row(WeightMatrix{GgmlType::Q8_0, 0, 64, 12288}, Activations::int8x2, 0, 0, s.handle()));
+  struct Restore {
+    int64_t k;
+    ~Restore() { set_quantizing_row_max_k(k); }
+  } restore{set_quantizing_row_max_k(int64_t{1} << 30)};
   std::mt19937 rng(31);
   const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {1024, 12288}, {3, 2816}, {151, 256}};  // (n_out, k)
   for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {

@@ -274,7 +274,9 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
     lathe_step_wait(grid);
   }
   if (xf) {  // x in f32: every block quantizes it into shared memory (bit-identical to lathe_quantize_act),
-            // 8 threads a 32-value block (k / 4096 passes of the block's threads)
+            // 8 threads a 32-value block (k / 4096 passes of the block's threads). Asking for every
+            // pass's values before quantizing the first measured slower at k <= 8192, where this
+            // path is taken (gemv_launch.cpp's quantizing-row limit).
     int8_t* q1 = reinterpret_cast<int8_t*>(sx);
     float4* ds = reinterpret_cast<float4*>(sx + x_level_bytes);
     const int part = 4 * (threadIdx.x & 7);
@@ -285,8 +287,10 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
     const int n16 = (x_level_bytes + k / 2) >> 4;
     for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
     lathe_gemv1_commit();
+    // Only staged x needs the whole ring landed; x made here lets the loop below take each chunk as
+    // it lands (its wait is per chunk), so the first is computed, and its slot refilled, sooner.
+    lathe_gemv1_wait<0>();
   }
-  lathe_gemv1_wait<0>();
   __syncthreads();  // x is in place for every warp
 
   int row = g0, c = sub, slot = 0, parity = 0;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace lathe::kernels {
 namespace {
@@ -173,14 +174,29 @@ std::string_view activations_name(Activations a) {
 
 bool gemv_supports(GgmlType type) { return unit_of(type) != nullptr; }
 
+// The widest row the decode kernel quantizes in every block's prologue; past it the caller quantizes
+// once, in the quantizer's own launch. Each block quantizing the whole row is 132 times the work, on
+// the product's path: measured on the H200 (scratch GEMV timings, q8_0 int8x2), 4.4 us of a 15.5-us
+// 4096 x 12288 product, 1.5 us of a 7.3-us 4096 x 4096 one. With the quantizer launched instead for
+// k > 8192 (qwen3-8b's down product), qwen3-8b tg128 went from 308-314 to 327 tok/s; sending the
+// 4,096-wide rows there too cost it (324), and qwen3-0.6b's (k <= 3072) lost 1-2% the same way.
+// LATHE_QUANTIZING_ROW_MAX_K=K sets it at the first use (measurements); set_quantizing_row_max_k after.
+int64_t g_quantizing_row_max_k = [] {
+  const char* v = std::getenv("LATHE_QUANTIZING_ROW_MAX_K");
+  return v && *v ? std::max<int64_t>(0, std::atoll(v)) : int64_t{8192};
+}();
+
 bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CUdeviceptr y, CUstream stream) {
   const Unit* u = unit_of(w.type);
   if (!u || w.n_expert != 1 || a == Activations::f32 || w.k % 128 != 0) return false;  // whole warps of blocks
+  if (w.k > g_quantizing_row_max_k) return false;
   LATHE_CHECK(x % 16 == 0 && y % 4 == 0);
   return launch_decode_gemv(w, *u, a, 0, y, stream, x);
 }
 
 void set_decode_gemv_enabled(bool enabled) { g_decode_enabled = enabled; }
+
+int64_t set_quantizing_row_max_k(int64_t k) { return std::exchange(g_quantizing_row_max_k, k); }
 
 int decode_early_requests() {
   static const int forced = [] {

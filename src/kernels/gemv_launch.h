@@ -56,9 +56,15 @@ void gemv(const WeightMatrix& w, Activations a, CUdeviceptr x, int64_t n_rows, C
 
 // One row under int8 / int8x2 from its f32 form x (16-byte aligned, k % 128 == 0): each block of the
 // decode kernel quantizes x into its shared memory (bit-identical to quantize_activations, 8 threads
-// a 32-value block) and multiplies, so no quantizer launch and no int8 form in memory. Returns false and launches nothing where the decode
-// kernel does not take the shape (the caller then quantizes and calls gemv).
+// a 32-value block) and multiplies, so no quantizer launch and no int8 form in memory. Returns false
+// and launches nothing where the decode kernel does not take the shape, or k > 8192, where quantizing
+// once in a launch of its own is faster (gemv_launch.cpp has the figures; LATHE_QUANTIZING_ROW_MAX_K
+// moves the limit): the caller then quantizes and calls gemv.
 bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CUdeviceptr y, CUstream stream);
+
+// The widest row gemv_quantizing_row takes (default 8192); returns the limit before. For tests and
+// measurements; not thread-safe against concurrent calls.
+int64_t set_quantizing_row_max_k(int64_t k);
 
 // Whether gemv may take the decode kernel (default true); false forces the general kernel, for
 // measurements and tests that compare the two. Not thread-safe against concurrent gemv calls.

@@ -210,8 +210,8 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     const int n16 = (x_level_bytes + k / 2) >> 4;
     for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
     lathe_gemv1_commit();
+    lathe_gemv1_wait<0>();  // only staged x needs the whole ring landed (as in gemv_decode.cuh)
   }
-  lathe_gemv1_wait<0>();
   __syncthreads();  // x is in place for every warp
 
   int item = g0, c = sub, slot = 0, parity = 0;
