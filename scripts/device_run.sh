@@ -57,6 +57,12 @@
 #   q4      x in registers for warps that take one chunk position of every row: the GEMV, merged,
 #           persistent and lane tests, the checks of qwen3-8b and qwen3-0.6b, tg128 before
 #           (build-dev/old), after, and after with LATHE_X_IN_REGISTERS=0, alternated
+#   q5      the bulk ring (one bulk copy a chunk on an mbarrier) and LDS for the weights' words: the
+#           GEMV, merged, mixture, persistent and lane tests, checks, tg128 before (build-dev/old)
+#           and after, alternated, of the dense targets
+#   q6      the ring's mode by the launch's size (bulk where warps stream >= 3 chunks, else cp.async):
+#           the GEMV, merged and persistent tests, tg128 of qwen3-0.6b (twice), qwen3-8b and
+#           llama3-8b q8_0, the 8B's check
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -373,6 +379,33 @@ for part in "$@"; do
         echo "== $1 $2 new, x staged"; LATHE_X_IN_REGISTERS=0 timeout 60 $L bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
       done
     done ;;
+  q5)
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    for t in test_gemv_gpu test_gemv_multi_gpu test_moe_gpu test_persistent_step_gpu test_gpu_lane_gpu; do
+      echo "== $t"; timeout 150 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
+    done
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m"; do
+      set -- $spec
+      echo "== check $1 $2"; timeout 60 $L check $(synth $1 $2) --steps 16 2>&1 | tail -2 | head -1
+    done
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0" "llama3-8b q8_0" "qwen3-8b q4_k_m"; do
+      set -- $spec
+      f=$(synth $1 $2)
+      for rep in 1 2; do
+        for bin in build-dev/old/lathe $L; do
+          echo "== $1 $2 $bin"; timeout 60 $bin bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+        done
+      done
+    done ;;
+  q6)
+    for t in test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu; do
+      echo "== $t"; timeout 60 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
+    done
+    for spec in "qwen3-0.6b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q8_0" "llama3-8b q8_0"; do
+      set -- $spec
+      echo "== $1 $2"; timeout 60 $L bench $(synth $1 $2) -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    done
+    echo "== check qwen3-8b q8_0"; timeout 40 $L check $(synth qwen3-8b q8_0) --steps 8 2>&1 | tail -2 | head -1 ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do

@@ -153,8 +153,9 @@ TEST(GpuLaneNormPrologue, AgreesWithHeldBackAndInterpreter) {
     std::printf("[ lane ] %-14s norm in the prologue: vs held back %.2e, vs interpreter %.2e\n", shape.c_str(), vs_held,
                 vs_cpu);
     EXPECT_NE(plan.find("with the norm in its prologue"), std::string::npos) << plan;
-    if (shape == "qwen3moe-tiny")  // and the mixture's router (bit for bit add_rms_norm's: test_moe_gpu)
+    if (shape == "qwen3moe-tiny") {  // and the mixture's router (bit for bit add_rms_norm's: test_moe_gpu)
       EXPECT_NE(plan.find("with the norm in the router's prologue"), std::string::npos) << plan;
+    }
     EXPECT_LT(vs_held, 2.5e-4);  // as add_norm: the norm's sum of squares in another order
     EXPECT_LT(vs_cpu, 2e-3);
   }

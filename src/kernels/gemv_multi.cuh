@@ -95,7 +95,9 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
                                                  const lathe_grid* grid = nullptr) {
   extern __shared__ uint4 lathe_gemvm_smem[];
   __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
+  __shared__ __align__(8) unsigned long long ring_bars[LATHE_GEMV1_WARPS][LATHE_GEMV1_STAGES];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const unsigned mbar = static_cast<unsigned>(__cvta_generic_to_shared(ring_bars[warp]));
   lathe_gemvm_list<FA, FB> L;
   L.n0 = n0;
   L.n1 = n1;
@@ -118,13 +120,15 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   const int n_groups = gridDim.x * groups_per_block;
   const int g0 = blockIdx.x * groups_per_block + warp / group;
 
-  // Issues (or, issue == false, only locates) chunk c of item; returns the staged chunk's head.
-  auto chunk = [&](int item, int c, uint8_t* slot, bool issue) -> int {
+  // Fills ring slot s with (or, issue == false, only locates) chunk c of item; returns the staged
+  // chunk's head (gemv_decode.cuh's bulk ring).
+  auto chunk = [&](int item, int c, int s, bool issue) -> int {
     const lathe_gemvm_at a = L.locate(item, c);
     const uint8_t* w = lathe_gemvm_pick(a.seg, w0, w1, w2);
     const long long rb = lathe_gemvm_pick(a.seg, rb0, rb1, rb2);
-    if (L.is_b(a.seg)) return lathe_gemv1_chunk<FB>(w, rb, L.units_b, a.row, a.c, slot, issue);
-    return lathe_gemv1_chunk<FA>(w, rb, L.units_a, a.row, a.c, slot, issue);
+    uint8_t* slot = stage + s * LATHE_GEMV1_SLOT;
+    if (L.is_b(a.seg)) return lathe_ring_fill<FB>(w, rb, L.units_b, a.row, a.c, slot, mbar, s, issue);
+    return lathe_ring_fill<FA>(w, rb, L.units_a, a.row, a.c, slot, mbar, s, issue);
   };
 
   // The norm's weights (a constant) before any wait: after it they would be one more round trip on
@@ -137,12 +141,12 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   }
 
   // The loader runs STAGES - 1 chunks ahead along this warp's sequence: items g0, g0 + n_groups, ...,
-  // chunks sub, sub + group, ... of each. One commit group per chunk (empty past the end).
+  // chunks sub, sub + group, ... of each (nothing is filled past the end).
+  lathe_ring_init(mbar);
   if (!early) lathe_step_wait(grid);
   int ld_item = g0, ld_c = sub;
   for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
-    if (ld_item < n_items) chunk(ld_item, ld_c, stage + s * LATHE_GEMV1_SLOT, true);
-    lathe_gemv1_commit();
+    if (ld_item < n_items) chunk(ld_item, ld_c, s, true);
     ld_c += group;
     if (ld_item < n_items && ld_c >= L.chunks(ld_item)) {
       ld_c = sub;
@@ -150,8 +154,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     }
   }
   // Weights requested; lane i < early - 1 asks L2 for the warp's chunk i past the ring; now wait for
-  // the kernel that wrote x, then stage x (the newest commit group: waiting for it waits for the
-  // chunks above too, which were asked for first).
+  // the kernel that wrote x, then stage x (cp.async lines, the only commit group).
   if (early) {
     int pf_item = ld_item, pf_c = ld_c;
     for (int i = 0; i < lane && pf_item < n_items; ++i) {
@@ -210,18 +213,19 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     const int n16 = (x_level_bytes + k / 2) >> 4;
     for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
     lathe_gemv1_commit();
-    lathe_gemv1_wait<0>();  // only staged x needs the whole ring landed (as in gemv_decode.cuh)
+    lathe_gemv1_wait<0>();
   }
   __syncthreads();  // x is in place for every warp
 
-  int item = g0, c = sub, slot = 0, parity = 0;
+  int item = g0, c = sub, parity = 0;
+  unsigned taken = 0;  // chunks consumed: chunk `taken` is fill taken / STAGES of slot taken % STAGES
   float acc0 = 0.0f, acc1 = 0.0f;
   while (item < n_items) {
-    lathe_gemv1_wait<LATHE_GEMV1_STAGES - 2>();
-    __syncwarp();  // chunk `slot` landed for every lane; the slot refilled below was read last round
-    const int refill = slot == 0 ? LATHE_GEMV1_STAGES - 1 : slot - 1;
-    if (ld_item < n_items) chunk(ld_item, ld_c, stage + refill * LATHE_GEMV1_SLOT, true);
-    lathe_gemv1_commit();
+    const int slot = static_cast<int>(taken % LATHE_GEMV1_STAGES);
+    lathe_ring_wait(mbar, slot, (taken / LATHE_GEMV1_STAGES) & 1);
+    __syncwarp();  // every lane is past the previous chunk: its slot, refilled below, is free
+    const int refill = static_cast<int>((taken + LATHE_GEMV1_STAGES - 1) % LATHE_GEMV1_STAGES);
+    if (ld_item < n_items) chunk(ld_item, ld_c, refill, true);
     ld_c += group;
     if (ld_item < n_items && ld_c >= L.chunks(ld_item)) {
       ld_c = sub;
@@ -229,12 +233,12 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     }
 
     const lathe_gemvm_at a = L.locate(item, c);
-    const uint8_t* s = stage + slot * LATHE_GEMV1_SLOT + chunk(item, c, nullptr, false);
+    const uint8_t* s = stage + slot * LATHE_GEMV1_SLOT + chunk(item, c, slot, false);
     const float t = L.is_b(a.seg) ? lathe_gemvm_chunk_dot<FB, C>(s, L.units_b, a.c, sq1, sq2, sds)
                                   : lathe_gemvm_chunk_dot<FA, C>(s, L.units_a, a.c, sq1, sq2, sds);
     if (swiglu && a.seg == 1) acc1 += t;
     else acc0 += t;
-    slot = slot + 1 == LATHE_GEMV1_STAGES ? 0 : slot + 1;
+    ++taken;
 
     c += group;
     if (c >= L.chunks(item)) {  // the group's item is done
@@ -253,7 +257,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       item += n_groups;
     }
   }
-  lathe_gemv1_wait<0>();
+  lathe_ring_release(mbar);
 }
 
 // Kernels lathe_gemvm_<FA>[_<FB>]_<contract>: one format for every segment, or Q4_K with Q6_K segments

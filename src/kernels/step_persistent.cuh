@@ -5,7 +5,7 @@
 // Why: a decode launch pays a fixed few microseconds (its ring filling from DRAM, its blocks'
 // prologue, the tail of its last rows) that a 4,096-wide matrix's 4-6 us of streaming cannot hide
 // (docs/perf.md). Here a block that finishes its share of a product goes straight on to the next
-// product: its cp.async ring and L2 requests for the next weights go out BEFORE the barrier that
+// product: its ring's bulk copies and L2 requests for the next weights go out BEFORE the barrier that
 // waits for the rest of the card, and the warps a small phase leaves idle (rope, attention) ask L2
 // for the next product's first weights meanwhile. So the weights stream without draining.
 // Measured on the H200 (docs/perf.md): slower than the graph of kernels so far (qwen3-8b Q8_0 tg128
