@@ -54,15 +54,12 @@
 #           tg128 of qwen3-8b and qwen3-0.6b q8_0 at several limits; the 8B's decode step by kind
 #   q3      the limit's default (8192): the GEMV test, the 8B's check, then each kind of the 8B's decode
 #           step run twice (LATHE_PROFILE_TWICE): its cost inside the step by difference
-#   q4      x in registers for warps that take one chunk position of every row: the GEMV, merged,
-#           persistent and lane tests, the checks of qwen3-8b and qwen3-0.6b, tg128 before
-#           (build-dev/old), after, and after with LATHE_X_IN_REGISTERS=0, alternated
 #   q5      the bulk ring (one bulk copy a chunk on an mbarrier) and LDS for the weights' words: the
 #           GEMV, merged, mixture, persistent and lane tests, checks, tg128 before (build-dev/old)
 #           and after, alternated, of the dense targets
-#   q6      the ring's mode by the launch's size (bulk where warps stream >= 3 chunks, else cp.async):
-#           the GEMV, merged and persistent tests, tg128 of qwen3-0.6b (twice), qwen3-8b and
-#           llama3-8b q8_0, the 8B's check
+#   q6      for the ring's mode chosen by the launch's size (bulk where warps stream >= 3 chunks,
+#           else cp.async; written, not landed: docs/perf.md): the GEMV, merged and persistent tests,
+#           tg128 of qwen3-0.6b (twice), qwen3-8b and llama3-8b q8_0, the 8B's check
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -81,6 +78,25 @@ M=/tmp/models
 mkdir -p $M
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 synth() { [ -f "$M/$1-$2.gguf" ] || $L synth --shape $1 --type $2 -o $M/$1-$2.gguf >/dev/null; echo $M/$1-$2.gguf; }
+# The GPU tests named, their timings left out: a line each for passed / failed and any failure.
+gpu_tests() { for t in "$@"; do echo "== $t"; timeout 150 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8; done; }
+# tg128 of a checkpoint by one lathe binary (the environment's knobs apply): its table row's tail.
+tg128() { timeout 60 $1 bench $2 -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'; }
+# `lathe check` of each "shape type" named: its last line but one (the largest difference).
+checks() { for spec in "$@"; do set -- $spec; echo "== check $1 $2"; timeout 60 $L check $(synth $1 $2) --steps 16 2>&1 | tail -2 | head -1; done; }
+# tg128 of each "shape type" named, twice, by build-dev/old/lathe (when carried) and $L alternated.
+tg128_ab() {
+  [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+  for spec in "$@"; do
+    set -- $spec
+    f=$(synth $1 $2)
+    for rep in 1 2; do
+      for bin in build-dev/old/lathe $L; do
+        [ -x $bin ] && { echo "== $1 $2 $bin"; tg128 $bin $f; }
+      done
+    done
+  done
+}
 for part in "$@"; do
   case $part in
   tests)
@@ -329,18 +345,9 @@ for part in "$@"; do
     done
     echo "== check qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 2>&1 | tail -2 | head -1 ;;
   q1)
-    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
-    for t in test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu; do
-      echo "== $t"; timeout 120 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
-    done
-    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0"; do
-      set -- $spec
-      f=$(synth $1 $2)
-      for bin in build-dev/old/lathe $L build-dev/old/lathe $L; do
-        echo "== $1 $2 $bin"; timeout 60 $bin bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128
-      done
-    done
-    echo "== check qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 2>&1 | tail -2 | head -1 ;;
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu
+    tg128_ab "qwen3-0.6b q8_0" "qwen3-8b q8_0"
+    checks "qwen3-8b q8_0" ;;
   q2)
     for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
       set -- $spec
@@ -353,59 +360,25 @@ for part in "$@"; do
     done
     echo "== qwen3-8b q8_0 decode step by kind"; timeout 100 $L bench $(synth qwen3-8b q8_0) -p 16 -n 16 -r 1 --profile 2>&1 | tail -40 ;;
   q3)
-    echo "== test_gemv_gpu"; timeout 120 $C/test_gemv_gpu --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
-    echo "== check qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 2>&1 | tail -2 | head -1
+    gpu_tests test_gemv_gpu
+    checks "qwen3-8b q8_0"
     f=$(synth qwen3-8b q8_0)
     for rep in 1 2; do
       for kind in "" "attention" "rope with" "gemv of 3" "gate, up" "quantizing q8_0 [1 x 4096]" "[1 x 12288]" "rms_norm" "argmax" "gather"; do
-        echo "== qwen3-8b twice: ${kind:-none}"; LATHE_PROFILE_TWICE="$kind" timeout 60 $L bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
-      done
-    done ;;
-  q4)
-    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
-    for t in test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu test_gpu_lane_gpu; do
-      echo "== $t"; timeout 150 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
-    done
-    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
-      set -- $spec
-      echo "== check $1 $2"; timeout 60 $L check $(synth $1 $2) --steps 16 2>&1 | tail -2 | head -1
-    done
-    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0" "llama3-8b q8_0"; do
-      set -- $spec
-      f=$(synth $1 $2)
-      for rep in 1 2; do
-        echo "== $1 $2 old"; timeout 60 build-dev/old/lathe bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
-        echo "== $1 $2 new"; timeout 60 $L bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
-        echo "== $1 $2 new, x staged"; LATHE_X_IN_REGISTERS=0 timeout 60 $L bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+        echo "== qwen3-8b twice: ${kind:-none}"; LATHE_PROFILE_TWICE="$kind" tg128 $L $f
       done
     done ;;
   q5)
-    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
-    for t in test_gemv_gpu test_gemv_multi_gpu test_moe_gpu test_persistent_step_gpu test_gpu_lane_gpu; do
-      echo "== $t"; timeout 150 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
-    done
-    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m"; do
-      set -- $spec
-      echo "== check $1 $2"; timeout 60 $L check $(synth $1 $2) --steps 16 2>&1 | tail -2 | head -1
-    done
-    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0" "llama3-8b q8_0" "qwen3-8b q4_k_m"; do
-      set -- $spec
-      f=$(synth $1 $2)
-      for rep in 1 2; do
-        for bin in build-dev/old/lathe $L; do
-          echo "== $1 $2 $bin"; timeout 60 $bin bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
-        done
-      done
-    done ;;
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_moe_gpu test_persistent_step_gpu test_gpu_lane_gpu
+    checks "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m"
+    tg128_ab "qwen3-8b q8_0" "qwen3-0.6b q8_0" "llama3-8b q8_0" "qwen3-8b q4_k_m" ;;
   q6)
-    for t in test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu; do
-      echo "== $t"; timeout 60 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
-    done
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu
     for spec in "qwen3-0.6b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q8_0" "llama3-8b q8_0"; do
       set -- $spec
-      echo "== $1 $2"; timeout 60 $L bench $(synth $1 $2) -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+      echo "== $1 $2"; tg128 $L $(synth $1 $2)
     done
-    echo "== check qwen3-8b q8_0"; timeout 40 $L check $(synth qwen3-8b q8_0) --steps 8 2>&1 | tail -2 | head -1 ;;
+    checks "qwen3-8b q8_0" ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do
