@@ -60,6 +60,8 @@
 #   q6      for the ring's mode chosen by the launch's size (bulk where warps stream >= 3 chunks,
 #           else cp.async; written, not landed: docs/perf.md): the GEMV, merged and persistent tests,
 #           tg128 of qwen3-0.6b (twice), qwen3-8b and llama3-8b q8_0, the 8B's check
+#   q7      (for the next session) qwen3-30b-a3b q8_0: tg128, then each kind of its decode step run
+#           twice (LATHE_PROFILE_TWICE): the mixture's costs inside the step by difference
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -379,6 +381,12 @@ for part in "$@"; do
       echo "== $1 $2"; tg128 $L $(synth $1 $2)
     done
     checks "qwen3-8b q8_0" ;;
+  q7)
+    f=$(synth qwen3-30b-a3b q8_0)
+    timeout 100 $L bench $f -p 16 -n 16 -r 1 --profile 2>&1 | sed -n '/^decode step/,/^prefill/p'
+    for kind in "" "attention" "rope with" "gemv of 3" "quantizing" "mixture" "argmax"; do
+      echo "== qwen3-30b-a3b twice: ${kind:-none}"; LATHE_PROFILE_TWICE="$kind" tg128 $L $f
+    done ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do
