@@ -28,15 +28,10 @@ Loaded& loaded() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
-      l.driver_ok = true;
-#define LATHE_RESOLVE(name)                                                        \
-  l.driver.name = reinterpret_cast<decltype(l.driver.name)>(dlsym(lib, LATHE_STR(name))); \
-  if (!l.driver.name && l.driver_ok) {                                             \
-    l.driver_ok = false;                                                           \
-    l.driver_why = fmt::format("the NVIDIA driver lacks {}", LATHE_STR(name));     \
-  }
-      LATHE_DRIVER_FUNCTIONS(LATHE_RESOLVE)
-#undef LATHE_RESOLVE
+      DriverLoad d = resolve_driver([lib](const char* name) { return dlsym(lib, name); });
+      l.driver = d.api;
+      l.driver_ok = d.ok;
+      l.driver_why = std::move(d.why);
     } else {
       l.driver_why = "no NVIDIA driver on this machine (libcuda.so.1 not found)";
     }
@@ -62,6 +57,23 @@ Loaded& loaded() {
 }
 
 }  // namespace
+
+DriverLoad resolve_driver(const std::function<void*(const char*)>& symbol) {
+  DriverLoad d;
+  d.ok = true;
+#define LATHE_RESOLVE(name)                                                        \
+  d.api.name = reinterpret_cast<decltype(d.api.name)>(symbol(LATHE_STR(name)));   \
+  if (!d.api.name && d.ok) {                                                       \
+    d.ok = false;                                                                  \
+    d.why = fmt::format("the NVIDIA driver lacks {}", LATHE_STR(name));            \
+  }
+  LATHE_DRIVER_FUNCTIONS(LATHE_RESOLVE)
+#undef LATHE_RESOLVE
+#define LATHE_RESOLVE_OPTIONAL(name) d.api.name = reinterpret_cast<decltype(d.api.name)>(symbol(LATHE_STR(name)));
+  LATHE_DRIVER_OPTIONAL_FUNCTIONS(LATHE_RESOLVE_OPTIONAL)
+#undef LATHE_RESOLVE_OPTIONAL
+  return d;
+}
 
 const DriverApi* driver_api(std::string* why) {
   Loaded& l = loaded();

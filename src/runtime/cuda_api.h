@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <nvrtc.h>
 
+#include <functional>
 #include <string>
 
 namespace lathe::cuda {
@@ -20,8 +21,13 @@ namespace lathe::cuda {
   X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)           \
   X(cuGraphDestroy) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)  \
   X(cuEventElapsedTime) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync)         \
-  X(cuMemsetD8Async) X(cuCtxSynchronize) X(cuLaunchKernelEx)  \
-  X(cuFuncGetParamInfo) X(cuFuncGetName) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+  X(cuMemsetD8Async) X(cuCtxSynchronize) X(cuLaunchKernelEx)                                 \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+
+// Entries only some paths need, left null where the driver lacks them (older than CUDA 12.4): the
+// persistent decode step reads each launch's kernel name and parameter layout with them, and says
+// so when they are missing; everything else runs without them.
+#define LATHE_DRIVER_OPTIONAL_FUNCTIONS(X) X(cuFuncGetParamInfo) X(cuFuncGetName)
 
 #define LATHE_NVRTC_FUNCTIONS(X)                                                               \
   X(nvrtcCreateProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) \
@@ -31,12 +37,22 @@ namespace lathe::cuda {
 struct DriverApi {
 #define LATHE_DECLARE(name) decltype(&::name) name = nullptr;
   LATHE_DRIVER_FUNCTIONS(LATHE_DECLARE)
+  LATHE_DRIVER_OPTIONAL_FUNCTIONS(LATHE_DECLARE)
 };
 
 struct NvrtcApi {
   LATHE_NVRTC_FUNCTIONS(LATHE_DECLARE)
 #undef LATHE_DECLARE
 };
+
+// The driver's entries by `symbol` (dlsym on libcuda.so.1, or a test's table): ok is false, and why
+// names the first missing one, when a required entry is missing; optional ones may stay null.
+struct DriverLoad {
+  DriverApi api;
+  bool ok = false;
+  std::string why;
+};
+DriverLoad resolve_driver(const std::function<void*(const char*)>& symbol);
 
 // The loaded driver; a CudaError saying what is missing when there is none.
 const DriverApi& driver();
