@@ -181,10 +181,12 @@ bool gemv_supports(GgmlType type) { return unit_of(type) != nullptr; }
 // k > 8192 (qwen3-8b's down product), qwen3-8b tg128 went from 308-314 to 327 tok/s; sending the
 // 4,096-wide rows there too cost it (324), and qwen3-0.6b's (k <= 3072) lost 1-2% the same way.
 // LATHE_QUANTIZING_ROW_MAX_K=K sets it at the first use (measurements); set_quantizing_row_max_k after.
+namespace {
 int64_t g_quantizing_row_max_k = [] {
   const char* v = std::getenv("LATHE_QUANTIZING_ROW_MAX_K");
   return v && *v ? std::max<int64_t>(0, std::atoll(v)) : int64_t{8192};
 }();
+}  // namespace
 
 bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CUdeviceptr y, CUstream stream) {
   const Unit* u = unit_of(w.type);

@@ -339,7 +339,7 @@ void collect_launch(LaunchCollector& c, CUfunction f, Dim3 grid, Dim3 block, uns
   if (!D().cuFuncGetName || !D().cuFuncGetParamInfo)
     throw UserError(
         "the persistent decode step reads each launch's kernel name and parameters with cuFuncGetName and "
-        "cuFuncGetParamInfo, which this NVIDIA driver lacks (they came with CUDA 12.4); run without --persistent "
+        "cuFuncGetParamInfo, which this NVIDIA driver lacks (the latter came with CUDA 12.4); run without --persistent "
         "(LATHE_PERSISTENT unset), or update the driver");
   const char* name = nullptr;
   check(D().cuFuncGetName(&name, f), what);
