@@ -62,6 +62,15 @@
 #           tg128 of qwen3-0.6b (twice), qwen3-8b and llama3-8b q8_0, the 8B's check
 #   q7      (for the next session) qwen3-30b-a3b q8_0: tg128, then each kind of its decode step run
 #           twice (LATHE_PROFILE_TWICE): the mixture's costs inside the step by difference
+#   r1      2026-12-01's session, first batch: the GEMV tests, tg128 of qwen3-8b q8_0 under each
+#           contract (int8x2, int8, f32: what the products' arithmetic costs), then q7
+#   r2      the leaner decode loop: the GEMV, merged, mixture, persistent and lane tests, checks, tg128
+#           before (build-dev/old) and after, alternated, of the dense targets and the 30B
+#   r3      the 30B: its mixture's kernels timed (MoeGpu.Timing), the mixture and lane tests, checks
+#           of qwen3moe-tiny and the 30B, tg128 before and after
+#   r4      the paired products where they pay: the q8_0 GEMV timings, the decode kernels' tests, the
+#           checks and tg128 before and after of the dense targets
+#   r5      the 30B on the build that landed: its check and tg128 before and after
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -387,6 +396,34 @@ for part in "$@"; do
     for kind in "" "attention" "rope with" "gemv of 3" "quantizing" "mixture" "argmax"; do
       echo "== qwen3-30b-a3b twice: ${kind:-none}"; LATHE_PROFILE_TWICE="$kind" tg128 $L $f
     done ;;
+  r1)
+    gpu_tests test_gemv_gpu
+    timeout 200 $C/test_gemv_gpu --gtest_filter='*TimingPrintsBandwidth*' 2>&1 | grep -E "decode|GEMV timing"
+    f=$(synth qwen3-8b q8_0)
+    for act in int8x2 int8 f32; do echo "== qwen3-8b q8_0 --activations $act"; timeout 90 $L bench $f -p 16 -n 128 -r 3 --activations $act 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'; done
+    rm -f $f ;;
+  r2)
+    rm -f $M/qwen3-30b-a3b-q8_0.gguf  # the disk holds it or the dense ones
+    timeout 200 $C/test_gemv_gpu --gtest_filter='*TimingPrintsBandwidth*' 2>&1 | grep -E "decode|GEMV timing"
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_moe_gpu test_persistent_step_gpu test_gpu_lane_gpu
+    checks "qwen3-0.6b q8_0" "qwen3-8b q8_0" "qwen3-8b q4_k_m"
+    tg128_ab "qwen3-0.6b q8_0" "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-8b q4_k_m" ;;
+  r4)
+    timeout 200 $C/test_gemv_gpu --gtest_filter='*TimingPrintsBandwidth*' 2>&1 | grep -E "q8_0.*decode"
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_moe_gpu test_persistent_step_gpu test_gpu_lane_gpu
+    checks "qwen3-0.6b q8_0" "qwen3-8b q8_0"
+    tg128_ab "qwen3-0.6b q8_0" "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-8b q4_k_m" ;;
+  r5)
+    rm -f $M/qwen3-8b-*.gguf $M/llama3-8b-*.gguf
+    checks "qwen3-30b-a3b q8_0"
+    tg128_ab "qwen3-30b-a3b q8_0" ;;
+  r3)
+    rm -f $M/qwen3-8b-*.gguf $M/llama3-8b-*.gguf  # room for the 30B
+    timeout 200 $C/test_moe_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "us  |mixture decode"
+    gpu_tests test_moe_gpu test_gemv_multi_gpu test_persistent_step_gpu test_gpu_lane_gpu
+    for act in f32 int8x2; do echo "== check qwen3moe-tiny q8_0 $act"; $L check $(synth qwen3moe-tiny q8_0) --activations $act --steps 8 --prompt-tokens 20 2>&1 | tail -2 | head -1; done
+    checks "qwen3-30b-a3b q8_0"
+    tg128_ab "qwen3-30b-a3b q8_0" ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
     for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do

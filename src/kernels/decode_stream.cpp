@@ -1,5 +1,7 @@
 #include "kernels/decode_stream.h"
 
+#include <string_view>
+
 #include "runtime/cuda_api.h"
 #include "runtime/cuda_driver.h"
 
@@ -24,6 +26,16 @@ const DecodeFormat* decode_format(GgmlType t) {
 int64_t decode_chunks_per_row(const DecodeFormat& f, int64_t k) {
   const int64_t units = k / f.unit_values;
   return (units + f.chunk_units - 1) / f.chunk_units;
+}
+
+int64_t decode_half_chunks_per_row(const DecodeFormat& f, int64_t k) {
+  const int64_t units = k / f.unit_values, half = f.chunk_units / 2;
+  return (units + half - 1) / half;
+}
+
+bool decode_pairs_pay(const DecodeFormat& f, int64_t n_out, int64_t k) {
+  if (std::string_view(f.name) == "q6_k") return false;
+  return (k / f.unit_values) % f.chunk_units != 0 || n_out * k <= (int64_t{4} << 20);
 }
 
 int64_t staged_levels_bytes(int64_t values, Activations a) {

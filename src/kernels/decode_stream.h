@@ -17,6 +17,14 @@ namespace lathe::kernels {
 // rings of a block's 16 warps.
 constexpr int64_t kDecodeStageBytes = 16 * 4 * 2560;
 
+// Mirrors LATHE_GEMV1_PAIRS: the bit of a decode kernel's group parameter that asks for the paired
+// products.
+constexpr int kDecodePairs = 256;
+
+// The most static shared memory a decode kernel declares beside its dynamic ring and x (the row and
+// the paired bodies' barriers and partial sums: 1,408 bytes by ptxas), with room to spare.
+constexpr int64_t kDecodeStaticBytes = 2048;
+
 // A format the streamed kernels read: its kernel-name part, values a unit (a block, or a K-format
 // super-block) and units a chunk (each format's chunk_units in the device code). Null for others.
 struct DecodeFormat {
@@ -28,6 +36,19 @@ const DecodeFormat* decode_format(GgmlType t);
 
 // Chunks a row of k values takes.
 int64_t decode_chunks_per_row(const DecodeFormat& f, int64_t k);
+
+// Half chunks (chunk_units / 2 units, gemv_decode.cuh's lathe_gemv1_half) a row of k values takes:
+// the paired products stage two rows' half chunks a slot.
+int64_t decode_half_chunks_per_row(const DecodeFormat& f, int64_t k);
+
+// Whether the paired products (two rows' half chunks a ring slot, each x block read once for both)
+// are the decode kernels' choice for n_out rows of k values: where a row's last chunk would leave its
+// slot part empty (k % (32 chunk_units) != 0 for q8_0: qwen3-0.6b's k = 1,024 and 3,072) or the
+// product is small (n_out k <= 4M values: qwen3-0.6b's o, 1,024 x 2,048); never for Q6_K (its half
+// chunk, 48 pieces, leaves a quarter of the lanes idle). Measured on the H200 (docs/perf.md,
+// 2026-12-01): qwen3-0.6b tg128 +8% with them everywhere; the 8B shapes, whose rows are whole chunks
+// of large products, -2 to -4% (so those keep one row an item).
+bool decode_pairs_pay(const DecodeFormat& f, int64_t n_out, int64_t k);
 
 // Bytes of x's int8 form a block stages for `values` values (levels, and d1, d2, sum per 32).
 int64_t staged_levels_bytes(int64_t values, Activations a);

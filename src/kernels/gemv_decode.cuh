@@ -3,8 +3,11 @@
 // products as gemv_product.cuh (same level words, scales and offsets), cut for streaming speed:
 //
 // - Blocks of 16 warps, one block an SM (the grid never exceeds the SM count: persistent). A group of
-//   `group` warps (1, 2, 4, 8 or 16) owns one output row at a time, rows g, g + n_groups, ...; a row
-//   is cut into chunks of F::chunk_units units (~2.3 KB) and the group's warps take them round-robin.
+//   `group` warps (1, 2, 4, 8 or 16) owns one item at a time, items g, g + n_groups, ...: a row cut
+//   into chunks of F::chunk_units units (~2.3 KB), or, for the paired products (LATHE_GEMV1_PAIRS in
+//   the launch's group; decode_stream.h's decode_pairs_pay says where), two rows cut into half chunks
+//   staged side by side in one slot, so each x block a lane reads serves both rows. The group's warps
+//   take the item's (half) chunks round-robin.
 // - Each warp streams its chunks into its own ring of LATHE_GEMV1_STAGES shared-memory slots, one
 //   bulk copy a chunk completing on the slot's mbarrier (lathe_ring_*; no registers held): up to
 //   STAGES - 1 chunks (~7 KB) a warp, ~110 KB an SM, in flight while it computes the current one.
@@ -13,7 +16,9 @@
 //   each block quantizes the f32 row itself into that layout (bit-identical to lathe_quantize_act):
 //   the quantizer's own launch is saved where this product is the int8 form's only reader.
 // - A lane decodes whole 32-value pieces (a q8_0 block, a K-format sub-block of 32) into 8 words of
-//   int8 levels: 8 __dp4a per word of x, no per-value work; the pieces of a chunk are unrolled.
+//   int8 levels: 8 __dp4a per word of x, no per-value work; the pieces of a chunk are unrolled, their
+//   shared-memory addresses 32-bit integers formed once a chunk (lathe_lds*), and the weights' halves
+//   taken in the order the lane reads x's (no selects on x).
 // - Partial sums of a group meet in shared memory in a fixed order behind a named barrier: results
 //   are deterministic.
 // Measured (H200): q8_0 at 71-92% of 4,630 GB/s for 12288 rows and up, q4_K / q6_K ~45-53%
@@ -51,33 +56,71 @@ __device__ __forceinline__ const uint32_t* lathe_gemv1_word_below(const uint8_t*
   return reinterpret_cast<const uint32_t*>(p - (reinterpret_cast<uint64_t>(p) & 3));
 }
 
-// 8 words at a 2-byte aligned shared address: 9 aligned loads and funnel shifts (shift 0 or 16).
-__device__ __forceinline__ void lathe_gemv1_words8(const uint8_t* p, uint32_t* q) {
-  const uint32_t* w = lathe_gemv1_word_below(p);
-  const int sh = static_cast<int>(reinterpret_cast<uint64_t>(p) & 3) * 8;
-  uint32_t v[9];
-#pragma unroll
-  for (int i = 0; i < 9; ++i) v[i] = w[i];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) q[i] = __funnelshift_r(v[i], v[i + 1], sh);
+// Shared-memory loads at 32-bit shared addresses (__cvta_generic_to_shared): a piece's addresses are
+// then plain integers a constant stride from the round before, formed once a chunk (generic pointers
+// made the compiler rebuild the shared window's base for every piece). Volatile: they stay after the
+// ring's waits.
+__device__ __forceinline__ uint32_t lathe_lds32(unsigned a) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ unsigned short lathe_lds16(unsigned a) {
+  unsigned short v;
+  asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ int4 lathe_lds128(unsigned a) {
+  int4 v;
+  asm volatile("ld.shared.v4.s32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ uint4 lathe_lds128u(unsigned a) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ float2 lathe_lds64f(unsigned a) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ float4 lathe_lds128f(unsigned a) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a));
+  return v;
+}
+__device__ __forceinline__ unsigned lathe_smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// Piece traits: piece(u, j, q, sa, sb, offset) gives piece j of the unit at u (shared memory) as 8
-// words of signed levels, words 0-3 scaled by sa and 4-7 by sb, plus offset * (sum of the 32 x).
+// 4 words at the 2-byte aligned shared address ua + m (ua 4-byte aligned): 5 aligned loads and
+// funnel shifts (shift 0 or 16). A piece's ua moves by whole words from round to round while m is the
+// lane's, so the word and shift below are formed once a chunk.
+__device__ __forceinline__ void lathe_gemv1_words4(unsigned ua, unsigned m, uint32_t* q) {
+  const unsigned w = ua + (m & ~3u);
+  const unsigned sh = (m & 3u) * 8u;
+  uint32_t v[5];
+#pragma unroll
+  for (int i = 0; i < 5; ++i) v[i] = lathe_lds32(w + 4 * i);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) q[i] = __funnelshift_r(v[i], v[i + 1], sh);
+}
+
+// Piece traits: piece(ua, m, j, sw, q, sa, sb, offset) gives piece j of the unit at shared address
+// u = ua + m (ua 4-byte aligned, m < 4) as
+// 8 words of signed levels IN THE LANE'S x ORDER: words 0-3 are the piece's 16-value half sw, words
+// 4-7 its half 1 - sw (a lane reads its x block's halves in that order to spread the banks; taking the
+// weights in the same order, by address, replaces 8-16 selects on x a piece). Half 0 is scaled by sa,
+// half 1 by sb, plus offset * (sum of the 32 x).
 struct lathe_gemv1_q8_0 {  // d:f16, qs:int8[32]; a piece is a block
   static constexpr int unit_values = 32, unit_bytes = 34, pieces = 1, chunk_units = 64;
   static constexpr bool has_offset = false, two_scales = false;
-  static __device__ __forceinline__ void piece(const uint8_t* u, int, uint32_t* q, float& sa, float& sb, float& offset) {
-    const uint32_t* w = lathe_gemv1_word_below(u);
-    const int sh = static_cast<int>(reinterpret_cast<uint64_t>(u) & 3) * 8;  // 0 or 16
-    uint32_t v[9];
-#pragma unroll
-    for (int i = 0; i < 9; ++i) v[i] = w[i];
-    // qs begins 2 bytes after u: shift 16 within a word pair, or (clamped at 32) the next word.
-#pragma unroll
-    for (int i = 0; i < 8; ++i) q[i] = __funnelshift_rc(v[i], v[i + 1], sh + 16);
-    const uint32_t dbits = __funnelshift_r(v[0], v[1], sh) & 0xFFFFu;
-    sa = sb = __half2float(__ushort_as_half(static_cast<unsigned short>(dbits)));
+  static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int, int sw, uint32_t* q, float& sa,
+                                               float& sb, float& offset) {
+    lathe_gemv1_words4(ua, m + 2 + 16 * sw, q);
+    lathe_gemv1_words4(ua, m + 18 - 16 * sw, q + 4);
+    sa = sb = __half2float(__ushort_as_half(lathe_lds16(ua + m)));
     offset = 0.0f;
   }
 };
@@ -87,9 +130,11 @@ struct lathe_gemv1_q8_0 {  // d:f16, qs:int8[32]; a piece is a block
 struct lathe_gemv1_q4_k {
   static constexpr int unit_values = 256, unit_bytes = 144, pieces = 8, chunk_units = 16;
   static constexpr bool has_offset = true, two_scales = false;
-  static __device__ __forceinline__ void piece(const uint8_t* u, int j, uint32_t* q, float& sa, float& sb, float& offset) {
-    const uint4* qs = reinterpret_cast<const uint4*>(u + 16 + 32 * (j >> 1));
-    const uint4 a = qs[0], b = qs[1];
+  static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int j, int sw, uint32_t* q, float& sa,
+                                               float& sb, float& offset) {
+    const unsigned u = ua + m;  // m == 0: units are 16-byte aligned
+    const unsigned qs = u + 16 + 32 * (j >> 1);
+    const uint4 a = lathe_lds128u(qs + 16 * sw), b = lathe_lds128u(qs + 16 - 16 * sw);
     const int shift = 4 * (j & 1);
     const uint32_t words[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
@@ -97,16 +142,16 @@ struct lathe_gemv1_q4_k {
     // Scales without branches or byte loads: the unit's first 16 bytes are d, dmin, scales[12]; for
     // jj = j % 4, j < 4: sc = s[jj] & 63, m = s[jj + 4] & 63; j >= 4: sc = (s[jj + 8] & 15) |
     // (s[jj] >> 6) << 4, m = (s[jj + 8] >> 4) | (s[jj + 4] >> 6) << 4 (block_codecs.h's k4_scale_min).
-    const uint4 hd = *reinterpret_cast<const uint4*>(u);
+    const uint4 hd = lathe_lds128u(u);
     const int bs = 8 * (j & 3);
     const uint32_t s0 = (hd.y >> bs) & 0xFFu, s4 = (hd.z >> bs) & 0xFFu, s8 = (hd.w >> bs) & 0xFFu;
     const bool low = j < 4;
     const uint32_t sc = low ? s0 & 63u : (s8 & 15u) | ((s0 >> 6) << 4);
-    const uint32_t m = low ? s4 & 63u : (s8 >> 4) | ((s4 >> 6) << 4);
+    const uint32_t mn = low ? s4 & 63u : (s8 >> 4) | ((s4 >> 6) << 4);
     const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(hd.x & 0xFFFFu)));
     const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(hd.x >> 16)));
     sa = sb = __fmul_rn(d, static_cast<float>(sc));
-    offset = -__fmul_rn(dmin, static_cast<float>(m));
+    offset = -__fmul_rn(dmin, static_cast<float>(mn));
   }
 };
 
@@ -115,20 +160,24 @@ struct lathe_gemv1_q4_k {
 struct lathe_gemv1_q6_k {
   static constexpr int unit_values = 256, unit_bytes = 210, pieces = 8, chunk_units = 12;
   static constexpr bool has_offset = false, two_scales = true;
-  static __device__ __forceinline__ void piece(const uint8_t* u, int j, uint32_t* q, float& sa, float& sb, float& offset) {
+  static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int j, int sw, uint32_t* q, float& sa,
+                                               float& sb, float& offset) {
     const int h = j >> 2, kk = j & 3;
+    const unsigned pl = m + 64 * h + 32 * (kk & 1), ph = m + 128 + 32 * h, u = ua + m;
     uint32_t lo[8], hi[8];
-    lathe_gemv1_words8(u + 64 * h + 32 * (kk & 1), lo);
-    lathe_gemv1_words8(u + 128 + 32 * h, hi);
+    lathe_gemv1_words4(ua, pl + 16 * sw, lo);
+    lathe_gemv1_words4(ua, pl + 16 - 16 * sw, lo + 4);
+    lathe_gemv1_words4(ua, ph + 16 * sw, hi);
+    lathe_gemv1_words4(ua, ph + 16 - 16 * sw, hi + 4);
     const int lo_shift = 4 * (kk >> 1), hi_shift = 2 * kk;
 #pragma unroll
     for (int i = 0; i < 8; ++i)
       q[i] = static_cast<uint32_t>(
           lathe_gemv_bias(((lo[i] >> lo_shift) & 0x0F0F0F0Fu) | (((hi[i] >> hi_shift) & 0x03030303u) << 4), 32));
-    const float d = lathe_f16(u + 208);
-    const int8_t* sc = reinterpret_cast<const int8_t*>(u + 192 + 8 * h + 2 * kk);
-    sa = __fmul_rn(d, static_cast<float>(sc[0]));
-    sb = __fmul_rn(d, static_cast<float>(sc[1]));
+    const float d = __half2float(__ushort_as_half(lathe_lds16(u + 208)));
+    const unsigned short scw = lathe_lds16(u + 192 + 8 * h + 2 * kk);  // the two int8 scales
+    sa = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(scw & 0xFF)));
+    sb = __fmul_rn(d, static_cast<float>(static_cast<int8_t>(scw >> 8)));
     offset = 0.0f;
   }
 };
@@ -140,50 +189,182 @@ __device__ __forceinline__ int lathe_gemv1_dot4(const uint32_t* q, int4 x, int a
   return __dp4a(static_cast<int>(q[3]), x.w, acc);
 }
 
-// Piece j of the unit at u times x block xg (staged: q1 at sx, q2 at sx + k, ds after the levels).
+// The lane's bank order: a lane's 32 x levels are two 16-byte words, and lanes 4-7 of each 8 read
+// them in the other order, so that the 8 lanes of an LDS.128 phase hit 8 distinct 16-byte bank groups
+// (no 2-way conflict). sw = 1: the lane reads half 1 first.
+__device__ __forceinline__ int lathe_gemv1_lane_swap() { return (threadIdx.x >> 2) & 1; }
+
+// One staged x block as a lane reads it: q1's halves in the lane's order (a0 = half sw, a1 the other),
+// q2's the same (int8x2), ds = (d1, d2, d1 * sum q1 + d2 * sum q2). Loaded once for every row a lane
+// multiplies by it (the paired products read it for two rows).
+struct lathe_gemv1_x {
+  int4 a0, a1, b0, b1;
+  float4 ds;
+};
+
+// x block at shared addresses: xa its q1 half sw, xa + xo the other half (xo = 16 - 32 sw), xa + kq2
+// and xa + kq2 + xo q2's halves, ds_a its ds.
 template <class F, int C>
-__device__ __forceinline__ float lathe_gemv1_piece_dot(const uint8_t* u, int j, const int4* sq1, const int4* sq2,
-                                                       const float4* sds, int xg) {
+__device__ __forceinline__ lathe_gemv1_x lathe_gemv1_load_x(unsigned xa, int xo, int kq2, unsigned ds_a) {
+  lathe_gemv1_x x;
+  if constexpr (F::has_offset) {
+    x.ds = lathe_lds128f(ds_a);
+  } else {
+    const float2 d12 = lathe_lds64f(ds_a);
+    x.ds = make_float4(d12.x, d12.y, 0.0f, 0.0f);
+  }
+  x.a0 = lathe_lds128(xa);
+  x.a1 = lathe_lds128(xa + xo);
+  if constexpr (C == 2) {
+    x.b0 = lathe_lds128(xa + kq2);
+    x.b1 = lathe_lds128(xa + kq2 + xo);
+  }
+  return x;
+}
+
+// Piece j of the unit at shared address ua + m times the lane's x block. The same float arithmetic in
+// the same order as with x's halves in place: the integer sums do not depend on the order of their
+// terms.
+template <class F, int C>
+__device__ __forceinline__ float lathe_gemv1_piece_x(unsigned ua, unsigned m, int j, int sw, const lathe_gemv1_x& x) {
   uint32_t q[8];
   float sa, sb, offset;
-  F::piece(u, j, q, sa, sb, offset);
-  const float4 ds = sds[xg];
-  // A lane's 32 x levels are two 16-byte words; lanes 4-7 of each 8 read them in the other order,
-  // so that the 8 lanes of an LDS.128 phase hit 8 distinct 16-byte bank groups (no 2-way conflict).
-  const int sw = (threadIdx.x >> 2) & 1;
-  int4 a0 = sq1[2 * xg + sw], a1 = sq1[2 * xg + 1 - sw];
-  if (sw) {
-    const int4 t = a0;
-    a0 = a1;
-    a1 = t;
-  }
+  F::piece(ua, m, j, sw, q, sa, sb, offset);
+  const float4 ds = x.ds;
   float t;
   if constexpr (F::two_scales) {
-    t = ds.x * fmaf(sa, lathe_gemv_i2f(lathe_gemv1_dot4(q, a0, 0)), sb * lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, a1, 0)));
+    const int f = lathe_gemv1_dot4(q, x.a0, 0), g = lathe_gemv1_dot4(q + 4, x.a1, 0);
+    const int h0 = sw ? g : f, h1 = sw ? f : g;  // the halves' sums back in value order
+    t = ds.x * fmaf(sa, lathe_gemv_i2f(h0), sb * lathe_gemv_i2f(h1));
     if constexpr (C == 2) {
-      int4 b0 = sq2[2 * xg + sw], b1 = sq2[2 * xg + 1 - sw];
-      if (sw) {
-        const int4 t = b0;
-        b0 = b1;
-        b1 = t;
-      }
-      t = fmaf(ds.y, fmaf(sa, lathe_gemv_i2f(lathe_gemv1_dot4(q, b0, 0)), sb * lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, b1, 0))), t);
+      const int f2 = lathe_gemv1_dot4(q, x.b0, 0), g2 = lathe_gemv1_dot4(q + 4, x.b1, 0);
+      const int h2 = sw ? g2 : f2, h3 = sw ? f2 : g2;
+      t = fmaf(ds.y, fmaf(sa, lathe_gemv_i2f(h2), sb * lathe_gemv_i2f(h3)), t);
     }
   } else {
-    t = ds.x * lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, a1, lathe_gemv1_dot4(q, a0, 0)));
-    if constexpr (C == 2) {
-      int4 b0 = sq2[2 * xg + sw], b1 = sq2[2 * xg + 1 - sw];
-      if (sw) {
-        const int4 t = b0;
-        b0 = b1;
-        b1 = t;
-      }
-      t = fmaf(ds.y, lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, b1, lathe_gemv1_dot4(q, b0, 0))), t);
-    }
+    t = ds.x * lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, x.a1, lathe_gemv1_dot4(q, x.a0, 0)));
+    if constexpr (C == 2)
+      t = fmaf(ds.y, lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, x.b1, lathe_gemv1_dot4(q, x.b0, 0))), t);
     t *= sa;
   }
   if constexpr (F::has_offset) t = fmaf(offset, ds.z, t);
   return t;
+}
+
+// Piece j of the unit at shared address ua + m times one staged x block (lathe_gemv1_load_x's
+// addresses).
+template <class F, int C>
+__device__ __forceinline__ float lathe_gemv1_piece_dot_at(unsigned ua, unsigned m, int j, int sw, unsigned xa, int xo,
+                                                          int kq2, unsigned ds_a) {
+  return lathe_gemv1_piece_x<F, C>(ua, m, j, sw, lathe_gemv1_load_x<F, C>(xa, xo, kq2, ds_a));
+}
+
+// Piece j of the unit at u times x block xg (staged: q1 at sq1, q2 at sq2, ds at sds).
+template <class F, int C>
+__device__ __forceinline__ float lathe_gemv1_piece_dot(const uint8_t* u, int j, const int4* sq1, const int4* sq2,
+                                                       const float4* sds, int xg) {
+  const int sw = lathe_gemv1_lane_swap();
+  const unsigned x1 = lathe_smem_addr(sq1), x2 = lathe_smem_addr(sq2);
+  const unsigned ua = lathe_smem_addr(u);
+  return lathe_gemv1_piece_dot_at<F, C>(ua & ~3u, ua & 3u, j, sw, x1 + 32 * xg + 16 * sw, 16 - 32 * sw,
+                                        static_cast<int>(x2 - x1), lathe_smem_addr(sds + xg));
+}
+
+// The lane's share of a chunk staged at shared address s (its first unit) whose first x block is xg0,
+// the chunk holding n_pieces pieces: piece p = lane + 32 i for each round i, added to acc in that
+// order. x is staged as q1 at shared address sx1, q2 kq2 bytes after it, ds at sds. Every lane-fixed
+// address is formed once a chunk: a piece's weights and x are a constant stride from the round
+// before (the loop is unrolled).
+template <class F, int C>
+__device__ __forceinline__ float lathe_gemv1_chunk_dot(float acc, unsigned s, int n_pieces, int xg0, unsigned sx1,
+                                                       int kq2, unsigned sds) {
+  const int lane = threadIdx.x & 31, sw = lathe_gemv1_lane_swap(), j = lane % F::pieces;
+  const unsigned u = s + (lane / F::pieces) * F::unit_bytes, ua = u & ~3u, m = u & 3u;
+  constexpr int stride = (32 / F::pieces) * F::unit_bytes;  // a round's step: whole words
+  static_assert(stride % 4 == 0, "a piece's words keep their alignment from round to round");
+  const unsigned xa = sx1 + 32 * (xg0 + lane) + 16 * sw;
+  const unsigned ds = sds + 16 * (xg0 + lane);
+  const int xo = 16 - 32 * sw;
+  constexpr int rounds = (F::chunk_units * F::pieces + 31) / 32;
+#pragma unroll
+  for (int i = 0; i < rounds; ++i)
+    if (lane + 32 * i < n_pieces)
+      acc += lathe_gemv1_piece_dot_at<F, C>(ua + i * stride, m, j, sw, xa + 1024 * i, xo, kq2, ds + 512 * i);
+  return acc;
+}
+
+// The paired products (lathe_gemv1_pair_stream): a slot holds a half chunk (F::chunk_units / 2 units)
+// of two rows, row A's at the slot's start and row B's LATHE_GEMV1_HALF bytes in, over the same
+// values, so each x block a lane reads serves both rows: half the shared-memory traffic of x a weight
+// byte. Half a slot holds a half chunk from its 16-byte line (q6_K: 6 x 210 + 14 = 1,274 bytes).
+#define LATHE_GEMV1_HALF (LATHE_GEMV1_SLOT / 2)
+template <class F>
+struct lathe_gemv1_half {
+  static constexpr int units = F::chunk_units / 2, bytes = units * F::unit_bytes;
+  static_assert(bytes + 15 + 4 <= LATHE_GEMV1_HALF, "a half chunk and its line's head fit half a slot");
+};
+
+// The lane's share of a paired chunk: row A's half chunk at shared address sa, row B's at sb (has_b:
+// B exists), n_pieces pieces each from x block xg0; pieces p = lane + 32 i, added to acc_a and acc_b
+// in that order (for one row, the order lathe_gemv1_chunk_dot adds them over whole chunks).
+template <class F, int C>
+__device__ __forceinline__ void lathe_gemv1_chunk_dot2(float& acc_a, float& acc_b, unsigned sa, unsigned sb, bool has_b,
+                                                       int n_pieces, int xg0, unsigned sx1, int kq2, unsigned sds) {
+  const int lane = threadIdx.x & 31, sw = lathe_gemv1_lane_swap(), j = lane % F::pieces;
+  const unsigned lane_off = (lane / F::pieces) * F::unit_bytes;
+  const unsigned ua = (sa + lane_off) & ~3u, ma = (sa + lane_off) & 3u;
+  const unsigned ub = (sb + lane_off) & ~3u, mb = (sb + lane_off) & 3u;
+  constexpr int stride = (32 / F::pieces) * F::unit_bytes;
+  static_assert(stride % 4 == 0, "a piece's words keep their alignment from round to round");
+  const unsigned xa = sx1 + 32 * (xg0 + lane) + 16 * sw;
+  const unsigned ds = sds + 16 * (xg0 + lane);
+  const int xo = 16 - 32 * sw;
+  constexpr int rounds = (lathe_gemv1_half<F>::units * F::pieces + 31) / 32;
+#pragma unroll
+  for (int i = 0; i < rounds; ++i) {
+    if (lane + 32 * i < n_pieces) {
+      const lathe_gemv1_x x = lathe_gemv1_load_x<F, C>(xa + 1024 * i, xo, kq2, ds + 512 * i);
+      acc_a += lathe_gemv1_piece_x<F, C>(ua + i * stride, ma, j, sw, x);
+      if (has_b) acc_b += lathe_gemv1_piece_x<F, C>(ub + i * stride, mb, j, sw, x);
+    }
+  }
+}
+
+// A warp's walk over its chunks: rows row0, row0 + n_groups, ..., chunks sub, sub + group, ... of
+// each. The chunk's global address is carried from step to step (a row's first chunk costs the one
+// multiplication), so the loader and the consumer each advance with a few instructions.
+template <class F>
+struct lathe_gemv1_walk {
+  static constexpr int chunk_bytes = F::chunk_units * F::unit_bytes;
+  const uint8_t* g;  // the chunk's first byte
+  int row, c;
+  __device__ __forceinline__ void begin(const uint8_t* w, long long row_bytes, int row0, int sub) {
+    row = row0;
+    c = sub;
+    g = w + static_cast<long long>(row0) * row_bytes + static_cast<long long>(sub) * chunk_bytes;
+  }
+  __device__ __forceinline__ void next(const uint8_t* w, long long row_bytes, int sub, int group, int n_groups,
+                                       int n_chunks) {
+    c += group;
+    g += static_cast<long long>(group) * chunk_bytes;
+    if (c >= n_chunks) begin(w, row_bytes, row + n_groups, sub);
+  }
+  __device__ __forceinline__ int head() const { return static_cast<int>(reinterpret_cast<uint64_t>(g) & 15); }
+  __device__ __forceinline__ int n_units(int units) const { return min(F::chunk_units, units - c * F::chunk_units); }
+};
+
+// The walk's chunk (nu units) into the slot at shared address dst: its whole 16-byte lines as one
+// bulk copy that lane 0 issues, completing on the barrier at shared address bar.
+template <class F>
+__device__ __forceinline__ void lathe_ring_fill_walk(const lathe_gemv1_walk<F>& at, int nu, unsigned dst, unsigned bar) {
+  if ((threadIdx.x & 31) == 0) {
+    const int head = at.head();
+    const unsigned bytes = static_cast<unsigned>((head + nu * F::unit_bytes + 15) & ~15);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(at.g - head), "r"(bytes), "r"(bar)
+                 : "memory");
+  }
 }
 
 // Copies chunk c of `row` (units [c * chunk_units, ...) into slot: whole 16-byte lines, the chunk
@@ -287,56 +468,136 @@ __device__ __forceinline__ bool lathe_gemv_group_sum2(float2 (*partial)[LATHE_GE
   return writer;
 }
 
-template <class F, int C>
-__device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row_bytes, const int8_t* xq, float* y,
-                                                 int k, int n_out, int group, int early, const float* xf,
-                                                 const lathe_grid* grid = nullptr) {
-  extern __shared__ uint4 lathe_gemv1_smem[];
-  __shared__ float partial[2][LATHE_GEMV1_WARPS];
-  __shared__ __align__(8) unsigned long long ring_bars[LATHE_GEMV1_WARPS][LATHE_GEMV1_STAGES];
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const unsigned mbar = static_cast<unsigned>(__cvta_generic_to_shared(ring_bars[warp]));
-  const int units = k / F::unit_values, n_chunks = (units + F::chunk_units - 1) / F::chunk_units;
-  uint8_t* stage = reinterpret_cast<uint8_t*>(lathe_gemv1_smem) + warp * (LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT);
-  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_gemv1_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
-  const int x_level_bytes = k * (C == 2 ? 2 : 1);
-  const int4* sq1 = reinterpret_cast<const int4*>(sx);
-  const int4* sq2 = reinterpret_cast<const int4*>(sx + k);
-  const float4* sds = reinterpret_cast<const float4*>(sx + x_level_bytes);
-
-  const int groups_per_block = LATHE_GEMV1_WARPS / group, sub = warp % group;
-  const int n_groups = gridDim.x * groups_per_block;
-  const int g0 = blockIdx.x * groups_per_block + warp / group;
-
-  // The loader runs STAGES - 1 chunks ahead along this warp's sequence: rows g0, g0 + n_groups, ...,
-  // chunks sub, sub + group, ... of each, through the bulk ring (nothing is filled past the end).
-  // early > 0: the weights do not depend on the kernel before, so the ring's first chunks are asked
-  // for, and lane i asks L2 for the warp's (STAGES - 1 + i)-th chunk (i < early: one chunk more than
-  // gemv_multi.cuh's lanes < early - 1, so early == 1 still asks for one; the figures in
-  // gemv_launch.h were measured so), BEFORE the programmatic-launch wait; x after it. early == 0
-  // waits first.
-  lathe_ring_init(mbar);
-  if (early == 0) lathe_step_wait(grid);
-  int ld_row = g0, ld_c = sub;
-  for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
-    if (ld_row < n_out) lathe_ring_fill<F>(w, row_bytes, units, ld_row, ld_c, stage + s * LATHE_GEMV1_SLOT, mbar, s, true);
-    ld_c += group;
-    if (ld_c >= n_chunks) {
-      ld_c = sub;
-      ld_row += n_groups;
+// A warp's walk over paired items: items item0, item0 + n_groups, ..., half chunks sub, sub + group,
+// ... of each. rows(item, ga, gb) gives an item's two rows' first bytes (gb = nullptr: no row B);
+// the walk carries the current half chunk's addresses.
+template <class F>
+struct lathe_gemv1_pair_walk {
+  static constexpr int half_bytes = lathe_gemv1_half<F>::bytes;
+  const uint8_t* ga;
+  const uint8_t* gb;
+  int item, c;
+  template <class Rows>
+  __device__ __forceinline__ void begin(Rows& rows, int item0, int sub) {
+    item = item0;
+    c = sub;
+    rows(item, ga, gb);
+    ga += static_cast<long long>(sub) * half_bytes;
+    if (gb) gb += static_cast<long long>(sub) * half_bytes;
+  }
+  template <class Rows>
+  __device__ __forceinline__ void next(Rows& rows, int sub, int group, int n_groups, int n_halves, int n_items) {
+    c += group;
+    ga += static_cast<long long>(group) * half_bytes;
+    if (gb) gb += static_cast<long long>(group) * half_bytes;
+    if (c >= n_halves) {
+      item += n_groups;
+      if (item < n_items) begin(rows, item, sub);
     }
   }
-  if (early > 0) {
-    const int per_row = (n_chunks - sub + group - 1) / group;  // this warp's chunks of a row (>= 1)
-    const int j = (LATHE_GEMV1_STAGES - 1) + lane;
-    const int pf_row = g0 + (j / per_row) * n_groups, pf_c = sub + (j % per_row) * group;
-    if (lane < early && pf_row < n_out) lathe_gemv1_prefetch_chunk<F>(w, row_bytes, units, pf_row, pf_c);
-    lathe_step_wait(grid);
+  __device__ __forceinline__ int n_units(int units) const {
+    return min(lathe_gemv1_half<F>::units, units - c * lathe_gemv1_half<F>::units);
   }
-  if (xf) {  // x in f32: every block quantizes it into shared memory (bit-identical to lathe_quantize_act),
-            // 8 threads a 32-value block (k / 4096 passes of the block's threads). Asking for every
-            // pass's values before quantizing the first measured slower at k <= 8192, where this
-            // path is taken (gemv_launch.cpp's quantizing-row limit).
+};
+
+// The walk's half chunks (nu units each) into the slot at shared address dst (A) and dst +
+// LATHE_GEMV1_HALF (B): their whole 16-byte lines, two bulk copies lane 0 issues on one barrier.
+template <class F>
+__device__ __forceinline__ void lathe_ring_fill_pair(const lathe_gemv1_pair_walk<F>& at, int nu, unsigned dst,
+                                                     unsigned bar) {
+  if ((threadIdx.x & 31) == 0) {
+    const int ha = static_cast<int>(reinterpret_cast<uint64_t>(at.ga) & 15);
+    const int hb = at.gb ? static_cast<int>(reinterpret_cast<uint64_t>(at.gb) & 15) : 0;
+    const unsigned na = static_cast<unsigned>((ha + nu * F::unit_bytes + 15) & ~15);
+    const unsigned nb = at.gb ? static_cast<unsigned>((hb + nu * F::unit_bytes + 15) & ~15) : 0u;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(na + nb) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(at.ga - ha), "r"(na), "r"(bar)
+                 : "memory");
+    if (at.gb)
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                       dst + LATHE_GEMV1_HALF),
+                   "l"(at.gb - hb), "r"(nb), "r"(bar)
+                   : "memory");
+  }
+}
+
+// The paired products' ring: the loader (ld) STAGES - 1 half chunks ahead of the consumer, each warp
+// on its own walk. begin() issues the ring's first fills; run() consumes every item, handing each
+// finished one's two group sums to done(item, va, vb) on one lane.
+template <class F, int C, class Rows>
+struct lathe_gemv1_pair_ring {
+  Rows& rows;
+  int n_items, units, n_halves, group, sub, n_groups, item0;
+  unsigned stage_a, mbar;
+  lathe_gemv1_pair_walk<F> ld;
+
+  __device__ __forceinline__ void fill(int s) {
+    if (ld.item < n_items) lathe_ring_fill_pair<F>(ld, ld.n_units(units), stage_a + s * LATHE_GEMV1_SLOT, mbar + 8 * s);
+    if (ld.item < n_items) ld.next(rows, sub, group, n_groups, n_halves, n_items);
+  }
+  __device__ __forceinline__ void begin() {
+    if (item0 < n_items) ld.begin(rows, item0, sub);
+    else ld.item = item0;
+    for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) fill(s);
+  }
+  // Asks L2 for the half chunks (both rows) of the loader's walk `ahead` steps on: the next chunks
+  // past the ring, before the programmatic-launch wait.
+  __device__ __forceinline__ void prefetch(int ahead) {
+    lathe_gemv1_pair_walk<F> p = ld;
+    for (int i = 0; i < ahead && p.item < n_items; ++i) p.next(rows, sub, group, n_groups, n_halves, n_items);
+    if (p.item >= n_items) return;
+    const unsigned nu = static_cast<unsigned>(p.n_units(units)) * F::unit_bytes;
+    const uint8_t* g16 = reinterpret_cast<const uint8_t*>(reinterpret_cast<uint64_t>(p.ga) & ~15ull);
+    lathe_prefetch_l2(g16, static_cast<unsigned>((p.ga - g16 + nu + 15) & ~15));
+    if (p.gb) {
+      g16 = reinterpret_cast<const uint8_t*>(reinterpret_cast<uint64_t>(p.gb) & ~15ull);
+      lathe_prefetch_l2(g16, static_cast<unsigned>((p.gb - g16 + nu + 15) & ~15));
+    }
+  }
+  template <class Done>
+  __device__ __forceinline__ void run(unsigned sx_a, int kq2, unsigned sds_a, float2 (*partial)[LATHE_GEMV1_WARPS],
+                                      Done done) {
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    lathe_gemv1_pair_walk<F> at;
+    if (item0 < n_items) at.begin(rows, item0, sub);
+    else at.item = item0;
+    int parity = 0, slot = 0;
+    unsigned phase = 0;
+    float acc_a = 0.0f, acc_b = 0.0f;
+    while (at.item < n_items) {
+      lathe_ring_wait(mbar, slot, phase);
+      __syncwarp();  // every lane is past the previous chunk: its slot, refilled below, is free
+      fill(slot == 0 ? LATHE_GEMV1_STAGES - 1 : slot - 1);
+      const unsigned sl = stage_a + slot * LATHE_GEMV1_SLOT;
+      const int nu = at.n_units(units);
+      lathe_gemv1_chunk_dot2<F, C>(acc_a, acc_b, sl + static_cast<unsigned>(reinterpret_cast<uint64_t>(at.ga) & 15),
+                                   sl + LATHE_GEMV1_HALF + (at.gb ? static_cast<unsigned>(reinterpret_cast<uint64_t>(at.gb) & 15) : 0u),
+                                   at.gb != nullptr, nu * F::pieces, at.c * lathe_gemv1_half<F>::units * F::pieces,
+                                   sx_a, kq2, sds_a);
+      if (++slot == LATHE_GEMV1_STAGES) {
+        slot = 0;
+        phase ^= 1;
+      }
+      if (at.c + group >= n_halves) {  // the group's item is done
+        float va = lathe_warp_sum(acc_a), vb = lathe_warp_sum(acc_b);
+        acc_a = acc_b = 0.0f;
+        if (lathe_gemv_group_sum2(partial, parity, warp, group, sub, lane, va, vb)) done(at.item, va, vb);
+      }
+      at.next(rows, sub, group, n_groups, n_halves, n_items);
+    }
+  }
+};
+
+// x into shared memory for every warp of the block (after the programmatic-launch wait): copied from
+// its int8 form xq, or, xf != 0, quantized from f32 by every block (bit-identical to
+// lathe_quantize_act), 8 threads a 32-value block (k / 4096 passes of the block's threads). Asking for
+// every pass's values before quantizing the first measured slower at k <= 8192, where this path is
+// taken (gemv_launch.cpp's quantizing-row limit).
+template <int C>
+__device__ __forceinline__ void lathe_gemv1_stage_x(uint8_t* sx, const int8_t* xq, const float* xf, int k) {
+  const int x_level_bytes = k * (C == 2 ? 2 : 1);
+  if (xf) {
     int8_t* q1 = reinterpret_cast<int8_t*>(sx);
     float4* ds = reinterpret_cast<float4*>(sx + x_level_bytes);
     const int part = 4 * (threadIdx.x & 7);
@@ -350,43 +611,73 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
     lathe_gemv1_wait<0>();
   }
   __syncthreads();  // x is in place for every warp
+}
 
-  int row = g0, c = sub, parity = 0;
-  unsigned taken = 0;  // chunks consumed: chunk `taken` is fill taken / STAGES of slot taken % STAGES
+// The decode GEMV one row an item: a group of warps owns a row, its warps taking the row's chunks
+// round-robin; each warp's walk carries its chunks' addresses.
+template <class F, int C>
+__device__ __forceinline__ void lathe_gemv1_row_body(const uint8_t* w, long long row_bytes, const int8_t* xq, float* y,
+                                                     int k, int n_out, int group, int early, const float* xf,
+                                                     const lathe_grid* grid) {
+  extern __shared__ uint4 lathe_gemv1_smem[];
+  __shared__ float partial[2][LATHE_GEMV1_WARPS];
+  __shared__ __align__(8) unsigned long long ring_bars[LATHE_GEMV1_WARPS][LATHE_GEMV1_STAGES];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const unsigned mbar = static_cast<unsigned>(__cvta_generic_to_shared(ring_bars[warp]));
+  const int units = k / F::unit_values, n_chunks = (units + F::chunk_units - 1) / F::chunk_units;
+  uint8_t* stage = reinterpret_cast<uint8_t*>(lathe_gemv1_smem) + warp * (LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT);
+  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_gemv1_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
+  const int x_level_bytes = k * (C == 2 ? 2 : 1);
+  const int groups_per_block = LATHE_GEMV1_WARPS / group, sub = warp % group;
+  const int n_groups = gridDim.x * groups_per_block;
+  const int g0 = blockIdx.x * groups_per_block + warp / group;
+
+  // The loader runs STAGES - 1 chunks ahead along this warp's walk (nothing is filled past the end).
+  // early > 0: the ring's first fills are issued, and lane i < early asks L2 for the warp's
+  // (STAGES - 1 + i)-th chunk, BEFORE the programmatic-launch wait; x after it. early == 0 waits first.
+  lathe_ring_init(mbar);
+  if (early == 0) lathe_step_wait(grid);
+  const unsigned stage_a = lathe_smem_addr(stage);
+  lathe_gemv1_walk<F> ld;
+  ld.begin(w, row_bytes, g0, sub);
+  for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
+    if (ld.row < n_out) lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + s * LATHE_GEMV1_SLOT, mbar + 8 * s);
+    ld.next(w, row_bytes, sub, group, n_groups, n_chunks);
+  }
+  if (early > 0) {
+    const int per_row = (n_chunks - sub + group - 1) / group;  // this warp's chunks of a row (>= 1)
+    const int j = (LATHE_GEMV1_STAGES - 1) + lane;
+    const int pf_row = g0 + (j / per_row) * n_groups, pf_c = sub + (j % per_row) * group;
+    if (lane < early && pf_row < n_out) lathe_gemv1_prefetch_chunk<F>(w, row_bytes, units, pf_row, pf_c);
+    lathe_step_wait(grid);
+  }
+  lathe_gemv1_stage_x<C>(sx, xq, xf, k);
+
+  lathe_gemv1_walk<F> at;  // the chunk consumed: in slot `slot`, its fill of parity `phase`
+  at.begin(w, row_bytes, g0, sub);
+  int parity = 0, slot = 0;
+  unsigned phase = 0;
+  const unsigned sx_a = lathe_smem_addr(sx), sds_a = lathe_smem_addr(sx + x_level_bytes);
   float acc = 0.0f;
-  while (row < n_out) {
-    const int slot = static_cast<int>(taken % LATHE_GEMV1_STAGES);
-    lathe_ring_wait(mbar, slot, (taken / LATHE_GEMV1_STAGES) & 1);
+  while (at.row < n_out) {
+    lathe_ring_wait(mbar, slot, phase);
     __syncwarp();  // every lane is past the previous chunk: its slot, refilled below, is free
-    const int refill = static_cast<int>((taken + LATHE_GEMV1_STAGES - 1) % LATHE_GEMV1_STAGES);
-    if (ld_row < n_out)
-      lathe_ring_fill<F>(w, row_bytes, units, ld_row, ld_c, stage + refill * LATHE_GEMV1_SLOT, mbar, refill, true);
-    ld_c += group;
-    if (ld_c >= n_chunks) {
-      ld_c = sub;
-      ld_row += n_groups;
+    const int refill = slot == 0 ? LATHE_GEMV1_STAGES - 1 : slot - 1;
+    if (ld.row < n_out)
+      lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + refill * LATHE_GEMV1_SLOT, mbar + 8 * refill);
+    ld.next(w, row_bytes, sub, group, n_groups, n_chunks);
+    const int u0 = at.c * F::chunk_units, n_pieces = at.n_units(units) * F::pieces;
+    acc = lathe_gemv1_chunk_dot<F, C>(acc, stage_a + slot * LATHE_GEMV1_SLOT + at.head(), n_pieces, u0 * F::pieces,
+                                      sx_a, k, sds_a);
+    if (++slot == LATHE_GEMV1_STAGES) {
+      slot = 0;
+      phase ^= 1;
     }
-
-    const int head = lathe_ring_fill<F>(w, row_bytes, units, row, c, nullptr, mbar, slot, false);
-    const uint8_t* s = stage + slot * LATHE_GEMV1_SLOT + head;
-    const int u0 = c * F::chunk_units, n_pieces = min(F::chunk_units, units - u0) * F::pieces;
-    constexpr int rounds = (F::chunk_units * F::pieces + 31) / 32;
-#pragma unroll
-    for (int i = 0; i < rounds; ++i) {
-      const int p = lane + 32 * i;
-      if (p < n_pieces) {
-        const int uu = p / F::pieces, j = p % F::pieces;
-        acc += lathe_gemv1_piece_dot<F, C>(s + uu * F::unit_bytes, j, sq1, sq2, sds, u0 * F::pieces + p);
-      }
-    }
-    ++taken;
-
-    c += group;
-    if (c >= n_chunks) {  // the group's row is done
+    if (at.c + group >= n_chunks) {  // the group's row is done
       const float v = lathe_warp_sum(acc);
       acc = 0.0f;
       if (group == 1) {
-        if (lane == 0) y[row] = v;
+        if (lane == 0) y[at.row] = v;
       } else {
         // Double-buffered partials: a warp writes buffer `parity` again only after the next barrier,
         // which the group's first warp reaches only after reading it.
@@ -395,15 +686,76 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
         if (sub == 0 && lane == 0) {
           float sum = 0.0f;
           for (int i = 0; i < group; ++i) sum += partial[parity][warp + i];
-          y[row] = sum;
+          y[at.row] = sum;
         }
         parity ^= 1;
       }
-      c = sub;
-      row += n_groups;
     }
+    at.next(w, row_bytes, sub, group, n_groups, n_chunks);
   }
   lathe_ring_release(mbar);
+}
+
+// The decode GEMV as paired products: item i is rows 2 i and 2 i + 1 (the last alone when n_out is
+// odd), cut into half chunks; a group of warps owns an item, its warps taking the half chunks
+// round-robin. With group 1 a lane adds a row's pieces in the order the one-row loop did.
+template <class F, int C>
+__device__ __forceinline__ void lathe_gemv1_pair_body(const uint8_t* w, long long row_bytes, const int8_t* xq, float* y,
+                                                      int k, int n_out, int group, int early, const float* xf,
+                                                      const lathe_grid* grid) {
+  extern __shared__ uint4 lathe_gemv1_smem[];
+  __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
+  __shared__ __align__(8) unsigned long long ring_bars[LATHE_GEMV1_WARPS][LATHE_GEMV1_STAGES];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const unsigned mbar = static_cast<unsigned>(__cvta_generic_to_shared(ring_bars[warp]));
+  constexpr int half_units = lathe_gemv1_half<F>::units;
+  const int units = k / F::unit_values, n_halves = (units + half_units - 1) / half_units;
+  const int n_items = (n_out + 1) >> 1;
+  uint8_t* stage = reinterpret_cast<uint8_t*>(lathe_gemv1_smem) + warp * (LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT);
+  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_gemv1_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
+  const int x_level_bytes = k * (C == 2 ? 2 : 1);
+
+  const int groups_per_block = LATHE_GEMV1_WARPS / group, sub = warp % group;
+  const int n_groups = gridDim.x * groups_per_block;
+  const int g0 = blockIdx.x * groups_per_block + warp / group;
+  auto rows = [&](int item, const uint8_t*& ga, const uint8_t*& gb) {
+    ga = w + static_cast<long long>(2 * item) * row_bytes;
+    gb = 2 * item + 1 < n_out ? ga + row_bytes : nullptr;
+  };
+  lathe_gemv1_pair_ring<F, C, decltype(rows)> ring{rows, n_items, units, n_halves, group, sub, n_groups, g0,
+                                                    lathe_smem_addr(stage), mbar, {}};
+
+  // The loader runs STAGES - 1 half chunks ahead along this warp's walk, through the bulk ring.
+  // early > 0: the weights do not depend on the kernel before, so the ring's first fills are issued,
+  // and lane i < early asks L2 for the warp's (STAGES - 1 + i)-th half chunk (both rows), BEFORE the
+  // programmatic-launch wait; x after it. early == 0 waits first.
+  lathe_ring_init(mbar);
+  if (early == 0) lathe_step_wait(grid);
+  ring.begin();
+  if (early > 0) {
+    if (lane < early) ring.prefetch(lane);
+    lathe_step_wait(grid);
+  }
+  lathe_gemv1_stage_x<C>(sx, xq, xf, k);
+
+  ring.run(lathe_smem_addr(sx), k, lathe_smem_addr(sx + x_level_bytes), partial, [&](int item, float va, float vb) {
+    y[2 * item] = va;
+    if (2 * item + 1 < n_out) y[2 * item + 1] = vb;
+  });
+  lathe_ring_release(mbar);
+}
+
+// The decode GEMV: `mode` is the launcher's group (warps an item, bits 0-7) with bit 8 set for the
+// paired products (gemv_launch.cpp picks them where a row's chunks would leave slots part empty).
+#define LATHE_GEMV1_PAIRS 256
+template <class F, int C>
+__device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row_bytes, const int8_t* xq, float* y,
+                                                 int k, int n_out, int mode, int early, const float* xf,
+                                                 const lathe_grid* grid = nullptr) {
+  if (mode & LATHE_GEMV1_PAIRS)
+    lathe_gemv1_pair_body<F, C>(w, row_bytes, xq, y, k, n_out, mode & 255, early, xf, grid);
+  else
+    lathe_gemv1_row_body<F, C>(w, row_bytes, xq, y, k, n_out, mode & 255, early, xf, grid);
 }
 
 #define LATHE_GEMV1_KERNEL(FMT, C, CNAME)                                                                   \

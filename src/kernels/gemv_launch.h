@@ -10,15 +10,14 @@
 // the next 16-byte boundary past their end (device allocations are); f32 activations 16-byte aligned.
 //
 // Speed (H200, one row, weights cycled past L2, launches in a graph; tests/test_gemv_gpu.cpp
-// TimingPrintsBandwidth), decode kernel (gemv_decode.cuh), int8 / int8x2, % of 4,630 GB/s:
-//   q8_0 151936x4096 92 / 90%; 12288x4096 71 / 71%; 4096x12288 72 / 72%; 4096x4096 56 / 51%;
-//   1024x4096 23 / 22%; q4_K 12288x4096 52 / 44%, 4096x4096 33 / 29%; q6_K 12288x4096 48 / 44%,
-//   4096x4096 35 / 33%. (General kernel before it: q8_0 4096x4096 26%, 12288x4096 37%, q4_K 13%,
-// q6_K 20%.) Small matrices pay a ~3 us floor (launch, first DRAM round trip, tail); q4_K / q6_K are
-// bound by decode work per byte (int8x2 costs them 10-20%). Next: programmatic dependent launch (the
-// weights' first chunks loaded before the previous kernel ends: needs cuLaunchKernelEx in
-// runtime/cuda_api.h), fewer instructions per q6_K piece (18 LDS + 16 funnel shifts for 2-byte
-// aligned units), q4_0 / q5_K / f32-contract decode variants. f32 contract: ~900-1100 GB/s.
+// TimingPrintsBandwidth), decode kernel (gemv_decode.cuh), int8 / int8x2, % of 4,630 GB/s, measured
+// 2026-12-01 (docs/perf.md): q8_0 151936x4096 95 / 94%; 12288x4096 80 / 78%; 4096x12288 81 / 78%;
+// 4096x4096 56 / 52%; 1024x4096 28 / 28%; q4_K 12288x4096 53 / 48%, 4096x4096 38 / 35%; q6_K
+// 12288x4096 50 / 46%, 4096x4096 37 / 34%. (General kernel: q8_0 4096x4096 26%, 12288x4096 37%,
+// q4_K 13%, q6_K 20%.) Small matrices pay a ~3 us floor (launch, first DRAM round trip, tail); the
+// loop is bound by the SM's shared-memory pipe (x read per piece, the weights' words 2-way
+// conflicted), q4_K / q6_K also by decode work per byte (int8x2 costs them 10-20%). f32 contract:
+// ~900-1100 GB/s.
 #pragma once
 
 #include "gguf/ggml_type.h"

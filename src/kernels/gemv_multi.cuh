@@ -71,19 +71,39 @@ struct lathe_gemvm_list {
 template <class F, int C>
 __device__ __forceinline__ float lathe_gemvm_chunk_dot(const uint8_t* s, int units, int c, const int4* sq1,
                                                        const int4* sq2, const float4* sds) {
-  const int lane = threadIdx.x & 31;
   const int u0 = c * F::chunk_units, n_pieces = min(F::chunk_units, units - u0) * F::pieces;
-  constexpr int rounds = (F::chunk_units * F::pieces + 31) / 32;
-  float acc = 0.0f;
-#pragma unroll
-  for (int i = 0; i < rounds; ++i) {
-    const int p = lane + 32 * i;
-    if (p < n_pieces) {
-      const int uu = p / F::pieces, j = p % F::pieces;
-      acc += lathe_gemv1_piece_dot<F, C>(s + uu * F::unit_bytes, j, sq1, sq2, sds, u0 * F::pieces + p);
-    }
+  const int kq2 = static_cast<int>(reinterpret_cast<const uint8_t*>(sq2) - reinterpret_cast<const uint8_t*>(sq1));
+  return lathe_gemv1_chunk_dot<F, C>(0.0f, lathe_smem_addr(s), n_pieces, u0 * F::pieces, lathe_smem_addr(sq1), kq2,
+                                     lathe_smem_addr(sds));
+}
+
+// gate and up (one format F, rows rb bytes apart) with the SwiGLU, as paired products: item o is row o
+// of gate (A) and of up (B). stage_x() stages x for every warp (after the programmatic-launch wait).
+template <class F, int C, class StageX>
+__device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, const uint8_t* wu, float* y, long long rb,
+                                                         int k, int n, int group, int sub, int n_groups, int g0,
+                                                         int early, uint8_t* stage, unsigned mbar, uint8_t* sx,
+                                                         int x_level_bytes, float2 (*partial)[LATHE_GEMV1_WARPS],
+                                                         const lathe_grid* grid, StageX& stage_x) {
+  const int lane = threadIdx.x & 31;
+  const int units = k / F::unit_values, n_halves = (units + lathe_gemv1_half<F>::units - 1) / lathe_gemv1_half<F>::units;
+  auto rows = [&](int item, const uint8_t*& ga, const uint8_t*& gb) {
+    ga = wg + static_cast<long long>(item) * rb;
+    gb = wu + static_cast<long long>(item) * rb;
+  };
+  lathe_gemv1_pair_ring<F, C, decltype(rows)> ring{rows, n, units, n_halves, group, sub, n_groups, g0,
+                                                    lathe_smem_addr(stage), mbar, {}};
+  lathe_ring_init(mbar);
+  if (!early) lathe_step_wait(grid);
+  ring.begin();
+  if (early) {
+    if (lane < early - 1) ring.prefetch(lane);
+    lathe_step_wait(grid);
   }
-  return acc;
+  stage_x();
+  ring.run(lathe_smem_addr(sx), k, lathe_smem_addr(sx + x_level_bytes), partial,
+           [&](int item, float g, float u) { y[item] = lathe_swiglu(g, u); });
+  lathe_ring_release(mbar);
 }
 
 template <class FA, class FB, int C>
@@ -140,6 +160,66 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     norm_w[j] = nx && nw && i < (k >> 2) ? reinterpret_cast<const float4*>(nw)[i] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
   }
 
+  auto stage_x = [&]() {
+    if (nx) {
+      // The norm in the prologue: s = x + y, h = s / rms(s) * w (add_rms_norm's formula; its sum of
+      // squares in another order), quantized into shared memory, 8 threads a 32-value block. Block 0
+      // writes s (the next residual: its own buffer, as the other blocks still read x). k % 128 == 0,
+      // k <= 4 * 4 * blockDim.x (the launcher checks).
+      __shared__ float norm_scratch[32];
+      const float4* x4 = reinterpret_cast<const float4*>(nx);
+      const float4* y4 = reinterpret_cast<const float4*>(ny);
+      const int n4 = k >> 2;
+      float4 sv[4];
+      float ss = 0.0f;
+  #pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int i = threadIdx.x + j * blockDim.x;
+        if (i < n4) {
+          const float4 a = x4[i], b = y4[i];
+          sv[j] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+          ss += sv[j].x * sv[j].x + sv[j].y * sv[j].y + sv[j].z * sv[j].z + sv[j].w * sv[j].w;
+          if (blockIdx.x == 0) reinterpret_cast<float4*>(nsum)[i] = sv[j];
+        }
+      }
+      const float inv = rsqrtf(lathe_block_sum(ss, norm_scratch) / float(k) + eps);
+      int8_t* q1 = reinterpret_cast<int8_t*>(sx);
+      float4* ds = reinterpret_cast<float4*>(sx + x_level_bytes);
+  #pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int i = threadIdx.x + j * blockDim.x;  // whole warps: n4 % 32 == 0
+        if (i < n4) {
+          const float4 wv = norm_w[j];
+          const float4 h = make_float4(sv[j].x * inv * wv.x, sv[j].y * inv * wv.y, sv[j].z * inv * wv.z,
+                                       sv[j].w * inv * wv.w);
+          lathe_quantize_block32_part(h, C == 2, q1 + 4 * i, q1 + k + 4 * i, ds + (i >> 3));
+        }
+      }
+    } else {
+      const int n16 = (x_level_bytes + k / 2) >> 4;
+      for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
+      lathe_gemv1_commit();
+      lathe_gemv1_wait<0>();
+    }
+    __syncthreads();  // x is in place for every warp
+  };
+
+  // swiglu == 2, gate and up of one format: paired products (gemv_decode.cuh's lathe_gemv1_pair_ring),
+  // item o the rows o of gate (A) and up (B), cut into half chunks, each x block a lane reads serving
+  // both (gemv_multi_launch.cpp picks them where a row's chunks would leave slots part empty).
+  if (swiglu == 2) {  // the launcher asks for pairs only where gate and up share a format
+    if constexpr (lathe_gemvm_list<FA, FB>::mixed) {
+      if (L.is_b(0)) {
+        lathe_gemvm_swiglu_pairs<FB, C>(w0, w1, y0, rb0, k, n0, group, sub, n_groups, g0, early, stage, mbar, sx,
+                                        x_level_bytes, partial, grid, stage_x);
+        return;
+      }
+    }
+    lathe_gemvm_swiglu_pairs<FA, C>(w0, w1, y0, rb0, k, n0, group, sub, n_groups, g0, early, stage, mbar, sx,
+                                    x_level_bytes, partial, grid, stage_x);
+    return;
+  }
+
   // The loader runs STAGES - 1 chunks ahead along this warp's sequence: items g0, g0 + n_groups, ...,
   // chunks sub, sub + group, ... of each (nothing is filled past the end).
   lathe_ring_init(mbar);
@@ -175,47 +255,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     }
     lathe_step_wait(grid);
   }
-  if (nx) {
-    // The norm in the prologue: s = x + y, h = s / rms(s) * w (add_rms_norm's formula; its sum of
-    // squares in another order), quantized into shared memory, 8 threads a 32-value block. Block 0
-    // writes s (the next residual: its own buffer, as the other blocks still read x). k % 128 == 0,
-    // k <= 4 * 4 * blockDim.x (the launcher checks).
-    __shared__ float norm_scratch[32];
-    const float4* x4 = reinterpret_cast<const float4*>(nx);
-    const float4* y4 = reinterpret_cast<const float4*>(ny);
-    const int n4 = k >> 2;
-    float4 sv[4];
-    float ss = 0.0f;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int i = threadIdx.x + j * blockDim.x;
-      if (i < n4) {
-        const float4 a = x4[i], b = y4[i];
-        sv[j] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
-        ss += sv[j].x * sv[j].x + sv[j].y * sv[j].y + sv[j].z * sv[j].z + sv[j].w * sv[j].w;
-        if (blockIdx.x == 0) reinterpret_cast<float4*>(nsum)[i] = sv[j];
-      }
-    }
-    const float inv = rsqrtf(lathe_block_sum(ss, norm_scratch) / float(k) + eps);
-    int8_t* q1 = reinterpret_cast<int8_t*>(sx);
-    float4* ds = reinterpret_cast<float4*>(sx + x_level_bytes);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int i = threadIdx.x + j * blockDim.x;  // whole warps: n4 % 32 == 0
-      if (i < n4) {
-        const float4 wv = norm_w[j];
-        const float4 h = make_float4(sv[j].x * inv * wv.x, sv[j].y * inv * wv.y, sv[j].z * inv * wv.z,
-                                     sv[j].w * inv * wv.w);
-        lathe_quantize_block32_part(h, C == 2, q1 + 4 * i, q1 + k + 4 * i, ds + (i >> 3));
-      }
-    }
-  } else {
-    const int n16 = (x_level_bytes + k / 2) >> 4;
-    for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
-    lathe_gemv1_commit();
-    lathe_gemv1_wait<0>();
-  }
-  __syncthreads();  // x is in place for every warp
+  stage_x();
 
   int item = g0, c = sub, parity = 0;
   unsigned taken = 0;  // chunks consumed: chunk `taken` is fill taken / STAGES of slot taken % STAGES

@@ -58,7 +58,7 @@ bool applies(const WeightMatrix* w, int n, Activations a) {
   for (int m = 0; m < n; ++m) items += w[m].n_out;
   if (items > (int64_t{1} << 30)) return false;
   if (choose_kernel(w, n, a).name.empty()) return false;
-  return merged_shared_bytes(w[0].k, a) + 1024 <= shared_optin_bytes();
+  return merged_shared_bytes(w[0].k, a) + kDecodeStaticBytes <= shared_optin_bytes();
 }
 
 // Warps per item: each warp of a group takes >= 1 chunk of every item (group <= min_chunks); among
@@ -90,7 +90,11 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   const int64_t k64 = w[0].k;
   const int64_t sm_count = cuda::Context::get().info().sm_count;
   int64_t min_chunks = 0, max_chunks = 0, n_items = 0;
-  if (swiglu) {
+  const bool pairs = swiglu && w[0].type == w[1].type && decode_pairs_pay(*decode_format(w[0].type), w[0].n_out, k64);
+  if (pairs) {  // the kernel's paired products: an item's half chunks
+    n_items = w[0].n_out;
+    min_chunks = max_chunks = decode_half_chunks_per_row(*decode_format(w[0].type), k64);
+  } else if (swiglu) {
     n_items = w[0].n_out;
     min_chunks = max_chunks = decode_chunks_per_row(*decode_format(w[0].type), k64) + decode_chunks_per_row(*decode_format(w[1].type), k64);
   } else {
@@ -114,7 +118,7 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
     rb[m] = lathe::row_bytes(w[m].type, w[m].k);
     n_out[m] = static_cast<int>(w[m].n_out);
   }
-  int b_mask = kc.b_mask, sw = swiglu ? 1 : 0, k = static_cast<int>(k64);
+  int b_mask = kc.b_mask, sw = pairs ? 2 : swiglu ? 1 : 0, k = static_cast<int>(k64);
   int early = g_early_weights ? decode_early_requests() : 0;
   CUdeviceptr xq = x;
   CUdeviceptr nx = norm ? norm->x : 0, ny = norm ? norm->y : 0, nw = norm ? norm->w : 0, nsum = norm ? norm->sum : 0;

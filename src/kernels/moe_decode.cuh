@@ -74,7 +74,58 @@ __device__ __forceinline__ void lathe_moe_stream(int g0, int sub, int group, int
 }
 
 template <class F, int C>
-__device__ __forceinline__ void lathe_moe_gate_up_body(const uint8_t* wg, const uint8_t* wu, long long row_bytes,
+__device__ __forceinline__ void lathe_moe_gate_up_pairs(const uint8_t* wg, const uint8_t* wu, long long row_bytes,
+                                                       long long expert_bytes, const int* ids, const int8_t* xq,
+                                                       float* h, int k, int n_ff, int rows, int top_k, int group) {
+  extern __shared__ uint4 lathe_moe_smem[];
+  __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
+  __shared__ __align__(8) unsigned long long ring_bars[LATHE_GEMV1_WARPS][LATHE_GEMV1_STAGES];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const unsigned mbar = static_cast<unsigned>(__cvta_generic_to_shared(ring_bars[warp]));
+  const int units = k / F::unit_values, n_halves = (units + lathe_gemv1_half<F>::units - 1) / lathe_gemv1_half<F>::units;
+  const int r = blockIdx.x % rows, bpr = gridDim.x / rows, br = blockIdx.x / rows;
+  uint8_t* stage = reinterpret_cast<uint8_t*>(lathe_moe_smem) + warp * (LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT);
+  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_moe_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
+  const int gpb = LATHE_GEMV1_WARPS / group, sub = warp % group;
+  const int n_groups = bpr * gpb, g0 = br * gpb + warp / group;
+  const int n_items = top_k * n_ff;
+  if (r >= rows || br >= bpr) return;  // a grid not a multiple of rows: whole blocks leave
+
+  lathe_pdl_entry();
+  {  // x_r: q1, q2 (int8x2), ds, as the one commit group (the weights complete on the ring)
+    const int8_t* q1 = xq + static_cast<long long>(r) * k;
+    const int8_t* q2 = xq + static_cast<long long>(rows + r) * k;
+    const int8_t* dsp = xq + static_cast<long long>(rows) * k * C + static_cast<long long>(r) * (k >> 5) * 16;
+    for (int i = threadIdx.x; i < (k >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, q1 + 16 * i);
+    if (C == 2)
+      for (int i = threadIdx.x; i < (k >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + k + 16 * i, q2 + 16 * i);
+    for (int i = threadIdx.x; i < (k >> 5); i += blockDim.x) lathe_gemv1_cp16(sx + k * C + 16 * i, dsp + 16 * i);
+    lathe_gemv1_commit();
+  }
+  const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
+
+  // Paired products (gemv_decode.cuh's lathe_gemv1_pair_ring): item (j, o) is row o of slot j's
+  // expert in gate (A) and in up (B), so each x block a lane reads serves both.
+  auto pair_rows = [&](int item, const uint8_t*& ga, const uint8_t*& gb) {
+    const int j = item / n_ff, o = item - j * n_ff;
+    const long long off = static_cast<long long>(__shfl_sync(0xffffffffu, my_id, j)) * expert_bytes + o * row_bytes;
+    ga = wg + off;
+    gb = wu + off;
+  };
+  lathe_gemv1_pair_ring<F, C, decltype(pair_rows)> ring{pair_rows, n_items, units, n_halves, group, sub, n_groups, g0,
+                                                         lathe_smem_addr(stage), mbar, {}};
+  lathe_ring_init(mbar);
+  ring.begin();
+  lathe_gemv1_wait<0>();  // x's group has landed
+  __syncthreads();
+  float* hr = h + static_cast<long long>(r) * top_k * n_ff;
+  ring.run(lathe_smem_addr(sx), k, lathe_smem_addr(sx + k * C), partial,
+           [&](int item, float g, float u) { hr[item] = lathe_swiglu(g, u); });
+  lathe_ring_release(mbar);
+}
+
+template <class F, int C>
+__device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const uint8_t* wu, long long row_bytes,
                                                        long long expert_bytes, const int* ids, const int8_t* xq,
                                                        float* h, int k, int n_ff, int rows, int top_k, int group) {
   extern __shared__ uint4 lathe_moe_smem[];
@@ -134,12 +185,27 @@ __device__ __forceinline__ void lathe_moe_gate_up_body(const uint8_t* wg, const 
   lathe_moe_stream(g0, sub, group, n_groups, n_items, 2 * nc, stage, ld_item, ld_c, chunk, dot, done);
 }
 
+// The mixture's gate/up: `mode` is the launcher's group (bits 0-7) with bit 8 (LATHE_GEMV1_PAIRS) for
+// the paired products (moe_launch.cpp picks them where a row's chunks would leave slots part empty).
+template <class F, int C>
+__device__ __forceinline__ void lathe_moe_gate_up_body(const uint8_t* wg, const uint8_t* wu, long long row_bytes,
+                                                       long long expert_bytes, const int* ids, const int8_t* xq,
+                                                       float* h, int k, int n_ff, int rows, int top_k, int mode) {
+  if (mode & LATHE_GEMV1_PAIRS)
+    lathe_moe_gate_up_pairs<F, C>(wg, wu, row_bytes, expert_bytes, ids, xq, h, k, n_ff, rows, top_k, mode & 255);
+  else
+    lathe_moe_gate_up_rows<F, C>(wg, wu, row_bytes, expert_bytes, ids, xq, h, k, n_ff, rows, top_k, mode & 255);
+}
+
 // Down chunks: with segs == 1, chunk c of item o is chunk c % nc of row o of slot c / nc's expert.
 // With segs > 1 (a row is one chunk, nc == 1, and several rows fit a slot), chunk c of item o is row o
 // of the experts of slots c * segs .. + segs - 1 (fewer in the last), each its own 16-byte-line copy
 // into a region of lathe_moe_seg_stride bytes of the slot: a slot carries ~2.4 KB instead of one short
 // row (qwen3-30b-a3b: 3 x 816 B), so a warp keeps ~7 KB in flight and an item is 3 chunks, not 8.
 __device__ __forceinline__ int lathe_moe_seg_stride(int seg_bytes) { return ((seg_bytes + 19 + 15) >> 4) << 4; }
+// The most 32-value pieces a segs > 1 chunk holds, in rounds of 32: moe_launch.cpp's down_segments
+// keeps segs * n_ff / 32 <= 32 * LATHE_MOE_DOWN_ROUNDS (q4_K's densest chunks have 128).
+#define LATHE_MOE_DOWN_ROUNDS 4
 
 // A row's h (K f32 values) into the quantizer's layout in shared memory, by the whole block: thread t
 // takes values 16 t .. 16 t + 15 (four 16-byte loads, all in flight at once), the lane pair (t, t ^ 1)
@@ -276,6 +342,19 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
   }
   __syncthreads();  // h_r is in place for every warp (the weight chunks are waited for one by one)
 
+  // The segs > 1 dot's lane-fixed layout (see there): round r's piece is piece p = 32 r + lane of the
+  // chunk, in segment p / seg_pieces, unit (p % seg_pieces) / pieces, sub-piece p % pieces.
+  const int seg_pieces = units * F::pieces, sw = lathe_gemv1_lane_swap();
+  int seg_r[LATHE_MOE_DOWN_ROUNDS], sub_r[LATHE_MOE_DOWN_ROUNDS];
+  unsigned off_r[LATHE_MOE_DOWN_ROUNDS];
+#pragma unroll
+  for (int r = 0; r < LATHE_MOE_DOWN_ROUNDS; ++r) {
+    const int p = 32 * r + lane, sg = p / seg_pieces, pp = p - sg * seg_pieces, uu = pp / F::pieces;
+    seg_r[r] = sg;
+    sub_r[r] = pp - uu * F::pieces;
+    off_r[r] = static_cast<unsigned>(sg * seg_stride + uu * F::unit_bytes);
+  }
+  const unsigned sx_a = lathe_smem_addr(sx), sds_a = lathe_smem_addr(sx + K * C);
   auto dot = [&](int item, int c, const uint8_t* s, float& acc0, float& acc1) {
     if (segs == 1) {
       const int j = c / nc;
@@ -287,20 +366,26 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
       return;
     }
     // Piece p of the chunk is piece p % seg_pieces of segment p / seg_pieces; each term is weighted by
-    // its slot's route weight as it is added (a fixed order per lane: deterministic).
-    const int j0 = c * segs, nseg = min(segs, top_k - j0), seg_pieces = units * F::pieces;
-    const int n_pieces = nseg * seg_pieces;
-    for (int base = 0; base < n_pieces; base += 32) {  // warp-uniform trips: the shuffles see every lane
-      const int p = base + lane, sg = min(p / seg_pieces, nseg - 1), j = j0 + sg;
+    // its slot's route weight as it is added (a fixed order per lane: deterministic). Where a lane's
+    // piece of round r lies in the slot (its segment, unit and sub-piece) is the same for every chunk:
+    // formed once (seg_r, off_r, sub_r); a chunk adds only its segments' heads and expert weights.
+    const int j0 = c * segs, n_pieces = min(segs, top_k - j0) * seg_pieces;
+    const unsigned slot_a = lathe_smem_addr(s);
+    const unsigned row_lo = static_cast<unsigned>(reinterpret_cast<uint64_t>(w + item * row_bytes));
+#pragma unroll
+    for (int r = 0; r < LATHE_MOE_DOWN_ROUNDS; ++r) {
+      if (32 * r >= n_pieces) break;  // warp-uniform: the shuffles below see every lane
+      const int j = min(j0 + seg_r[r], top_k - 1);
       const float wj = __shfl_sync(0xffffffffu, my_w, j);
-      const long long e = __shfl_sync(0xffffffffu, my_id, j);
-      if (p < n_pieces) {
-        const int pp = p - sg * seg_pieces, uu = pp / F::pieces, jj = pp - uu * F::pieces;
-        const int head = static_cast<int>(reinterpret_cast<uint64_t>(w + e * expert_bytes + item * row_bytes) & 15);
-        const int4* sq1 = reinterpret_cast<const int4*>(sx + j * n_ff);
-        const int4* sq2 = reinterpret_cast<const int4*>(sx + K + j * n_ff);
-        const float4* sds = reinterpret_cast<const float4*>(sx + K * C) + j * (n_ff >> 5);
-        acc0 = fmaf(wj, lathe_gemv1_piece_dot<F, C>(s + sg * seg_stride + head + uu * F::unit_bytes, jj, sq1, sq2, sds, pp),
+      const unsigned e = static_cast<unsigned>(__shfl_sync(0xffffffffu, my_id, j));
+      if (32 * r + lane < n_pieces) {
+        // A segment's head: the low bits of its global address, 32-bit arithmetic suffices.
+        const unsigned head = (row_lo + e * static_cast<unsigned>(expert_bytes)) & 15u;
+        const unsigned u = slot_a + off_r[r] + head;
+        const int xb = j0 * seg_pieces + 32 * r + lane;
+        acc0 = fmaf(wj,
+                    lathe_gemv1_piece_dot_at<F, C>(u & ~3u, u & 3u, sub_r[r], sw, sx_a + 32 * xb + 16 * sw,
+                                                   16 - 32 * sw, K, sds_a + 16 * xb),
                     acc0);
       }
     }

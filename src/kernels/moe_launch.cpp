@@ -59,7 +59,7 @@ int64_t route_shared_bytes(int64_t rows, int64_t n_expert, int64_t k) {
 bool experts_apply(const WeightMatrix& w, Activations a, int64_t top_k, int64_t staged_values) {
   if (!g_enabled || a == Activations::f32 || !decode_format(w.type) || top_k < 1 || top_k > kMaxTopK) return false;
   if (w.k % block_format(w.type).block_size != 0 || w.k % 32 != 0 || w.n_out <= 0 || w.n_out > (1 << 24)) return false;
-  return kDecodeStageBytes + staged_levels_bytes(staged_values, a) + 1024 <= shared_optin_bytes();
+  return kDecodeStageBytes + staged_levels_bytes(staged_values, a) + kDecodeStaticBytes <= shared_optin_bytes();
 }
 
 // Warps per item: each warp of a group takes >= 1 chunk of every item (group <= chunks); among those,
@@ -103,7 +103,10 @@ int down_segments(const WeightMatrix& down, int64_t top_k) {
   const int64_t units = down.k / f.unit_values;
   if (units > f.chunk_units) return 1;
   const int64_t stride = (lathe::row_bytes(down.type, down.k) + 19 + 15) / 16 * 16;
-  return static_cast<int>(std::clamp<int64_t>(2560 / stride, 1, top_k));
+  // The kernel's segs > 1 dot takes at most kDownRounds rounds of 32 pieces (32 values each) a chunk.
+  constexpr int64_t kDownRounds = 4;  // LATHE_MOE_DOWN_ROUNDS
+  const int64_t most = std::max<int64_t>(1, 32 * kDownRounds / (down.k / 32));
+  return static_cast<int>(std::clamp<int64_t>(std::min(2560 / stride, most), 1, top_k));
 }
 
 std::string expert_kernel(const char* what, GgmlType t, Activations a) {
@@ -200,11 +203,16 @@ void moe_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activa
     return;
   }
   const int64_t n_items = top_k * gate.n_out;
-  const ExpertShape s = expert_shape(rows, n_items, 2 * decode_chunks_per_row(*decode_format(gate.type), gate.k));
+  // Items (slot, row): gate's and up's row, as chunks of each, or (decode_pairs_pay) as the paired
+  // products' half chunks of both.
+  const DecodeFormat& f = *decode_format(gate.type);
+  const bool pairs = decode_pairs_pay(f, n_items, gate.k);
+  const ExpertShape s = expert_shape(rows, n_items,
+                                     pairs ? decode_half_chunks_per_row(f, gate.k) : 2 * decode_chunks_per_row(f, gate.k));
   CUdeviceptr wg = gate.data, wu = up.data, idp = ids, xp = x, hp = h;
   long long row_bytes = lathe::row_bytes(gate.type, gate.k), expert_bytes = row_bytes * gate.n_out;
   int k = static_cast<int>(gate.k), n_ff = static_cast<int>(gate.n_out), r = static_cast<int>(rows);
-  int kk = static_cast<int>(top_k), group = s.group;
+  int kk = static_cast<int>(top_k), group = s.group | (pairs ? kDecodePairs : 0);
   const unsigned shared = static_cast<unsigned>(kDecodeStageBytes + staged_levels_bytes(gate.k, a));
   cuda::launch(kernel(expert_kernel("gate_up", gate.type, a)), {s.blocks, 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
                {&wg, &wu, &row_bytes, &expert_bytes, &idp, &xp, &hp, &k, &n_ff, &r, &kk, &group},

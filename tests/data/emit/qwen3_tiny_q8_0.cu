@@ -215,11 +215,11 @@ static const Arg kArgs[] = {
     // 4: lathe_attn_decode_64
     {8, 29, 17920ULL, 0ULL}, {8, 24, 0ULL, 0ULL}, {8, 25, 0ULL, 0ULL}, {8, 30, 512ULL, 0ULL}, {8, 30, 256ULL, 0ULL}, {8, 29, 18944ULL, 0ULL}, {8, 29, 0ULL, 0ULL}, {8, 29, 16384ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x10ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL},
     // 5: lathe_gemv1_q8_0_int8x2
-    {8, 3, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 6144ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 18944ULL, 0ULL},
+    {8, 3, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 6144ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x101ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 18944ULL, 0ULL},
     // 6: lathe_gemvm_q8_0_int8x2
-    {8, 8, 0ULL, 0ULL}, {8, 10, 0ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL}, {8, 29, 4096ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL}, {8, 29, 6144ULL, 0ULL}, {8, 9, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL},
+    {8, 8, 0ULL, 0ULL}, {8, 10, 0ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL}, {8, 29, 4096ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL}, {8, 29, 6144ULL, 0ULL}, {8, 9, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL},
     // 7: lathe_gemv1_q8_0_int8x2
-    {8, 7, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 1280ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL},
+    {8, 7, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 1280ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x101ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL},
     // 8: lathe_gemvm_q8_0_int8x2
     {8, 15, 0ULL, 0ULL}, {8, 11, 0ULL, 0ULL}, {8, 17, 0ULL, 0ULL}, {8, 29, 17920ULL, 0ULL}, {8, 29, 3072ULL, 0ULL}, {8, 29, 3584ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL}, {8, 29, 1280ULL, 0ULL}, {8, 13, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL},
     // 9: lathe_rope_append
@@ -227,15 +227,15 @@ static const Arg kArgs[] = {
     // 10: lathe_attn_decode_64
     {8, 29, 17920ULL, 0ULL}, {8, 26, 0ULL, 0ULL}, {8, 27, 0ULL, 0ULL}, {8, 30, 512ULL, 0ULL}, {8, 30, 256ULL, 0ULL}, {8, 29, 18944ULL, 0ULL}, {8, 29, 0ULL, 0ULL}, {8, 29, 16384ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x10ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL},
     // 11: lathe_gemv1_q8_0_int8x2
-    {8, 14, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 6144ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 18944ULL, 0ULL},
+    {8, 14, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 6144ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x101ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 18944ULL, 0ULL},
     // 12: lathe_gemvm_q8_0_int8x2
-    {8, 19, 0ULL, 0ULL}, {8, 21, 0ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL}, {8, 29, 4096ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL}, {8, 29, 6144ULL, 0ULL}, {8, 20, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL},
+    {8, 19, 0ULL, 0ULL}, {8, 21, 0ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL}, {8, 29, 4096ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL}, {8, 29, 6144ULL, 0ULL}, {8, 20, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL},
     // 13: lathe_gemv1_q8_0_int8x2
-    {8, 18, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 1280ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL},
+    {8, 18, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 1280ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x101ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL},
     // 14: lathe_add_rms_norm
     {8, 29, 7168ULL, 0ULL}, {8, 29, 1280ULL, 0ULL}, {8, 22, 0ULL, 0ULL}, {8, 29, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 2304ULL, 0ULL}, {8, 29, 2560ULL, 0ULL}, {8, 29, 2816ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
     // 15: lathe_gemv1_q8_0_int8x2
-    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, 29, 2304ULL, 0ULL}, {8, 30, 768ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
+    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, 29, 2304ULL, 0ULL}, {8, 30, 768ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x101ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
     // 16: lathe_argmax
     {8, 30, 768ULL, 0ULL}, {8, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 30, 8960ULL, 0ULL},
     // 17: lathe_gather_q8_0
@@ -303,7 +303,7 @@ static const Arg kArgs[] = {
     // 48: lathe_add_rms_norm
     {8, 33, 16896ULL, 0ULL}, {8, 33, 2560ULL, 0ULL}, {8, 22, 0ULL, 0ULL}, {8, 33, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 33, 4608ULL, 0ULL}, {8, 33, 5120ULL, 0ULL}, {8, 33, 5632ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
     // 49: lathe_gemv1_q8_0_int8x2
-    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 34, 8960ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 33, 1024ULL, 0ULL},
+    {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 34, 8960ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x101ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 33, 1024ULL, 0ULL},
     // 50: lathe_argmax
     {8, 34, 8960ULL, 0ULL}, {8, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 34, 17156ULL, 0ULL},
 };
@@ -316,17 +316,17 @@ static const Op kOps[] = {
     {9, {32, 1, 1}, {512, 1, 1}, 164480, 15, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 2: lathe_gemvm_q8_0_int8x2  gemv of 3 matrices q8_0 [256 x 256] q8_0 [128 x 256] q8_0 [128 x 256] int8x2  (line 30, layer 0)
     {12, {1, 2, 1}, {128, 1, 1}, 1280, 38, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 3: lathe_rope_append  rope with head norms and cache append [1 x 4+2 x 64]  (line 38, layer 0)
     {2, {16, 2, 1}, {128, 1, 1}, 65536, 57, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 4: lathe_attn_decode_64  attention [1 x 4 x 64] over 2048 slots in 16 splits  (line 42, layer 0)
-    {7, {16, 1, 1}, {512, 1, 1}, 164480, 75, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 5: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 0)
-    {9, {64, 1, 1}, {512, 1, 1}, 164480, 84, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 6: lathe_gemvm_q8_0_int8x2  gemv gate, up and swiglu q8_0 [512 x 256] q8_0 [512 x 256] int8x2 with the norm in its prologue  (line 45, layer 0)
-    {7, {16, 1, 1}, {512, 1, 1}, 165120, 107, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 7: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 0)
+    {7, {8, 1, 1}, {512, 1, 1}, 164480, 75, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 5: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 0)
+    {9, {32, 1, 1}, {512, 1, 1}, 164480, 84, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 6: lathe_gemvm_q8_0_int8x2  gemv gate, up and swiglu q8_0 [512 x 256] q8_0 [512 x 256] int8x2 with the norm in its prologue  (line 45, layer 0)
+    {7, {8, 1, 1}, {512, 1, 1}, 165120, 107, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 7: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 0)
     {9, {32, 1, 1}, {512, 1, 1}, 164480, 116, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 8: lathe_gemvm_q8_0_int8x2  gemv of 3 matrices q8_0 [256 x 256] q8_0 [128 x 256] q8_0 [128 x 256] int8x2 with the norm in its prologue  (line 52, layer 0)
     {12, {1, 2, 1}, {128, 1, 1}, 1280, 139, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 9: lathe_rope_append  rope with head norms and cache append [1 x 4+2 x 64]  (line 38, layer 1)
     {2, {16, 2, 1}, {128, 1, 1}, 65536, 158, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 10: lathe_attn_decode_64  attention [1 x 4 x 64] over 2048 slots in 16 splits  (line 42, layer 1)
-    {7, {16, 1, 1}, {512, 1, 1}, 164480, 176, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 11: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 1)
-    {9, {64, 1, 1}, {512, 1, 1}, 164480, 185, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 12: lathe_gemvm_q8_0_int8x2  gemv gate, up and swiglu q8_0 [512 x 256] q8_0 [512 x 256] int8x2 with the norm in its prologue  (line 45, layer 1)
-    {7, {16, 1, 1}, {512, 1, 1}, 165120, 208, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 13: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 1)
+    {7, {8, 1, 1}, {512, 1, 1}, 164480, 176, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 11: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 1)
+    {9, {32, 1, 1}, {512, 1, 1}, 164480, 185, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 12: lathe_gemvm_q8_0_int8x2  gemv gate, up and swiglu q8_0 [512 x 256] q8_0 [512 x 256] int8x2 with the norm in its prologue  (line 45, layer 1)
+    {7, {8, 1, 1}, {512, 1, 1}, 165120, 208, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 13: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 1)
     {0, {1, 1, 1}, {1024, 1, 1}, 0, 217, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 14: lathe_add_rms_norm  add_rms_norm quantized [1 x 256]  (line 52, layer 1)
-    {7, {128, 1, 1}, {512, 1, 1}, 164480, 227, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 15: lathe_gemv1_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [2048 x 256]^T  (line 56)
+    {7, {64, 1, 1}, {512, 1, 1}, 164480, 227, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 15: lathe_gemv1_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [2048 x 256]^T  (line 56)
     {1, {1, 1, 1}, {256, 1, 1}, 0, 236, 6, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 16: lathe_argmax  argmax [1 x 2048]  (line 57)
     {6, {1, 2, 1}, {256, 1, 1}, 0, 242, 5, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 17: lathe_gather_q8_0  gather q8_0 [2 rows of 256]  (line 25)
     {11, {1, 1, 1}, {256, 1, 1}, 0, 247, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 18: lathe_rms_norm_warp  rms_norm quantized [2 x 256]  (line 29, layer 0)
@@ -360,7 +360,7 @@ static const Op kOps[] = {
     {10, {4, 1, 1}, {256, 1, 1}, 0, 646, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 46: lathe_quantize_act  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 1)
     {8, {256, 1, 1}, {128, 1, 1}, 0, 653, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 47: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 1)
     {0, {2, 1, 1}, {1024, 1, 1}, 0, 671, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 48: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 52, layer 1)
-    {7, {128, 1, 1}, {512, 1, 1}, 164480, 681, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 49: lathe_gemv1_q8_0_int8x2  gemv int8x2 of the last row q8_0 [2 x 256] . [2048 x 256]^T  (line 56)
+    {7, {64, 1, 1}, {512, 1, 1}, 164480, 681, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 49: lathe_gemv1_q8_0_int8x2  gemv int8x2 of the last row q8_0 [2 x 256] . [2048 x 256]^T  (line 56)
     {1, {1, 1, 1}, {256, 1, 1}, 0, 690, 6, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 50: lathe_argmax  argmax of the last row [2 x 2048]  (line 57)
 };
 static const int kOpCount = 51;
