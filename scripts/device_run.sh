@@ -71,6 +71,7 @@
 #   r4      the paired products where they pay: the q8_0 GEMV timings, the decode kernels' tests, the
 #           checks and tg128 before and after of the dense targets
 #   r5      the 30B on the build that landed: its check and tg128 before and after
+#   r6      the GEMV timings with the paired products off and on everywhere (LATHE_DECODE_PAIRS)
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -417,6 +418,11 @@ for part in "$@"; do
     rm -f $M/qwen3-8b-*.gguf $M/llama3-8b-*.gguf
     checks "qwen3-30b-a3b q8_0"
     tg128_ab "qwen3-30b-a3b q8_0" ;;
+  r6)
+    for pairs in 0 1; do
+      echo "== LATHE_DECODE_PAIRS=$pairs"
+      LATHE_DECODE_PAIRS=$pairs timeout 120 $C/test_gemv_gpu --gtest_filter='*TimingPrintsBandwidth*' 2>&1 | grep -E "(q8_0|q4_K).*decode"
+    done ;;
   r3)
     rm -f $M/qwen3-8b-*.gguf $M/llama3-8b-*.gguf  # room for the 30B
     timeout 200 $C/test_moe_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "us  |mixture decode"

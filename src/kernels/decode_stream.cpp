@@ -1,14 +1,14 @@
 #include "kernels/decode_stream.h"
 
-#include <string_view>
-
 #include "runtime/cuda_api.h"
 #include "runtime/cuda_driver.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 namespace lathe::kernels {
@@ -33,8 +33,18 @@ int64_t decode_half_chunks_per_row(const DecodeFormat& f, int64_t k) {
   return (units + half - 1) / half;
 }
 
+namespace {
+// LATHE_DECODE_PAIRS (a measuring knob, read once): 0 never pairs, 1 pairs every product but Q6_K's,
+// unset or anything else the rule below.
+const int g_decode_pairs = [] {
+  const char* v = std::getenv("LATHE_DECODE_PAIRS");
+  return v && (v[0] == '0' || v[0] == '1') && v[1] == 0 ? v[0] - '0' : -1;
+}();
+}  // namespace
+
 bool decode_pairs_pay(const DecodeFormat& f, int64_t n_out, int64_t k) {
-  if (std::string_view(f.name) == "q6_k") return false;
+  if (std::string_view(f.name) == "q6_k" || g_decode_pairs == 0) return false;
+  if (g_decode_pairs == 1) return true;
   return (k / f.unit_values) % f.chunk_units != 0 || n_out * k <= (int64_t{4} << 20);
 }
 

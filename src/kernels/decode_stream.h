@@ -47,7 +47,8 @@ int64_t decode_half_chunks_per_row(const DecodeFormat& f, int64_t k);
 // product is small (n_out k <= 4M values: qwen3-0.6b's o, 1,024 x 2,048); never for Q6_K (its half
 // chunk, 48 pieces, leaves a quarter of the lanes idle). Measured on the H200 (docs/perf.md,
 // 2026-12-01): qwen3-0.6b tg128 +8% with them everywhere; the 8B shapes, whose rows are whole chunks
-// of large products, -2 to -4% (so those keep one row an item).
+// of large products, -2 to -4% (so those keep one row an item). LATHE_DECODE_PAIRS=0 / 1 (read once)
+// turns them off / on for every product but Q6_K's, to measure.
 bool decode_pairs_pay(const DecodeFormat& f, int64_t n_out, int64_t k);
 
 // Bytes of x's int8 form a block stages for `values` values (levels, and d1, d2, sum per 32).

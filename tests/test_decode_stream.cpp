@@ -1,0 +1,73 @@
+// The host side of the streamed decode kernels (kernels/decode_stream.h), no GPU needed: how a row is
+// cut into chunks and half chunks, where the paired products are chosen, and that the host's mirrors
+// of the kernels' constants match the kernel text the binary carries.
+#include "kernels/decode_stream.h"
+#include "kernels/library.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace lathe::kernels {
+namespace {
+
+const DecodeFormat& format(GgmlType t) {
+  const DecodeFormat* f = decode_format(t);
+  EXPECT_NE(f, nullptr);
+  return *f;
+}
+
+TEST(DecodeStream, RowsAreCutIntoChunksAndHalfChunks) {
+  const DecodeFormat& q8 = format(GgmlType::Q8_0);  // 64 blocks a chunk, 32 a half chunk
+  EXPECT_EQ(decode_chunks_per_row(q8, 1024), 1);
+  EXPECT_EQ(decode_half_chunks_per_row(q8, 1024), 1);
+  EXPECT_EQ(decode_chunks_per_row(q8, 3072), 2);  // 96 blocks: 64 + 32
+  EXPECT_EQ(decode_half_chunks_per_row(q8, 3072), 3);
+  EXPECT_EQ(decode_chunks_per_row(q8, 4096), 2);
+  EXPECT_EQ(decode_half_chunks_per_row(q8, 4096), 4);
+  const DecodeFormat& q4 = format(GgmlType::Q4_K);  // 16 super-blocks a chunk
+  EXPECT_EQ(decode_half_chunks_per_row(q4, 4096), 2);
+  const DecodeFormat& q6 = format(GgmlType::Q6_K);  // 12 super-blocks a chunk, 6 a half chunk
+  EXPECT_EQ(decode_chunks_per_row(q6, 4096), 2);
+  EXPECT_EQ(decode_half_chunks_per_row(q6, 4096), 3);
+  EXPECT_EQ(decode_format(GgmlType::F16), nullptr);
+}
+
+TEST(DecodeStream, PairsWhereARowsLastChunkIsPartialOrTheProductSmall) {
+  const DecodeFormat& q8 = format(GgmlType::Q8_0);
+  EXPECT_TRUE(decode_pairs_pay(q8, 3072, 1024));     // qwen3-0.6b gate/up: half a chunk a row
+  EXPECT_TRUE(decode_pairs_pay(q8, 1024, 3072));     // its down: 64 + 32 blocks
+  EXPECT_TRUE(decode_pairs_pay(q8, 151936, 1024));   // its output matrix
+  EXPECT_TRUE(decode_pairs_pay(q8, 1024, 2048));     // its o: whole chunks, but 2M values
+  EXPECT_FALSE(decode_pairs_pay(q8, 4096, 4096));    // qwen3-8b's o
+  EXPECT_FALSE(decode_pairs_pay(q8, 12288, 4096));   // its gate / up
+  EXPECT_FALSE(decode_pairs_pay(q8, 4096, 12288));   // its down
+  EXPECT_FALSE(decode_pairs_pay(q8, 2048, 4096));    // qwen3-30b-a3b's o (8M values)
+  EXPECT_FALSE(decode_pairs_pay(q8, 6144, 2048));    // its experts' gate/up launch
+  const DecodeFormat& q4 = format(GgmlType::Q4_K);
+  EXPECT_FALSE(decode_pairs_pay(q4, 12288, 4096));
+  EXPECT_TRUE(decode_pairs_pay(q4, 3072, 1024));
+  const DecodeFormat& q6 = format(GgmlType::Q6_K);  // never: its half chunk leaves lanes idle
+  EXPECT_FALSE(decode_pairs_pay(q6, 3072, 1024));
+  EXPECT_FALSE(decode_pairs_pay(q6, 1024, 2048));
+}
+
+// The host mirrors of gemv_decode.cuh's ring and gemv_decode_pairs.cuh's pairs bit.
+TEST(DecodeStream, MirrorsMatchTheKernelText) {
+  std::string src;
+  for (const KernelFile& f : kernel_files()) src += f.text;
+  auto defined = [&](const std::string& name) -> long long {
+    const std::string key = "#define " + name + " ";
+    const size_t at = src.find(key);
+    if (at == std::string::npos) return -1;
+    return std::stoll(src.substr(at + key.size()));
+  };
+  const long long warps = defined("LATHE_GEMV1_WARPS"), stages = defined("LATHE_GEMV1_STAGES");
+  const long long slot = defined("LATHE_GEMV1_SLOT");
+  EXPECT_EQ(warps * stages * slot, kDecodeStageBytes);
+  EXPECT_EQ(defined("LATHE_GEMV1_PAIRS"), kDecodePairs);
+  EXPECT_GT(kDecodePairs, 16);  // above every group (warps an item: 1..16)
+}
+
+}  // namespace
+}  // namespace lathe::kernels
