@@ -73,6 +73,20 @@ __device__ __forceinline__ void lathe_moe_stream(int g0, int sub, int group, int
   lathe_gemv1_wait<0>();
 }
 
+// Row r of x's int8 form (q1, q2 under int8x2, ds; quantize_act.cuh's layout for `rows` rows of k)
+// into shared memory at sx as one cp.async commit group, waited for by the caller.
+template <int C>
+__device__ __forceinline__ void lathe_moe_stage_row_x(uint8_t* sx, const int8_t* xq, int r, int rows, int k) {
+  const int8_t* q1 = xq + static_cast<long long>(r) * k;
+  const int8_t* q2 = xq + static_cast<long long>(rows + r) * k;
+  const int8_t* dsp = xq + static_cast<long long>(rows) * k * C + static_cast<long long>(r) * (k >> 5) * 16;
+  for (int i = threadIdx.x; i < (k >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, q1 + 16 * i);
+  if (C == 2)
+    for (int i = threadIdx.x; i < (k >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + k + 16 * i, q2 + 16 * i);
+  for (int i = threadIdx.x; i < (k >> 5); i += blockDim.x) lathe_gemv1_cp16(sx + k * C + 16 * i, dsp + 16 * i);
+  lathe_gemv1_commit();
+}
+
 template <class F, int C>
 __device__ __forceinline__ void lathe_moe_gate_up_pairs(const uint8_t* wg, const uint8_t* wu, long long row_bytes,
                                                        long long expert_bytes, const int* ids, const int8_t* xq,
@@ -92,16 +106,7 @@ __device__ __forceinline__ void lathe_moe_gate_up_pairs(const uint8_t* wg, const
   if (r >= rows || br >= bpr) return;  // a grid not a multiple of rows: whole blocks leave
 
   lathe_pdl_entry();
-  {  // x_r: q1, q2 (int8x2), ds, as the one commit group (the weights complete on the ring)
-    const int8_t* q1 = xq + static_cast<long long>(r) * k;
-    const int8_t* q2 = xq + static_cast<long long>(rows + r) * k;
-    const int8_t* dsp = xq + static_cast<long long>(rows) * k * C + static_cast<long long>(r) * (k >> 5) * 16;
-    for (int i = threadIdx.x; i < (k >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, q1 + 16 * i);
-    if (C == 2)
-      for (int i = threadIdx.x; i < (k >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + k + 16 * i, q2 + 16 * i);
-    for (int i = threadIdx.x; i < (k >> 5); i += blockDim.x) lathe_gemv1_cp16(sx + k * C + 16 * i, dsp + 16 * i);
-    lathe_gemv1_commit();
-  }
+  lathe_moe_stage_row_x<C>(sx, xq, r, rows, k);  // the one commit group: the weights complete on the ring
   const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
 
   // Paired products (gemv_decode.cuh's lathe_gemv1_pair_ring): item (j, o) is row o of slot j's
@@ -143,16 +148,7 @@ __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const 
   if (r >= rows || br >= bpr) return;  // a grid not a multiple of rows: whole blocks leave
 
   lathe_pdl_entry();
-  {  // x_r: q1, q2 (int8x2), ds, as one commit group ahead of the weights
-    const int8_t* q1 = xq + static_cast<long long>(r) * k;
-    const int8_t* q2 = xq + static_cast<long long>(rows + r) * k;
-    const int8_t* dsp = xq + static_cast<long long>(rows) * k * C + static_cast<long long>(r) * (k >> 5) * 16;
-    for (int i = threadIdx.x; i < (k >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, q1 + 16 * i);
-    if (C == 2)
-      for (int i = threadIdx.x; i < (k >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + k + 16 * i, q2 + 16 * i);
-    for (int i = threadIdx.x; i < (k >> 5); i += blockDim.x) lathe_gemv1_cp16(sx + k * C + 16 * i, dsp + 16 * i);
-    lathe_gemv1_commit();
-  }
+  lathe_moe_stage_row_x<C>(sx, xq, r, rows, k);  // one commit group ahead of the weights
   const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
 
   auto chunk = [&](int item, int c, uint8_t* slot, bool issue) -> int {
