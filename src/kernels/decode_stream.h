@@ -21,6 +21,10 @@ constexpr int64_t kDecodeStageBytes = 16 * 4 * 2560;
 // products.
 constexpr int kDecodePairs = 256;
 
+// Mirrors LATHE_MOE_DOWN_ROUNDS (moe_decode.cuh): the most 32-piece rounds (pieces of 32 values) a
+// chunk of the mixture's down kernel carries when it holds several experts' rows.
+constexpr int64_t kMoeDownRounds = 4;
+
 // The most static shared memory a decode kernel declares beside its dynamic ring and x (the row and
 // the paired bodies' barriers and partial sums: 1,408 bytes by ptxas), with room to spare.
 constexpr int64_t kDecodeStaticBytes = 2048;

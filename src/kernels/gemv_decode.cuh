@@ -259,17 +259,6 @@ __device__ __forceinline__ float lathe_gemv1_piece_dot_at(unsigned ua, unsigned 
   return lathe_gemv1_piece_x<F, C>(ua, m, j, sw, lathe_gemv1_load_x<F, C>(xa, xo, kq2, ds_a));
 }
 
-// Piece j of the unit at u times x block xg (staged: q1 at sq1, q2 at sq2, ds at sds).
-template <class F, int C>
-__device__ __forceinline__ float lathe_gemv1_piece_dot(const uint8_t* u, int j, const int4* sq1, const int4* sq2,
-                                                       const float4* sds, int xg) {
-  const int sw = lathe_gemv1_lane_swap();
-  const unsigned x1 = lathe_smem_addr(sq1), x2 = lathe_smem_addr(sq2);
-  const unsigned ua = lathe_smem_addr(u);
-  return lathe_gemv1_piece_dot_at<F, C>(ua & ~3u, ua & 3u, j, sw, x1 + 32 * xg + 16 * sw, 16 - 32 * sw,
-                                        static_cast<int>(x2 - x1), lathe_smem_addr(sds + xg));
-}
-
 // The lane's share of a chunk staged at shared address s (its first unit) whose first x block is xg0,
 // the chunk holding n_pieces pieces: piece p = lane + 32 i for each round i, added to acc in that
 // order. x is staged as q1 at shared address sx1, q2 kq2 bytes after it, ds at sds. Every lane-fixed

@@ -172,7 +172,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       const int n4 = k >> 2;
       float4 sv[4];
       float ss = 0.0f;
-  #pragma unroll
+#pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int i = threadIdx.x + j * blockDim.x;
         if (i < n4) {
@@ -185,7 +185,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       const float inv = rsqrtf(lathe_block_sum(ss, norm_scratch) / float(k) + eps);
       int8_t* q1 = reinterpret_cast<int8_t*>(sx);
       float4* ds = reinterpret_cast<float4*>(sx + x_level_bytes);
-  #pragma unroll
+#pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int i = threadIdx.x + j * blockDim.x;  // whole warps: n4 % 32 == 0
         if (i < n4) {

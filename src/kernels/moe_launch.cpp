@@ -103,9 +103,8 @@ int down_segments(const WeightMatrix& down, int64_t top_k) {
   const int64_t units = down.k / f.unit_values;
   if (units > f.chunk_units) return 1;
   const int64_t stride = (lathe::row_bytes(down.type, down.k) + 19 + 15) / 16 * 16;
-  // The kernel's segs > 1 dot takes at most kDownRounds rounds of 32 pieces (32 values each) a chunk.
-  constexpr int64_t kDownRounds = 4;  // LATHE_MOE_DOWN_ROUNDS
-  const int64_t most = std::max<int64_t>(1, 32 * kDownRounds / (down.k / 32));
+  // The kernel's segs > 1 dot takes at most kMoeDownRounds rounds of 32 pieces (32 values each) a chunk.
+  const int64_t most = std::max<int64_t>(1, 32 * kMoeDownRounds / (down.k / 32));
   return static_cast<int>(std::clamp<int64_t>(std::min(2560 / stride, most), 1, top_k));
 }
 
