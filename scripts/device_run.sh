@@ -72,6 +72,8 @@
 #           checks and tg128 before and after of the dense targets
 #   r5      the 30B on the build that landed: its check and tg128 before and after
 #   r6      the GEMV timings with the paired products off and on everywhere (LATHE_DECODE_PAIRS)
+#   r7      the mixture in one launch (mixture_one_launch): its tests and timing, the checks of
+#           qwen3moe-tiny and the 30B (also held back), the 30B's tg128 against build-dev/old and held back
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -418,6 +420,21 @@ for part in "$@"; do
     rm -f $M/qwen3-8b-*.gguf $M/llama3-8b-*.gguf
     checks "qwen3-30b-a3b q8_0"
     tg128_ab "qwen3-30b-a3b q8_0" ;;
+  r7)  # the mixture in one launch: its tests, the checks, tg128 against the last build and held back
+    rm -f $M/qwen3-8b-*.gguf $M/llama3-8b-*.gguf
+    timeout 200 $C/test_moe_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "us  |mixture decode"
+    timeout 200 $C/test_moe_gpu --gtest_filter='*OneLaunch*' 2>&1 | grep -E "one launch|^\[  (PASSED|FAILED) |Failure" | head -30
+    gpu_tests test_moe_gpu test_gpu_lane_gpu test_persistent_step_gpu
+    for act in f32 int8x2; do echo "== check qwen3moe-tiny q8_0 $act"; $L check $(synth qwen3moe-tiny q8_0) --activations $act --steps 8 --prompt-tokens 20 2>&1 | tail -2 | head -1; done
+    checks "qwen3-30b-a3b q8_0"
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check held back"; timeout 60 $L check $f --steps 16 --hold mixture_one_launch 2>&1 | tail -2 | head -1
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    for rep in 1 2; do
+      [ -x build-dev/old/lathe ] && { echo "== 30b old"; tg128 build-dev/old/lathe $f; }
+      echo "== 30b new, held back"; tg128 "$L" "$f --hold mixture_one_launch"
+      echo "== 30b new"; tg128 $L $f
+    done ;;
   r6)
     for pairs in 0 1; do
       echo "== LATHE_DECODE_PAIRS=$pairs"

@@ -224,7 +224,7 @@ TEST(Fuse, UnknownRuleIsRefusedByName) {
     FAIL();
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: norm_prologue, add_norm, rope_append, qk_norm_rope, kv_append, "
-                                         "gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue)"),
+                                         "gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue, mixture_one_launch)"),
               std::string::npos) << e.what();
   }
 }

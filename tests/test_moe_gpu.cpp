@@ -427,12 +427,91 @@ TEST(MoeGpu, ThreeLaunchesMatchInterpreterMixture) {
   }
 }
 
+// The mixture in one launch (fusion rule mixture_one_launch) against its held-back form, the three
+// launches (the router with or without its norm prologue, gate/up, down with f32 h): ids, weights,
+// logits, h, out and the norm's sum equal bit for bit; the launch run twice gives the same bytes (its
+// barrier counters are left zero). Shapes: qwen3-30b-a3b's (one slot a chunk of gate and up, three
+// experts' down rows a chunk), k = 4,096 with gate/up two chunks a row and groups of 2 warps, and four
+// experts' down rows a chunk.
+TEST(MoeGpu, OneLaunchIsTheThreeLaunches) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(76);
+  const MoeShape shapes[] = {{2048, 768, 128, 8}, {4096, 1536, 8, 2}, {2048, 512, 16, 6}};
+  struct Formats { GgmlType gu, down; };
+  const Formats formats[] = {{GgmlType::Q8_0, GgmlType::Q8_0}, {GgmlType::Q4_K, GgmlType::Q6_K}};
+  int ran = 0;
+  for (const MoeShape& sh : shapes)
+    for (const Formats& f : formats) {
+      const Stack router = make_stack(GgmlType::F32, 1, sh.n_expert, sh.n_embd, rng);
+      const Stack gate = make_stack(f.gu, sh.n_expert, sh.n_ff, sh.n_embd, rng);
+      const Stack up = make_stack(f.gu, sh.n_expert, sh.n_ff, sh.n_embd, rng);
+      const Stack down = make_stack(f.down, sh.n_expert, sh.n_embd, sh.n_ff, rng);
+      const int64_t e = sh.n_embd, kk = sh.top_k, ne = sh.n_expert, nh = kk * sh.n_ff;
+      const std::vector<float> x = random_values(e, rng), y = random_values(e, rng), w = random_values(e, rng);
+      DeviceBuffer xd = upload(x), yd = upload(y), wd = upload(w);
+      for (Activations a : {Activations::int8, Activations::int8x2})
+        for (bool norm : {false, true}) {
+          const std::string what = std::to_string(e) + "/" + std::to_string(sh.n_ff) + " " + std::to_string(kk) +
+                                   " of " + std::to_string(ne) + " " + std::string(ggml_type_name(f.gu)) + "/" +
+                                   std::string(ggml_type_name(f.down)) + " " + contract(a) + (norm ? " with the norm" : "");
+          if (!moe_single_launch_applies(router.weights(), gate.weights(), up.weights(), down.weights(), a, 1, kk, norm)) {
+            std::printf("  one launch %s: takes the three launches\n", what.c_str());
+            continue;
+          }
+          ++ran;
+          struct Out { std::vector<float> sum, weights, logits, h, out; std::vector<int32_t> ids; };
+          auto run = [&](bool single, int times) {
+            DeviceBuffer sumd(static_cast<size_t>(e * 4)), xn(static_cast<size_t>(e * 4));
+            DeviceBuffer ids(static_cast<size_t>(kk * 4)), wts(static_cast<size_t>(kk * 4)), logits(static_cast<size_t>(ne * 4));
+            DeviceBuffer xq(static_cast<size_t>(quantized_activation_bytes(1, e, a))), h(static_cast<size_t>(nh * 4));
+            DeviceBuffer out(static_cast<size_t>(e * 4)), parts(static_cast<size_t>(moe_single_part_bytes(router.weights())));
+            DeviceBuffer sync(8);
+            sync.zero();
+            const NormPrologue np{xd.ptr(), yd.ptr(), wd.ptr(), sumd.ptr(), 1e-6f};
+            for (int t = 0; t < times; ++t) {
+              if (single) {
+                moe_single_launch(router.weights(), gate.weights(), up.weights(), down.weights(), a, xd.ptr(), kk, true,
+                                  ids.ptr(), wts.ptr(), logits.ptr(), h.ptr(), out.ptr(), parts.ptr(), sync.ptr(),
+                                  s.handle(), norm ? &np : nullptr);
+              } else {
+                moe_route(router.weights(), xd.ptr(), 1, kk, true, ids.ptr(), wts.ptr(), {xq.ptr(), a}, s.handle(),
+                          logits.ptr(), norm ? &np : nullptr);
+                moe_gate_up_swiglu(gate.weights(), up.weights(), a, xq.ptr(), 1, ids.ptr(), kk, h.ptr(), s.handle());
+                moe_down_combine(down.weights(), a, h.ptr(), false, 1, ids.ptr(), wts.ptr(), kk, out.ptr(), s.handle(),
+                                 true);
+              }
+            }
+            s.synchronize();
+            Out o{norm ? download<float>(sumd, e) : std::vector<float>(), download<float>(wts, kk),
+                  download<float>(logits, ne), download<float>(h, nh), download<float>(out, e), download<int32_t>(ids, kk)};
+            EXPECT_EQ(download<uint32_t>(sync, 2), (std::vector<uint32_t>{0u, 0u})) << what << ": the counters";
+            return o;
+          };
+          auto same = [](const std::vector<float>& p, const std::vector<float>& q) {
+            return p.size() == q.size() && std::memcmp(p.data(), q.data(), p.size() * 4) == 0;
+          };
+          const Out three = run(false, 1), one = run(true, 1), twice = run(true, 2);
+          EXPECT_EQ(three.ids, one.ids) << what;
+          EXPECT_TRUE(same(three.weights, one.weights)) << what << ": the route weights";
+          EXPECT_TRUE(same(three.logits, one.logits)) << what << ": the logits";
+          EXPECT_TRUE(same(three.sum, one.sum)) << what << ": the norm's sum";
+          EXPECT_TRUE(same(three.h, one.h)) << what << ": h";
+          EXPECT_TRUE(same(three.out, one.out)) << what << ": out";
+          EXPECT_TRUE(same(one.out, twice.out) && one.ids == twice.ids) << what << ": run twice";
+          std::printf("  one launch %s: the three launches' bytes\n", what.c_str());
+        }
+    }
+  EXPECT_GE(ran, 4);  // the qwen3-30b-a3b shape takes it, under both contracts, with and without the norm
+}
+
 // Decode speed at qwen3-30b-a3b (2048, ff 768, 8 of 128, q8_0, f32 router), one row. 16 "layers"
 // share one stack set, each routed by its own router to 8 experts no other layer uses, so the 16
 // layers read 640 MB (past the 60 MB L2) per replay. GB/s counts the expert weights a layer reads:
 // 8 experts x 3 matrices (40.1 MB). Columns: the eight-launch path (the launchers' fallbacks: router
 // gemv, route_top_k, quantizer, gemv_experts x2, swiglu, quantizer, gemv_experts), the three launches,
-// then each new kernel alone (down with and without the early weight requests).
+// then each new kernel alone (down with and without the early weight requests), the router's options,
+// and the one launch (mixture_one_launch).
 TEST(MoeGpu, Timing) {
   LATHE_NEED_GPU();
   cuda::Stream s;
@@ -457,6 +536,9 @@ TEST(MoeGpu, Timing) {
   const int64_t expert_bytes = sh.top_k * 3 * sh.n_ff * row_bytes(t, sh.n_embd);
   DeviceBuffer xd = upload(x), ids(sh.top_k * 4 * layers), wts(sh.top_k * 4 * layers);
   DeviceBuffer h(static_cast<size_t>(sh.top_k * sh.n_ff * 4)), out(static_cast<size_t>(sh.n_embd * 4));
+  DeviceBuffer parts(static_cast<size_t>(moe_single_part_bytes({GgmlType::F32, routers[0].ptr(), sh.n_expert, sh.n_embd, 1})));
+  DeviceBuffer sync(8);
+  sync.zero();
   std::printf("mixture decode, qwen3-30b-a3b shape, 1 row: us per layer, GB/s of expert weights (%.1f MB), %% of %.0f\n",
               expert_bytes / 1e6, limit_gbs);
   for (Activations a : {Activations::int8, Activations::int8x2}) {
@@ -470,19 +552,22 @@ TEST(MoeGpu, Timing) {
         moe_gate_up_swiglu(gate.weights(), up.weights(), a, xq.ptr(), 1, il, sh.top_k, h.ptr(), s.handle());
       if (variant <= 1 || variant == 4 || variant == 5)
         moe_down_combine(down.weights(), a, h.ptr(), false, 1, il, wl, sh.top_k, out.ptr(), s.handle(), variant != 5);
+      if (variant == 9)
+        moe_single_launch(router, gate.weights(), up.weights(), down.weights(), a, xd.ptr(), sh.top_k, true, il, wl, 0,
+                          h.ptr(), out.ptr(), parts.ptr(), sync.ptr(), s.handle());
     };
     // "route fN": the router with route flags N (moe_launch.h; "route" is the default, 0).
     const char* names[] = {"8 launches", "3 launches", "route", "gate/up", "down", "down late",
-                           "route f1", "route f2", "route f3"};
+                           "route f1", "route f2", "route f3", "1 launch"};
     const int64_t route_bytes = sh.n_expert * sh.n_embd * 4;
     const int64_t bytes[] = {expert_bytes, expert_bytes, route_bytes, expert_bytes * 2 / 3,
-                             expert_bytes / 3, expert_bytes / 3, route_bytes, route_bytes, route_bytes};
+                             expert_bytes / 3, expert_bytes / 3, route_bytes, route_bytes, route_bytes, expert_bytes};
     for (int l = 0; l < layers; ++l) layer(l, 1);  // the ids every variant reads
     s.synchronize();
-    for (int v = 0; v < 9; ++v) {
+    for (int v = 0; v < 10; ++v) {
       set_moe_kernels_enabled(v != 0);
-      set_moe_route_flags(v >= 6 ? v - 5 : 0);
-      const int what = v >= 6 ? 2 : v;
+      set_moe_route_flags(v >= 6 && v <= 8 ? v - 5 : 0);
+      const int what = v >= 6 && v <= 8 ? 2 : v;
       // Warm-up (and the fallbacks' scratch, made outside the capture) by layer 0, then every layer.
       const double us = graph_median_us(s, static_cast<int>(layers), [&](int l) { layer(l, what); });
       const double gbs = static_cast<double>(bytes[v]) / (us * 1e3);

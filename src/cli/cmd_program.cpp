@@ -51,8 +51,10 @@ void print_lowered(const GgufFile& file, const lang::Program& cut, const lang::B
   const fuse::FusionPlan plan = fuse::fuse(g, std::set<std::string>(hold.begin(), hold.end()));
   fmt::print("fusion: {} groups for {} ops\n", plan.groups.size(), g.nodes.size());
   for (const fuse::Rule& r : fuse::fusion_rules()) {
-    if (r.annotate)  // quantize_epilogue marks tensors rather than grouping nodes
+    if (r.name == "quantize_epilogue")  // marks tensors rather than grouping nodes
       fmt::print("  {:<17} {:>4} values  {}\n", r.name, plan.quantized_by_producer.size(), r.what);
+    else if (r.name == "mixture_one_launch")  // marks mixtures
+      fmt::print("  {:<17} {:>4} mixtures  {}\n", r.name, plan.one_launch_mixtures.size(), r.what);
     else
       fmt::print("  {:<17} {:>4} groups  {}\n", r.name, plan.count(r.name), r.what);
   }

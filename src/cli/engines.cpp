@@ -1,6 +1,7 @@
 #include "cli/engines.h"
 
 #include "base/error.h"
+#include "fuse/fusion.h"
 
 #include <fmt/core.h>
 #include "model/model_spec.h"
@@ -16,9 +17,9 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
   cmd->add_option("--ctx", o.n_ctx, "context length: positions the KV cache holds")->capture_default_str();
   cmd->add_option("--activations", o.activations, "GPU numerics contract: f32, int8, int8x2")
       ->capture_default_str()->check(CLI::IsMember({"f32", "int8", "int8x2"}));
-  cmd->add_option("--hold", o.hold,
-                  "hold back a fusion rule by name (repeatable): norm_prologue, add_norm, rope_append, qk_norm_rope, "
-                  "kv_append, gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue");
+  std::string rules;
+  for (const fuse::Rule& r : fuse::fusion_rules()) rules += (rules.empty() ? "" : ", ") + std::string(r.name);
+  cmd->add_option("--hold", o.hold, "hold back a fusion rule by name (repeatable): " + rules);
   cmd->add_option("--program", o.program, "a .lathe program file to run instead of the checkpoint architecture's");
   cmd->add_option("--gpu-memory", o.gpu_memory_gb,
                   "the most GPU memory to take, in GB (default: what is free); matrices that do not fit are "

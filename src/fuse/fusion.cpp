@@ -15,6 +15,7 @@ void gate_up_swiglu_pass(const graph::Graph& g, std::vector<bool>& claimed, std:
 void merged_products_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void elementwise_run_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void quantize_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
+void mixture_one_launch_pass(const graph::Graph& g, FusionPlan& plan);
 
 const std::vector<Rule>& fusion_rules() {
   static const std::vector<Rule> rules = {
@@ -30,6 +31,8 @@ const std::vector<Rule>& fusion_rules() {
       {"elementwise_run", "a run of elementwise ops carried in registers in one kernel", elementwise_run_pass},
       {"quantize_epilogue", "the activation a quantized product reads, quantized in its producer's last pass",
        nullptr, quantize_epilogue_pass},
+      {"mixture_one_launch", "a decode row's mixture (router, top k, expert products, combine) in one launch",
+       nullptr, mixture_one_launch_pass},
   };
   return rules;
 }

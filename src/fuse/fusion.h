@@ -25,6 +25,7 @@ struct FusionPlan {
   std::vector<Group> groups;     // in execution order, every node in exactly one group
   std::vector<int> group_of;     // node id -> group index
   std::set<int> quantized_by_producer;  // tensors whose producing group also writes their int8 form
+  std::set<int> one_launch_mixtures;    // mixture nodes a back end may run as one launch
   int count(std::string_view rule) const;
 };
 

@@ -129,6 +129,31 @@ __device__ __forceinline__ void lathe_moe_gate_up_pairs(const uint8_t* wg, const
   lathe_ring_release(mbar);
 }
 
+// The gate/up rows path's chunks and dot (shared with moe_single_launch.cuh): item (j, o) is row o of
+// slot j's expert, chunks 0 .. nc - 1 of its gate row then nc .. 2 nc - 1 of its up row; my_id holds
+// the row's expert ids one a lane. x's int8 form is staged at sx (lathe_moe_stage_row_x's layout).
+template <class F, int C>
+struct lathe_moe_gu_rows {
+  const uint8_t *wg, *wu;
+  long long row_bytes, expert_bytes;
+  int units, nc, n_ff, k, my_id;
+  const uint8_t* sx;
+  __device__ __forceinline__ int chunk(int item, int c, uint8_t* slot, bool issue) const {
+    const int j = item / n_ff, o = item - j * n_ff;
+    const long long e = __shfl_sync(0xffffffffu, my_id, j);
+    const bool is_up = c >= nc;
+    return lathe_moe_chunk<F>((is_up ? wu : wg) + e * expert_bytes, row_bytes, units, o, is_up ? c - nc : c, slot,
+                              issue);
+  }
+  __device__ __forceinline__ void dot(int, int c, const uint8_t* s, float& acc0, float& acc1) const {
+    const int4* sq1 = reinterpret_cast<const int4*>(sx);
+    const int4* sq2 = reinterpret_cast<const int4*>(sx + k);
+    const float4* sds = reinterpret_cast<const float4*>(sx + k * C);
+    if (c < nc) acc0 += lathe_gemvm_chunk_dot<F, C>(s, units, c, sq1, sq2, sds);
+    else acc1 += lathe_gemvm_chunk_dot<F, C>(s, units, c - nc, sq1, sq2, sds);
+  }
+};
+
 template <class F, int C>
 __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const uint8_t* wu, long long row_bytes,
                                                        long long expert_bytes, const int* ids, const int8_t* xq,
@@ -139,9 +164,6 @@ __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const 
   const int r = blockIdx.x % rows, bpr = gridDim.x / rows, br = blockIdx.x / rows;
   uint8_t* stage = reinterpret_cast<uint8_t*>(lathe_moe_smem) + warp * (LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT);
   uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_moe_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
-  const int4* sq1 = reinterpret_cast<const int4*>(sx);
-  const int4* sq2 = reinterpret_cast<const int4*>(sx + k);
-  const float4* sds = reinterpret_cast<const float4*>(sx + k * C);
   const int gpb = LATHE_GEMV1_WARPS / group, sub = warp % group;
   const int n_groups = bpr * gpb, g0 = br * gpb + warp / group;
   const int n_items = top_k * n_ff;
@@ -150,14 +172,8 @@ __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const 
   lathe_pdl_entry();
   lathe_moe_stage_row_x<C>(sx, xq, r, rows, k);  // one commit group ahead of the weights
   const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
-
-  auto chunk = [&](int item, int c, uint8_t* slot, bool issue) -> int {
-    const int j = item / n_ff, o = item - j * n_ff;
-    const long long e = __shfl_sync(0xffffffffu, my_id, j);
-    const bool is_up = c >= nc;
-    return lathe_moe_chunk<F>((is_up ? wu : wg) + e * expert_bytes, row_bytes, units, o, is_up ? c - nc : c, slot,
-                              issue);
-  };
+  const lathe_moe_gu_rows<F, C> gu{wg, wu, row_bytes, expert_bytes, units, nc, n_ff, k, my_id, sx};
+  auto chunk = [&](int item, int c, uint8_t* slot, bool issue) { return gu.chunk(item, c, slot, issue); };
   int ld_item = g0, ld_c = sub;
   for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
     if (ld_item < n_items) chunk(ld_item, ld_c, stage + s * LATHE_GEMV1_SLOT, true);
@@ -171,10 +187,7 @@ __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const 
   lathe_gemv1_wait<LATHE_GEMV1_STAGES - 1>();  // x's group, the oldest, has landed
   __syncthreads();
 
-  auto dot = [&](int item, int c, const uint8_t* s, float& acc0, float& acc1) {
-    if (c < nc) acc0 += lathe_gemvm_chunk_dot<F, C>(s, units, c, sq1, sq2, sds);
-    else acc1 += lathe_gemvm_chunk_dot<F, C>(s, units, c - nc, sq1, sq2, sds);
-  };
+  auto dot = [&](int item, int c, const uint8_t* s, float& acc0, float& acc1) { gu.dot(item, c, s, acc0, acc1); };
   auto done = [&](int item, float g, float u) {
     h[static_cast<long long>(r) * top_k * n_ff + item] = lathe_swiglu(g, u);
   };
@@ -270,28 +283,46 @@ __device__ __forceinline__ void lathe_moe_quantize_h(const float* hf, int K, int
   }
 }
 
+// The down/combine's chunks and dot (shared with moe_single_launch.cuh): item o is output row o, its
+// chunks row o of each slot's expert (segs == 1: chunk c is chunk c % nc of slot c / nc's row; segs > 1:
+// the rows of slots c segs .. + segs - 1, each its own 16-byte-line copy into a region of seg_stride
+// bytes). my_id, my_w hold the row's expert ids and route weights one a lane; h's int8 form (K = top_k
+// n_ff values) is staged at sx. init() forms the segs > 1 dot's lane-fixed layout.
 template <class F, int C>
-__device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long row_bytes, long long expert_bytes,
-                                                    const int* ids, const float* route_w, const void* hin, int h_f32,
-                                                    float* out, int n_out, int n_ff, int rows, int top_k, int group,
-                                                    int early, int segs) {
-  extern __shared__ uint4 lathe_moe_smem[];
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int units = n_ff / F::unit_values, nc = (units + F::chunk_units - 1) / F::chunk_units;
-  const int r = blockIdx.x % rows, bpr = gridDim.x / rows, br = blockIdx.x / rows;
-  const int K = top_k * n_ff;  // the row's staged activation: its top_k slots of h
-  uint8_t* stage = reinterpret_cast<uint8_t*>(lathe_moe_smem) + warp * (LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT);
-  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_moe_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
-  const int gpb = LATHE_GEMV1_WARPS / group, sub = warp % group;
-  const int n_groups = bpr * gpb, g0 = br * gpb + warp / group;
-  const int seg_bytes = units * F::unit_bytes, seg_stride = lathe_moe_seg_stride(seg_bytes);
-  const int item_chunks = segs > 1 ? (top_k + segs - 1) / segs : top_k * nc;
-  if (r >= rows || br >= bpr) return;
+struct lathe_moe_down_rows {
+  const uint8_t* w;
+  long long row_bytes, expert_bytes;
+  int units, nc, n_ff, top_k, segs, my_id;
+  float my_w;
+  const uint8_t* sx;
+  int seg_bytes, seg_stride, K, seg_pieces, sw;
+  unsigned sx_a, sds_a;
+  int seg_r[LATHE_MOE_DOWN_ROUNDS], sub_r[LATHE_MOE_DOWN_ROUNDS];
+  unsigned off_r[LATHE_MOE_DOWN_ROUNDS];
 
-  if (!early) lathe_pdl_entry();
-  const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
-  const float my_w = lane < top_k ? (route_w ? route_w[r * top_k + lane] : 1.0f) : 0.0f;
-  auto chunk = [&](int item, int c, uint8_t* slot, bool issue) -> int {
+  __device__ __forceinline__ void init() {
+    seg_bytes = units * F::unit_bytes;
+    seg_stride = lathe_moe_seg_stride(seg_bytes);
+    K = top_k * n_ff;
+    // Round r's piece is piece p = 32 r + lane of the chunk, in segment p / seg_pieces, unit
+    // (p % seg_pieces) / pieces, sub-piece p % pieces.
+    seg_pieces = units * F::pieces;
+    sw = lathe_gemv1_lane_swap();
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int r = 0; r < LATHE_MOE_DOWN_ROUNDS; ++r) {
+      const int p = 32 * r + lane, sg = p / seg_pieces, pp = p - sg * seg_pieces, uu = pp / F::pieces;
+      seg_r[r] = sg;
+      sub_r[r] = pp - uu * F::pieces;
+      off_r[r] = static_cast<unsigned>(sg * seg_stride + uu * F::unit_bytes);
+    }
+    sx_a = lathe_smem_addr(sx);
+    sds_a = lathe_smem_addr(sx + K * C);
+  }
+  __device__ __forceinline__ int item_chunks() const { return segs > 1 ? (top_k + segs - 1) / segs : top_k * nc; }
+
+  __device__ __forceinline__ int chunk(int item, int c, uint8_t* slot, bool issue) const {
+    const int lane = threadIdx.x & 31;
     if (segs == 1) {
       const int j = c / nc;
       const long long e = __shfl_sync(0xffffffffu, my_id, j);
@@ -307,51 +338,10 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
       }
     }
     return 0;  // each segment's head is found by the dot
-  };
-  int ld_item = g0, ld_c = sub;
-  for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
-    if (ld_item < n_out) chunk(ld_item, ld_c, stage + s * LATHE_GEMV1_SLOT, true);
-    lathe_gemv1_commit();
-    ld_c += group;
-    if (ld_item < n_out && ld_c >= item_chunks) {
-      ld_c = sub;
-      ld_item += n_groups;
-    }
   }
-  if (early) lathe_pdl_entry();  // now h, written by the kernel just before, may be read
 
-  if (h_f32) {
-    lathe_moe_quantize_h<C>(reinterpret_cast<const float*>(hin) + static_cast<long long>(r) * K, K,
-                            reinterpret_cast<int8_t*>(sx), reinterpret_cast<int8_t*>(sx + K),
-                            reinterpret_cast<float4*>(sx + K * C));
-  } else {
-    const int8_t* hq = reinterpret_cast<const int8_t*>(hin);
-    const int8_t* q1 = hq + static_cast<long long>(r) * K;
-    const int8_t* q2 = hq + static_cast<long long>(rows + r) * K;
-    const int8_t* dsp = hq + static_cast<long long>(rows) * K * C + static_cast<long long>(r) * (K >> 5) * 16;
-    for (int i = threadIdx.x; i < (K >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, q1 + 16 * i);
-    if (C == 2)
-      for (int i = threadIdx.x; i < (K >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + K + 16 * i, q2 + 16 * i);
-    for (int i = threadIdx.x; i < (K >> 5); i += blockDim.x) lathe_gemv1_cp16(sx + K * C + 16 * i, dsp + 16 * i);
-    lathe_gemv1_commit();
-    lathe_gemv1_wait<0>();  // h's group is the newest: the weight chunks before it have landed too
-  }
-  __syncthreads();  // h_r is in place for every warp (the weight chunks are waited for one by one)
-
-  // The segs > 1 dot's lane-fixed layout (see there): round r's piece is piece p = 32 r + lane of the
-  // chunk, in segment p / seg_pieces, unit (p % seg_pieces) / pieces, sub-piece p % pieces.
-  const int seg_pieces = units * F::pieces, sw = lathe_gemv1_lane_swap();
-  int seg_r[LATHE_MOE_DOWN_ROUNDS], sub_r[LATHE_MOE_DOWN_ROUNDS];
-  unsigned off_r[LATHE_MOE_DOWN_ROUNDS];
-#pragma unroll
-  for (int r = 0; r < LATHE_MOE_DOWN_ROUNDS; ++r) {
-    const int p = 32 * r + lane, sg = p / seg_pieces, pp = p - sg * seg_pieces, uu = pp / F::pieces;
-    seg_r[r] = sg;
-    sub_r[r] = pp - uu * F::pieces;
-    off_r[r] = static_cast<unsigned>(sg * seg_stride + uu * F::unit_bytes);
-  }
-  const unsigned sx_a = lathe_smem_addr(sx), sds_a = lathe_smem_addr(sx + K * C);
-  auto dot = [&](int item, int c, const uint8_t* s, float& acc0, float& acc1) {
+  __device__ __forceinline__ void dot(int item, int c, const uint8_t* s, float& acc0, float&) const {
+    const int lane = threadIdx.x & 31;
     if (segs == 1) {
       const int j = c / nc;
       const float wj = __shfl_sync(0xffffffffu, my_w, j);
@@ -385,7 +375,63 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
                     acc0);
       }
     }
-  };
+  }
+};
+
+template <class F, int C>
+__device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long row_bytes, long long expert_bytes,
+                                                    const int* ids, const float* route_w, const void* hin, int h_f32,
+                                                    float* out, int n_out, int n_ff, int rows, int top_k, int group,
+                                                    int early, int segs) {
+  extern __shared__ uint4 lathe_moe_smem[];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int units = n_ff / F::unit_values, nc = (units + F::chunk_units - 1) / F::chunk_units;
+  const int r = blockIdx.x % rows, bpr = gridDim.x / rows, br = blockIdx.x / rows;
+  const int K = top_k * n_ff;  // the row's staged activation: its top_k slots of h
+  uint8_t* stage = reinterpret_cast<uint8_t*>(lathe_moe_smem) + warp * (LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT);
+  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_moe_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
+  const int gpb = LATHE_GEMV1_WARPS / group, sub = warp % group;
+  const int n_groups = bpr * gpb, g0 = br * gpb + warp / group;
+  if (r >= rows || br >= bpr) return;
+
+  if (!early) lathe_pdl_entry();
+  const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
+  const float my_w = lane < top_k ? (route_w ? route_w[r * top_k + lane] : 1.0f) : 0.0f;
+  lathe_moe_down_rows<F, C> dn{w, row_bytes, expert_bytes, units, nc, n_ff, top_k, segs, my_id, my_w, sx};
+  dn.init();
+  const int item_chunks = dn.item_chunks();
+  auto chunk = [&](int item, int c, uint8_t* slot, bool issue) { return dn.chunk(item, c, slot, issue); };
+  int ld_item = g0, ld_c = sub;
+  for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
+    if (ld_item < n_out) chunk(ld_item, ld_c, stage + s * LATHE_GEMV1_SLOT, true);
+    lathe_gemv1_commit();
+    ld_c += group;
+    if (ld_item < n_out && ld_c >= item_chunks) {
+      ld_c = sub;
+      ld_item += n_groups;
+    }
+  }
+  if (early) lathe_pdl_entry();  // now h, written by the kernel just before, may be read
+
+  if (h_f32) {
+    lathe_moe_quantize_h<C>(reinterpret_cast<const float*>(hin) + static_cast<long long>(r) * K, K,
+                            reinterpret_cast<int8_t*>(sx), reinterpret_cast<int8_t*>(sx + K),
+                            reinterpret_cast<float4*>(sx + K * C));
+  } else {
+    const int8_t* hq = reinterpret_cast<const int8_t*>(hin);
+    const int8_t* q1 = hq + static_cast<long long>(r) * K;
+    const int8_t* q2 = hq + static_cast<long long>(rows + r) * K;
+    const int8_t* dsp = hq + static_cast<long long>(rows) * K * C + static_cast<long long>(r) * (K >> 5) * 16;
+    for (int i = threadIdx.x; i < (K >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, q1 + 16 * i);
+    if (C == 2)
+      for (int i = threadIdx.x; i < (K >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + K + 16 * i, q2 + 16 * i);
+    for (int i = threadIdx.x; i < (K >> 5); i += blockDim.x) lathe_gemv1_cp16(sx + K * C + 16 * i, dsp + 16 * i);
+    lathe_gemv1_commit();
+    lathe_gemv1_wait<0>();  // h's group is the newest: the weight chunks before it have landed too
+  }
+  __syncthreads();  // h_r is in place for every warp (the weight chunks are waited for one by one)
+
+  auto dot = [&](int item, int c, const uint8_t* s, float& acc0, float& acc1) { dn.dot(item, c, s, acc0, acc1); };
   auto done = [&](int item, float v, float) { out[static_cast<long long>(r) * n_out + item] = v; };
   lathe_moe_stream(g0, sub, group, n_groups, n_out, item_chunks, stage, ld_item, ld_c, chunk, dot, done);
 }

@@ -249,4 +249,75 @@ void moe_down_combine(const WeightMatrix& down, Activations a, CUdeviceptr h, bo
                "launching the mixture's down/combine");
 }
 
+namespace {
+
+// moe_single_launch.cuh's kernels: the router's format, then gate/up's and down's.
+const char* single_formats(const WeightMatrix& router, const WeightMatrix& gate, const WeightMatrix& down) {
+  if (router.type != GgmlType::F32) return nullptr;
+  if (gate.type == GgmlType::Q8_0 && down.type == GgmlType::Q8_0) return "f32_q8_0_q8_0";
+  if (gate.type == GgmlType::Q4_K && down.type == GgmlType::Q4_K) return "f32_q4_k_q4_k";
+  if (gate.type == GgmlType::Q4_K && down.type == GgmlType::Q6_K) return "f32_q4_k_q6_k";
+  return nullptr;
+}
+
+int64_t single_shared_bytes(const WeightMatrix& gate, Activations a, int64_t top_k, int64_t n_expert) {
+  const int64_t k = gate.k, h = staged_levels_bytes(top_k * gate.n_out, a);
+  const int64_t region = (std::max(4 * k, h) + 15) / 16 * 16, xq = (staged_levels_bytes(k, a) + 15) / 16 * 16;
+  return kDecodeStageBytes + region + xq + n_expert * 4 + top_k * 8;
+}
+
+}  // namespace
+
+int64_t moe_single_part_bytes(const WeightMatrix& router) {
+  return route_parts(router.n_out, router.k) * router.n_out * 4;
+}
+
+bool moe_single_launch_applies(const WeightMatrix& router, const WeightMatrix& gate, const WeightMatrix& up,
+                               const WeightMatrix& down, Activations a, int64_t rows, int64_t top_k, bool norm) {
+  if (rows != 1 || !single_formats(router, gate, down) || router.n_out != gate.n_expert) return false;
+  if (!(norm ? moe_route_norm_applies(router, rows, top_k) : moe_route_applies(router, rows, top_k))) return false;
+  if (!moe_gate_up_applies(gate, up, a, top_k) || !moe_down_applies(down, a, top_k)) return false;
+  if (down.k != gate.n_out || down.n_out != gate.k) return false;
+  if (decode_pairs_pay(*decode_format(gate.type), top_k * gate.n_out, gate.k)) return false;
+  return single_shared_bytes(gate, a, top_k, router.n_out) + kDecodeStaticBytes <= shared_optin_bytes();
+}
+
+void moe_single_launch(const WeightMatrix& router, const WeightMatrix& gate, const WeightMatrix& up,
+                       const WeightMatrix& down, Activations a, CUdeviceptr x, int64_t top_k, bool renormalize,
+                       CUdeviceptr ids, CUdeviceptr weights, CUdeviceptr logits, CUdeviceptr h, CUdeviceptr out,
+                       CUdeviceptr part_sums, CUdeviceptr sync, CUstream stream, const NormPrologue* norm) {
+  if (!moe_single_launch_applies(router, gate, up, down, a, 1, top_k, norm != nullptr))
+    fail("mixture in one launch: these shapes and formats take the three launches (moe_single_launch_applies)");
+  LATHE_CHECK(x % 16 == 0 && h % 16 == 0 && out % 4 == 0 && part_sums % 4 == 0 && sync % 4 == 0);
+  const int64_t sm_count = cuda::Context::get().info().sm_count;
+  // The groups the three kernels would choose for one row (their sums depend on the group only).
+  const DecodeFormat& fg = *decode_format(gate.type);
+  const int group_gu = choose_group(top_k * gate.n_out, 2 * decode_chunks_per_row(fg, gate.k), sm_count);
+  const int segs = down_segments(down, top_k);
+  const int64_t item_chunks =
+      segs > 1 ? (top_k + segs - 1) / segs : top_k * decode_chunks_per_row(*decode_format(down.type), down.k);
+  const ExpertShape sd = expert_shape(1, down.n_out, item_chunks);
+  CUdeviceptr rw = router.data, xp = x, idp = ids, wtp = weights, lp = logits, ps = part_sums, sy = sync;
+  long long r_row_bytes = lathe::row_bytes(router.type, router.k);
+  int k = static_cast<int>(router.k), ne = static_cast<int>(router.n_out), parts = route_parts(router.n_out, router.k);
+  int kk = static_cast<int>(top_k), renorm = renormalize ? 1 : 0, flags = g_route_flags | route_report_flag();
+  CUdeviceptr nx = norm ? norm->x : 0, ny = norm ? norm->y : 0, nw = norm ? norm->w : 0, ns = norm ? norm->sum : 0;
+  float eps = norm ? norm->eps : 0.0f;
+  int norm_threads = static_cast<int>(block_threads(router.k));
+  CUdeviceptr wg = gate.data, wu = up.data, hp = h, wd = down.data, op = out;
+  long long gu_row_bytes = lathe::row_bytes(gate.type, gate.k), gu_expert_bytes = gu_row_bytes * gate.n_out;
+  long long d_row_bytes = lathe::row_bytes(down.type, down.k), d_expert_bytes = d_row_bytes * down.n_out;
+  int n_ff = static_cast<int>(gate.n_out), n_out = static_cast<int>(down.n_out), gg = group_gu, gd = sd.group;
+  int blocks_d = static_cast<int>(sd.blocks), sg = segs;
+  const unsigned shared = static_cast<unsigned>(single_shared_bytes(gate, a, top_k, router.n_out));
+  cuda::launch(kernel(std::string("lathe_moe_single_") + single_formats(router, gate, down) + "_" +
+                      std::string(activations_name(a))),
+               {static_cast<unsigned>(sm_count), 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
+               {&rw, &r_row_bytes, &xp, &k, &ne, &parts, &kk, &renorm, &flags, &idp, &wtp, &lp, &ps, &sy, &nx, &ny, &nw,
+                &eps, &ns, &norm_threads, &wg, &wu, &gu_row_bytes, &gu_expert_bytes, &n_ff, &gg, &hp, &wd, &d_row_bytes,
+                &d_expert_bytes, &n_out, &gd, &blocks_d, &sg, &op},
+               norm ? "launching the mixture in one launch with the norm in its prologue"
+                    : "launching the mixture in one launch");
+}
+
 }  // namespace lathe::kernels

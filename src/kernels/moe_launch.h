@@ -79,6 +79,25 @@ void moe_down_combine(const WeightMatrix& down, Activations a, CUdeviceptr h, bo
                       CUdeviceptr ids, CUdeviceptr route_w, int64_t top_k, CUdeviceptr out, CUstream stream,
                       bool ids_settled = false);
 
+// ---- the whole mixture of ONE decode row in one launch (moe_single_launch.cuh; fusion rule
+// mixture_one_launch): moe_route, moe_gate_up_swiglu and moe_down_combine (with ids_settled, f32 h) as
+// three phases of one grid with grid barriers between them, bit for bit their results: ids, weights,
+// logits (when logits != 0), h, out, and norm->sum under a norm prologue. Each warp streams its gate/up
+// chunks and then its down chunks through one ring, so the down weights are in flight while the grid
+// waits for h. part_sums: moe_single_part_bytes(router) bytes; sync: 8 bytes, zero before the first
+// launch (each launch leaves them zero; launches using one sync must not overlap, which launches on
+// one stream never do). Takes: one row, an f32 router that moe_route's kernel takes (and its norm
+// prologue, when norm), the formats pairs below, gate/up on its rows path (not the paired products),
+// and the ring and staged rows in the opt-in shared memory; moe_single_launch_applies says so.
+// Kernels: router f32 with q8_0 experts, q4_K experts, or q4_K gate/up with q6_K down, int8 / int8x2.
+int64_t moe_single_part_bytes(const WeightMatrix& router);
+bool moe_single_launch_applies(const WeightMatrix& router, const WeightMatrix& gate, const WeightMatrix& up,
+                               const WeightMatrix& down, Activations a, int64_t rows, int64_t top_k, bool norm);
+void moe_single_launch(const WeightMatrix& router, const WeightMatrix& gate, const WeightMatrix& up,
+                       const WeightMatrix& down, Activations a, CUdeviceptr x, int64_t top_k, bool renormalize,
+                       CUdeviceptr ids, CUdeviceptr weights, CUdeviceptr logits, CUdeviceptr h, CUdeviceptr out,
+                       CUdeviceptr part_sums, CUdeviceptr sync, CUstream stream, const NormPrologue* norm = nullptr);
+
 // Whether each entry point takes its kernel for these shapes (no launch). Shared memory needs a
 // driver; false when there is none.
 bool moe_route_applies(const WeightMatrix& router, int64_t rows, int64_t top_k);

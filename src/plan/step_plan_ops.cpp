@@ -8,6 +8,7 @@
 #include "kernels/cache_launch.h"
 #include "kernels/elementwise_launch.h"
 #include "kernels/gemv_launch.h"
+#include "kernels/moe_launch.h"
 #include "kernels/moe_prefill_launch.h"
 #include "kernels/norm_launch.h"
 #include "kernels/rope_launch.h"
@@ -175,6 +176,13 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
     } else {
       out.push_back(scratch(gi, std::max(gemv_quantized_bytes(std::min(rows, kGemvRows), embd, o.activations),
                                          gemv_quantized_bytes(std::min(rows, kGemvRows) * kk, ff, o.activations))));
+      // The one-launch mixture's router part sums (mixture_one_launch), and its grid barriers' counters:
+      // one pair serves every layer (each launch leaves them zero; the launches run in order).
+      out.push_back(scratch(gi, k::moe_single_part_bytes(weight_of(m, g.tensor(n.find(ModKind::routed_by)->args[0].tensor)))));
+      if (p.moe_sync_.bytes() == 0) {
+        p.moe_sync_ = cuda::DeviceBuffer(8, "mixture grid barriers");
+        p.moe_sync_.zero();
+      }
     }
   } else if (n.kind == OpKind::argmax) {
     const graph::Tensor& x = g.tensor(n.args[0].tensor);

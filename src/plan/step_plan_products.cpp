@@ -353,9 +353,20 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
   const k::Activations a = rows > kGemvRows ? k::Activations::f32 : o.activations;
   const bool three = moe_kernels_enabled() && a != k::Activations::f32 && k::moe_route_applies(router, rows, top_k) &&
                      k::moe_gate_up_applies(gate, up, a, top_k) && k::moe_down_applies(down, a, top_k);
+  // mixture_one_launch: the three kernels' work as phases of one launch, the same bits.
+  const bool single_marked = three && p.fusion_.one_launch_mixtures.count(n.id) > 0;
+  const CUdeviceptr parts = single_marked ? scratch_ptr(gi, 6) : 0, sync = p.moe_sync_.ptr();
   if (norm_prologue) {
     const graph::Node& sum_node = g.nodes[static_cast<size_t>(grp.nodes[0])];
     const k::NormPrologue np = norm_prologue_of(grp);
+    if (single_marked && k::moe_single_launch_applies(router, gate, up, down, a, rows, top_k, true)) {
+      add(fmt::format("mixture in one launch with the norm in its prologue, {} of {} experts {} [{} x {}] ff {}", top_k,
+                      n_expert, ggml_type_name(gate.type), rows, embd, ff), sum_node, [=](CUstream s) {
+        k::moe_single_launch(router, gate, up, down, a, xp, top_k, renorm, ids, wts, logits, gbuf, out, parts, sync, s,
+                             &np);
+      });
+      return;
+    }
     if (three && k::moe_route_norm_applies(router, rows, top_k)) {
       add(fmt::format("mixture in three kernels with the norm in the router's prologue, {} of {} experts {} [{} x {}] "
                       "ff {}", top_k, n_expert, ggml_type_name(gate.type), rows, embd, ff), sum_node, [=](CUstream s) {
@@ -372,6 +383,13 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
       cuda::copy_async(np.sum, np.x, static_cast<size_t>(rows * cols * 4), s, "copying on the GPU");
       k::add_rms_norm(np.sum, xp, np.y, np.w, rows, cols, np.eps, s, k::QuantizedOut{});
     });
+  }
+  if (single_marked && k::moe_single_launch_applies(router, gate, up, down, a, rows, top_k, false)) {
+    add(fmt::format("mixture in one launch, {} of {} experts {} [{} x {}] ff {}", top_k, n_expert,
+                    ggml_type_name(gate.type), rows, embd, ff), n, [=](CUstream s) {
+      k::moe_single_launch(router, gate, up, down, a, xp, top_k, renorm, ids, wts, logits, gbuf, out, parts, sync, s);
+    });
+    return;
   }
   if (three) {
     add(fmt::format("mixture in three kernels, {} of {} experts {} [{} x {}] ff {}", top_k, n_expert,
