@@ -74,6 +74,14 @@
 #   r6      the GEMV timings with the paired products off and on everywhere (LATHE_DECODE_PAIRS)
 #   r7      the mixture in one launch (mixture_one_launch): its tests and timing, the checks of
 #           qwen3moe-tiny and the 30B (also held back), the 30B's tg128 against build-dev/old and held back
+#   r8      the one launch's phases traced; qwen3moe-tiny's f32 check by the last build and this one
+#   r9      the one launch with its phases shortened: tests, timings and traces with the ring 4 and 5
+#           deep, the 30B's check, tg128 held back / 4 / 5, each form's cost in the step
+#   r10     the one launch timed after an o product and with its norm, its test, the 30B's tg128
+#   r11     the one launch's phases traced alone and after o with its norm
+#   r12     the router's top k by rank: tests, timings, checks, the 30B's tg128 old / held back / one launch
+#   r13     the norm prologues' loads first: tests, timings, checks, tg128 A/B of the 30B, qwen3-8b, 0.6b
+#   r14     what landed: GPU tests, the mixture's timings, checks, tg128 A/B of the 30B and qwen3-0.6b
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -435,6 +443,72 @@ for part in "$@"; do
       echo "== 30b new, held back"; tg128 "$L" "$f --hold mixture_one_launch"
       echo "== 30b new"; tg128 $L $f
     done ;;
+  r8)  # the one launch's phases traced, and the f32 check of qwen3moe-tiny by the last build and this one
+    timeout 200 $C/test_moe_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "us  |mixture decode|phases"
+    for bin in build-dev/old/lathe $L; do echo "== check qwen3moe-tiny q8_0 f32 $bin"; $bin check $(synth qwen3moe-tiny q8_0) --activations f32 --steps 8 --prompt-tokens 20 2>&1 | tail -2 | head -1; done
+    echo "== check qwen3moe-tiny q8_0 f32, 4 prompt tokens"; $L check $(synth qwen3moe-tiny q8_0) --activations f32 --steps 8 --prompt-tokens 4 2>&1 | tail -2 | head -1 ;;
+  r9)  # the one launch after its phases were shortened: tests, timings and trace (ring 4 and 5 deep),
+        # the 30B's check, tg128 held back / 4 / 5 alternated, each form's cost in the step (profile twice)
+    rm -f $M/qwen3-8b-*.gguf $M/llama3-8b-*.gguf
+    for st in 4 5; do echo "== ring $st"; LATHE_MOE_SINGLE_STAGES=$st timeout 200 $C/test_moe_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "launch|phases"; done
+    timeout 200 $C/test_moe_gpu --gtest_filter='*OneLaunch*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -30
+    LATHE_MOE_SINGLE_STAGES=5 timeout 200 $C/test_moe_gpu --gtest_filter='*OneLaunch*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -30
+    gpu_tests test_moe_gpu test_gpu_lane_gpu
+    f=$(synth qwen3-30b-a3b q8_0)
+    checks "qwen3-30b-a3b q8_0"
+    for rep in 1 2; do
+      echo "== 30b held back"; tg128 "$L" "$f --hold mixture_one_launch"
+      echo "== 30b one launch, ring 4"; LATHE_MOE_ONE_LAUNCH=1 tg128 $L $f
+      echo "== 30b one launch, ring 5"; LATHE_MOE_ONE_LAUNCH=1 LATHE_MOE_SINGLE_STAGES=5 tg128 $L $f
+    done
+    echo "== 30b held back, mixture twice"; LATHE_PROFILE_TWICE="mixture in" tg128 "$L" "$f --hold mixture_one_launch"
+    echo "== 30b one launch, mixture twice"; LATHE_MOE_ONE_LAUNCH=1 LATHE_PROFILE_TWICE="mixture in" tg128 $L $f ;;
+  r10)  # the one launch after o and with the norm (Timing), its test, tg128 held back / one launch
+    rm -f $M/qwen3-8b-*.gguf $M/llama3-8b-*.gguf
+    timeout 200 $C/test_moe_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "launch|phases|o alone|norm"
+    timeout 200 $C/test_moe_gpu --gtest_filter='*OneLaunch*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -30
+    f=$(synth qwen3-30b-a3b q8_0)
+    for rep in 1 2; do
+      echo "== 30b held back"; tg128 "$L" "$f --hold mixture_one_launch"
+      echo "== 30b one launch"; LATHE_MOE_ONE_LAUNCH=1 tg128 $L $f
+    done ;;
+  r11)  # the one launch's phases traced alone and after o with its norm
+    timeout 200 $C/test_moe_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "launch|phases|o alone|norm" ;;
+  r12)  # the router's top k by rank: the mixture's tests and timings (after o, with the norm), the lane's,
+         # qwen3moe-tiny's and the 30B's checks, tg128 last build / held back / one launch alternated
+    rm -f $M/qwen3-8b-*.gguf $M/llama3-8b-*.gguf
+    timeout 200 $C/test_moe_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "launch|phases|o alone|norm|o, "
+    gpu_tests test_moe_gpu test_gpu_lane_gpu test_persistent_step_gpu
+    echo "== check qwen3moe-tiny q8_0 int8x2"; $L check $(synth qwen3moe-tiny q8_0) --steps 8 --prompt-tokens 20 2>&1 | tail -2 | head -1
+    f=$(synth qwen3-30b-a3b q8_0)
+    checks "qwen3-30b-a3b q8_0"
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    for rep in 1 2; do
+      echo "== 30b old"; tg128 build-dev/old/lathe $f
+      echo "== 30b held back"; tg128 "$L" "$f --hold mixture_one_launch"
+      echo "== 30b one launch"; LATHE_MOE_ONE_LAUNCH=1 tg128 $L $f
+    done ;;
+  r13)  # the norm prologues' loads first (the router's, the merged GEMV's): the tests, timings, checks,
+         # tg128 against the last build (30B, then qwen3-8b q8_0, qwen3-0.6b q8_0), alternated
+    rm -f $M/qwen3-8b-*.gguf $M/llama3-8b-*.gguf
+    timeout 200 $C/test_moe_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "3 launches|1 launch|o alone|norm|o, "
+    gpu_tests test_moe_gpu test_gemv_multi_gpu test_gpu_lane_gpu test_persistent_step_gpu
+    checks "qwen3-0.6b q8_0" "qwen3-30b-a3b q8_0"
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== 30b one launch"; LATHE_MOE_ONE_LAUNCH=1 tg128 $L $f
+    tg128_ab "qwen3-30b-a3b q8_0"
+    rm -f $M/qwen3-30b-a3b-*.gguf
+    checks "qwen3-8b q8_0"
+    tg128_ab "qwen3-8b q8_0" "qwen3-0.6b q8_0" ;;
+  r14)  # what lands: the GPU tests, the mixture's timings, the checks, tg128 A/B of the 30B and qwen3-0.6b
+    rm -f $M/qwen3-8b-*.gguf $M/llama3-8b-*.gguf
+    timeout 200 $C/test_moe_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "us  |phases"
+    timeout 200 $C/test_moe_gpu --gtest_filter='*OneLaunch*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -30
+    gpu_tests test_moe_gpu test_gemv_multi_gpu test_gemv_gpu test_gpu_lane_gpu test_persistent_step_gpu
+    echo "== check qwen3moe-tiny q8_0 int8x2"; $L check $(synth qwen3moe-tiny q8_0) --steps 8 --prompt-tokens 20 2>&1 | tail -2 | head -1
+    checks "qwen3-30b-a3b q8_0"
+    echo "== check qwen3-30b-a3b q8_0 one launch"; LATHE_MOE_ONE_LAUNCH=1 timeout 60 $L check $(synth qwen3-30b-a3b q8_0) --steps 16 2>&1 | tail -2 | head -1
+    tg128_ab "qwen3-30b-a3b q8_0" "qwen3-0.6b q8_0" ;;
   r6)
     for pairs in 0 1; do
       echo "== LATHE_DECODE_PAIRS=$pairs"

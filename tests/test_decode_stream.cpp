@@ -52,8 +52,8 @@ TEST(DecodeStream, PairsWhereARowsLastChunkIsPartialOrTheProductSmall) {
   EXPECT_FALSE(decode_pairs_pay(q6, 1024, 2048));
 }
 
-// The host mirrors of gemv_decode.cuh's ring, gemv_decode_pairs.cuh's pairs bit and moe_decode.cuh's
-// down rounds.
+// The host mirrors of gemv_decode.cuh's ring, gemv_decode_pairs.cuh's pairs bit, moe_decode.cuh's down
+// rounds and moe_single_launch.cuh's deepest ring.
 TEST(DecodeStream, MirrorsMatchTheKernelText) {
   std::string src;
   for (const KernelFile& f : kernel_files()) src += f.text;
@@ -66,6 +66,8 @@ TEST(DecodeStream, MirrorsMatchTheKernelText) {
   const long long warps = defined("LATHE_GEMV1_WARPS"), stages = defined("LATHE_GEMV1_STAGES");
   const long long slot = defined("LATHE_GEMV1_SLOT");
   EXPECT_EQ(warps * stages * slot, kDecodeStageBytes);
+  EXPECT_EQ(warps * slot, kDecodeSlotBytes);
+  EXPECT_EQ(defined("LATHE_MOE_SINGLE_MAX_STAGES"), kMoeSingleMaxStages);
   EXPECT_EQ(defined("LATHE_GEMV1_PAIRS"), kDecodePairs);
   EXPECT_EQ(defined("LATHE_MOE_DOWN_ROUNDS"), kMoeDownRounds);
   EXPECT_GT(kDecodePairs, 16);  // above every group (warps an item: 1..16)

@@ -505,6 +505,12 @@ TEST(MoeGpu, OneLaunchIsTheThreeLaunches) {
   EXPECT_GE(ran, 4);  // the qwen3-30b-a3b shape takes it, under both contracts, with and without the norm
 }
 
+std::string fmt_after_o(double us) {
+  char b[64];
+  std::snprintf(b, sizeof b, "  (the mixture %.2f us of it)", us);
+  return b;
+}
+
 // Decode speed at qwen3-30b-a3b (2048, ff 768, 8 of 128, q8_0, f32 router), one row. 16 "layers"
 // share one stack set, each routed by its own router to 8 experts no other layer uses, so the 16
 // layers read 640 MB (past the 60 MB L2) per replay. GB/s counts the expert weights a layer reads:
@@ -539,6 +545,16 @@ TEST(MoeGpu, Timing) {
   DeviceBuffer parts(static_cast<size_t>(moe_single_part_bytes({GgmlType::F32, routers[0].ptr(), sh.n_expert, sh.n_embd, 1})));
   DeviceBuffer sync(8);
   sync.zero();
+  // An attention output product before the mixture, as in the decode step (qwen3-30b-a3b's o: 4,096 ->
+  // 2,048, q8_0, its row quantized in each block), one matrix a layer; and the norm prologue's inputs:
+  // nx = x, ny = 0, weights 1 (so the normed row is a positive multiple of x: the same experts lead).
+  std::vector<DeviceBuffer> o_mats;
+  for (int l = 0; l < layers; ++l) o_mats.push_back(upload(random_matrix(t, sh.n_embd, 4096, rng)));
+  DeviceBuffer o_in = upload(random_values(4096, rng)), o_out(static_cast<size_t>(sh.n_embd * 4));
+  DeviceBuffer zeros = upload(std::vector<float>(static_cast<size_t>(sh.n_embd), 0.0f));
+  DeviceBuffer ones = upload(std::vector<float>(static_cast<size_t>(sh.n_embd), 1.0f));
+  DeviceBuffer nsum(static_cast<size_t>(sh.n_embd * 4));
+  const NormPrologue np{xd.ptr(), zeros.ptr(), ones.ptr(), nsum.ptr(), 1e-6f};
   std::printf("mixture decode, qwen3-30b-a3b shape, 1 row: us per layer, GB/s of expert weights (%.1f MB), %% of %.0f\n",
               expert_bytes / 1e6, limit_gbs);
   for (Activations a : {Activations::int8, Activations::int8x2}) {
@@ -555,27 +571,80 @@ TEST(MoeGpu, Timing) {
       if (variant == 9)
         moe_single_launch(router, gate.weights(), up.weights(), down.weights(), a, xd.ptr(), sh.top_k, true, il, wl, 0,
                           h.ptr(), out.ptr(), parts.ptr(), sync.ptr(), s.handle());
+      // 10 o alone; then o (or not), the three launches or the one, with the norm (or not):
+      // 11 o 3 norm, 12 o 1 norm, 13 3 norm, 14 1 norm, 15 o 3, 16 o 1.
+      const bool with_o = variant == 10 || variant == 11 || variant == 12 || variant == 15 || variant == 16;
+      const bool norm = variant >= 11 && variant <= 14, three = variant == 11 || variant == 13 || variant == 15;
+      if (with_o) {
+        const WeightMatrix o{t, o_mats[l].ptr(), sh.n_embd, 4096, 1};
+        ASSERT_TRUE(gemv_quantizing_row(o, a, o_in.ptr(), o_out.ptr(), s.handle()));
+      }
+      if (variant >= 11 && three) {
+        moe_route(router, xd.ptr(), 1, sh.top_k, true, il, wl, {xq.ptr(), a}, s.handle(), 0, norm ? &np : nullptr);
+        moe_gate_up_swiglu(gate.weights(), up.weights(), a, xq.ptr(), 1, il, sh.top_k, h.ptr(), s.handle());
+        moe_down_combine(down.weights(), a, h.ptr(), false, 1, il, wl, sh.top_k, out.ptr(), s.handle(), true);
+      } else if (variant >= 11) {
+        moe_single_launch(router, gate.weights(), up.weights(), down.weights(), a, xd.ptr(), sh.top_k, true, il, wl, 0,
+                          h.ptr(), out.ptr(), parts.ptr(), sync.ptr(), s.handle(), norm ? &np : nullptr);
+      }
     };
     // "route fN": the router with route flags N (moe_launch.h; "route" is the default, 0).
     const char* names[] = {"8 launches", "3 launches", "route", "gate/up", "down", "down late",
-                           "route f1", "route f2", "route f3", "1 launch"};
+                           "route f1", "route f2", "route f3", "1 launch", "o alone", "o, 3, norm", "o, 1, norm",
+                           "3, norm", "1, norm", "o, 3", "o, 1"};
     const int64_t route_bytes = sh.n_expert * sh.n_embd * 4;
     const int64_t bytes[] = {expert_bytes, expert_bytes, route_bytes, expert_bytes * 2 / 3,
-                             expert_bytes / 3, expert_bytes / 3, route_bytes, route_bytes, route_bytes, expert_bytes};
+                             expert_bytes / 3, expert_bytes / 3, route_bytes, route_bytes, route_bytes, expert_bytes,
+                             0, expert_bytes, expert_bytes, expert_bytes, expert_bytes, expert_bytes, expert_bytes};
     for (int l = 0; l < layers; ++l) layer(l, 1);  // the ids every variant reads
     s.synchronize();
-    for (int v = 0; v < 10; ++v) {
+    double o_alone = 0;
+    for (int v = 0; v < 17; ++v) {
       set_moe_kernels_enabled(v != 0);
       set_moe_route_flags(v >= 6 && v <= 8 ? v - 5 : 0);
       const int what = v >= 6 && v <= 8 ? 2 : v;
       // Warm-up (and the fallbacks' scratch, made outside the capture) by layer 0, then every layer.
       const double us = graph_median_us(s, static_cast<int>(layers), [&](int l) { layer(l, what); });
-      const double gbs = static_cast<double>(bytes[v]) / (us * 1e3);
-      std::printf("  %-6s %-10s %7.2f us  %6.0f GB/s  %5.1f%%\n", contract(a).c_str(), names[v], us, gbs,
-                  100 * gbs / limit_gbs);
+      if (v == 10) o_alone = us;
+      // After o: the mixture's share, the sequence's time less o's alone.
+      const bool after_o = v == 11 || v == 12 || v == 15 || v == 16;
+      const double mix_us = after_o ? us - o_alone : us;
+      const double gbs = static_cast<double>(bytes[v]) / (mix_us * 1e3);
+      std::printf("  %-6s %-10s %7.2f us  %6.0f GB/s  %5.1f%%%s\n", contract(a).c_str(), names[v], us, gbs,
+                  100 * gbs / limit_gbs, after_o ? fmt_after_o(mix_us).c_str() : "");
     }
     set_moe_kernels_enabled(true);
     set_moe_route_flags(0);
+    for (bool after_o : {false, true}) {  // The one launch's phases (its trace) in layer 8 of 16 launched back
+                                          // to back, alone or after o with its norm
+      const int64_t sm = cuda::Context::get().info().sm_count;
+      DeviceBuffer trace(static_cast<size_t>(kMoeSingleStamps * sm * 8));
+      for (int l = 0; l < layers; ++l) {
+        const WeightMatrix router{GgmlType::F32, routers[l].ptr(), sh.n_expert, sh.n_embd, 1};
+        if (after_o) {
+          const WeightMatrix o{t, o_mats[l].ptr(), sh.n_embd, 4096, 1};
+          ASSERT_TRUE(gemv_quantizing_row(o, a, o_in.ptr(), o_out.ptr(), s.handle()));
+        }
+        moe_single_launch(router, gate.weights(), up.weights(), down.weights(), a, xd.ptr(), sh.top_k, true,
+                          ids.ptr() + l * sh.top_k * 4, wts.ptr() + l * sh.top_k * 4, 0, h.ptr(), out.ptr(),
+                          parts.ptr(), sync.ptr(), s.handle(), after_o ? &np : nullptr,
+                          l == layers / 2 ? trace.ptr() : 0);
+      }
+      s.synchronize();
+      const auto t = download<uint64_t>(trace, kMoeSingleStamps * sm);
+      const uint64_t t0 = *std::min_element(t.begin(), t.begin() + sm);
+      const char* edges[] = {"entry", "waited", "router done", "barrier 1", "top k", "gate/up done", "barrier 2",
+                             "h quantized", "end"};
+      std::printf("  %-6s one launch's phases%s (us from the first block's entry: median, last block):",
+                  contract(a).c_str(), after_o ? " after o" : "");
+      for (int i = 0; i < kMoeSingleStamps; ++i) {
+        std::vector<double> v;
+        for (int64_t b = 0; b < sm; ++b) v.push_back((static_cast<double>(t[i * sm + b]) - static_cast<double>(t0)) / 1e3);
+        std::sort(v.begin(), v.end());
+        std::printf(" %s %.2f/%.2f;", edges[i], v[v.size() / 2], v.back());
+      }
+      std::printf("\n");
+    }
     const auto got = download<int32_t>(ids, sh.top_k * layers);
     for (int l = 0; l < layers; ++l)
       for (int64_t j = 0; j < sh.top_k; ++j)  // falling logits: 8l + 7 first

@@ -60,6 +60,13 @@ __device__ __forceinline__ void lathe_step_wait(const lathe_grid* grid) {
 // body that a phase runs on some of the block's warps syncs with this, never __syncthreads.
 __device__ __forceinline__ void lathe_sync_first(int n) { asm volatile("bar.sync 15, %0;\n" ::"r"(n) : "memory"); }
 
+// The globaltimer in nanoseconds (the traces of the persistent step and the one-launch mixture).
+__device__ __forceinline__ unsigned long long lathe_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+
 __device__ __forceinline__ float lathe_f16(const uint8_t* p) {
   return __half2float(*reinterpret_cast<const __half*>(p));
 }

@@ -17,6 +17,12 @@ namespace lathe::kernels {
 // rings of a block's 16 warps.
 constexpr int64_t kDecodeStageBytes = 16 * 4 * 2560;
 
+// Mirrors LATHE_GEMV1_WARPS x LATHE_GEMV1_SLOT: one slot of every warp's ring (a ring of S slots is S of
+// these); and LATHE_MOE_SINGLE_MAX_STAGES (moe_single_launch.cuh), the deepest ring the one-launch
+// mixture takes.
+constexpr int64_t kDecodeSlotBytes = 16 * 2560;
+constexpr int kMoeSingleMaxStages = 5;
+
 // Mirrors LATHE_GEMV1_PAIRS: the bit of a decode kernel's group parameter that asks for the paired
 // products.
 constexpr int kDecodePairs = 256;

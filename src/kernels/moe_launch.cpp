@@ -260,10 +260,22 @@ const char* single_formats(const WeightMatrix& router, const WeightMatrix& gate,
   return nullptr;
 }
 
-int64_t single_shared_bytes(const WeightMatrix& gate, Activations a, int64_t top_k, int64_t n_expert) {
+int64_t single_shared_bytes(const WeightMatrix& gate, Activations a, int64_t top_k, int64_t n_expert, int stages) {
   const int64_t k = gate.k, h = staged_levels_bytes(top_k * gate.n_out, a);
   const int64_t region = (std::max(4 * k, h) + 15) / 16 * 16, xq = (staged_levels_bytes(k, a) + 15) / 16 * 16;
-  return kDecodeStageBytes + region + xq + n_expert * 4 + top_k * 8;
+  return stages * kDecodeSlotBytes + region + xq + n_expert * 12 + top_k * 8;
+}
+
+// The ring's depth: LATHE_MOE_SINGLE_STAGES=4 or 5 (read once) where it fits, else 4.
+int single_stages(const WeightMatrix& gate, Activations a, int64_t top_k, int64_t n_expert) {
+  static const int asked = [] {
+    const char* v = std::getenv("LATHE_MOE_SINGLE_STAGES");
+    return v && std::string(v) == "5" ? kMoeSingleMaxStages : 4;
+  }();
+  return asked == kMoeSingleMaxStages &&
+                 single_shared_bytes(gate, a, top_k, n_expert, asked) + kDecodeStaticBytes <= shared_optin_bytes()
+             ? asked
+             : 4;
 }
 
 }  // namespace
@@ -279,13 +291,14 @@ bool moe_single_launch_applies(const WeightMatrix& router, const WeightMatrix& g
   if (!moe_gate_up_applies(gate, up, a, top_k) || !moe_down_applies(down, a, top_k)) return false;
   if (down.k != gate.n_out || down.n_out != gate.k) return false;
   if (decode_pairs_pay(*decode_format(gate.type), top_k * gate.n_out, gate.k)) return false;
-  return single_shared_bytes(gate, a, top_k, router.n_out) + kDecodeStaticBytes <= shared_optin_bytes();
+  return single_shared_bytes(gate, a, top_k, router.n_out, 4) + kDecodeStaticBytes <= shared_optin_bytes();
 }
 
 void moe_single_launch(const WeightMatrix& router, const WeightMatrix& gate, const WeightMatrix& up,
                        const WeightMatrix& down, Activations a, CUdeviceptr x, int64_t top_k, bool renormalize,
                        CUdeviceptr ids, CUdeviceptr weights, CUdeviceptr logits, CUdeviceptr h, CUdeviceptr out,
-                       CUdeviceptr part_sums, CUdeviceptr sync, CUstream stream, const NormPrologue* norm) {
+                       CUdeviceptr part_sums, CUdeviceptr sync, CUstream stream, const NormPrologue* norm,
+                       CUdeviceptr trace) {
   if (!moe_single_launch_applies(router, gate, up, down, a, 1, top_k, norm != nullptr))
     fail("mixture in one launch: these shapes and formats take the three launches (moe_single_launch_applies)");
   LATHE_CHECK(x % 16 == 0 && h % 16 == 0 && out % 4 == 0 && part_sums % 4 == 0 && sync % 4 == 0);
@@ -309,13 +322,14 @@ void moe_single_launch(const WeightMatrix& router, const WeightMatrix& gate, con
   long long d_row_bytes = lathe::row_bytes(down.type, down.k), d_expert_bytes = d_row_bytes * down.n_out;
   int n_ff = static_cast<int>(gate.n_out), n_out = static_cast<int>(down.n_out), gg = group_gu, gd = sd.group;
   int blocks_d = static_cast<int>(sd.blocks), sg = segs;
-  const unsigned shared = static_cast<unsigned>(single_shared_bytes(gate, a, top_k, router.n_out));
+  int stages = single_stages(gate, a, top_k, router.n_out);
+  const unsigned shared = static_cast<unsigned>(single_shared_bytes(gate, a, top_k, router.n_out, stages));
   cuda::launch(kernel(std::string("lathe_moe_single_") + single_formats(router, gate, down) + "_" +
                       std::string(activations_name(a))),
                {static_cast<unsigned>(sm_count), 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
                {&rw, &r_row_bytes, &xp, &k, &ne, &parts, &kk, &renorm, &flags, &idp, &wtp, &lp, &ps, &sy, &nx, &ny, &nw,
                 &eps, &ns, &norm_threads, &wg, &wu, &gu_row_bytes, &gu_expert_bytes, &n_ff, &gg, &hp, &wd, &d_row_bytes,
-                &d_expert_bytes, &n_out, &gd, &blocks_d, &sg, &op},
+                &d_expert_bytes, &n_out, &gd, &blocks_d, &sg, &op, &stages, &trace},
                norm ? "launching the mixture in one launch with the norm in its prologue"
                     : "launching the mixture in one launch");
 }

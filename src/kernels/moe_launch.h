@@ -96,7 +96,10 @@ bool moe_single_launch_applies(const WeightMatrix& router, const WeightMatrix& g
 void moe_single_launch(const WeightMatrix& router, const WeightMatrix& gate, const WeightMatrix& up,
                        const WeightMatrix& down, Activations a, CUdeviceptr x, int64_t top_k, bool renormalize,
                        CUdeviceptr ids, CUdeviceptr weights, CUdeviceptr logits, CUdeviceptr h, CUdeviceptr out,
-                       CUdeviceptr part_sums, CUdeviceptr sync, CUstream stream, const NormPrologue* norm = nullptr);
+                       CUdeviceptr part_sums, CUdeviceptr sync, CUstream stream, const NormPrologue* norm = nullptr,
+                       CUdeviceptr trace = 0);
+// trace (a measurement): 9 x SM count u64, the phases' edges by block (moe_single_launch.cuh).
+constexpr int kMoeSingleStamps = 9;
 
 // Whether each entry point takes its kernel for these shapes (no launch). Shared memory needs a
 // driver; false when there is none.

@@ -113,6 +113,61 @@ __device__ __forceinline__ void lathe_moe_top_k_warp(const float* sl, int n_expe
     for (int i = lane; i < k; i += 32) weights[i] /= kept;
 }
 
+// lathe_route_top_k_warp's choices and weights (the same bits) for `rows` rows by the whole block at
+// once, in place of a warp a row picking one expert after another: the one-launch mixture's (moe_single_
+// launch.cuh; in the router kernel's block 0 it measured no faster on the H200, 2026-12-01). Each
+// expert's rank is the number of its row's keys above its own (keys are distinct: the index is in
+// them), and the experts of rank < k write their slot. Each row's softmax max and sum by one
+// warp in that function's order; the kept probabilities summed in pick order. sl: [rows][n_expert]
+// logits; keys: rows * n_expert u64 of shared memory; ids, weights: [rows][k]. Every thread calls it.
+__device__ __forceinline__ void lathe_moe_top_k_ranks(const float* sl, unsigned long long* keys, int rows, int n_expert,
+                                                      int k, int renormalize, int* ids, float* weights) {
+  __shared__ float max_sum[LATHE_MOE_MAX_ROWS][2];
+  __shared__ float kept_of[LATHE_MOE_MAX_ROWS];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n = rows * n_expert;
+  for (int i = threadIdx.x; i < n; i += blockDim.x)
+    keys[i] = lathe_route_key(sl[i], static_cast<unsigned>(i % n_expert));
+  if (warp < rows) {
+    const float* row = sl + warp * n_expert;
+    float max = __int_as_float(0xff800000);
+    for (int e = lane; e < n_expert; e += 32) max = fmaxf(max, row[e]);
+    max = lathe_warp_max(max);
+    float sum = 0.0f;
+    for (int e = lane; e < n_expert; e += 32) sum += expf(row[e] - max);
+    sum = lathe_warp_sum(sum);
+    if (lane == 0) {
+      max_sum[warp][0] = max;
+      max_sum[warp][1] = sum;
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const int r = i / n_expert, e = i - r * n_expert;
+    const unsigned long long key = keys[i], *rk = keys + r * n_expert;
+    int r4[4] = {0, 0, 0, 0};  // four counts in flight
+    int f = 0;
+    for (; f + 4 <= n_expert; f += 4)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) r4[j] += rk[f + j] > key ? 1 : 0;
+    for (; f < n_expert; ++f) r4[0] += rk[f] > key ? 1 : 0;
+    const int rank = r4[0] + r4[1] + r4[2] + r4[3];
+    if (rank < k) {
+      ids[r * k + rank] = e;
+      weights[r * k + rank] = expf(sl[i] - max_sum[r][0]) / max_sum[r][1];
+    }
+  }
+  __syncthreads();
+  if (renormalize) {
+    if (static_cast<int>(threadIdx.x) < rows) {
+      float kept = 0.0f;
+      for (int i = 0; i < k; ++i) kept += weights[threadIdx.x * k + i];
+      kept_of[threadIdx.x] = kept;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < rows * k; i += blockDim.x) weights[i] /= kept_of[i / k];
+  }
+}
+
 template <class F>
 __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long row_bytes, const float* x, int rows,
                                                      int k, int n_expert, int parts, int top_k, int renormalize,
@@ -162,11 +217,23 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
       const float* xr = nx + static_cast<long long>(r) * k;
       const float* yr = ny + static_cast<long long>(r) * k;
       float* sr = sx + r * k;
+      // Every load first (<= 8 a thread: norm_threads >= k / 8): in the loop with the stores to sr between
+      // them, the compiler may not move a load above a store (the pointers may alias), and the loads went
+      // one round trip at a time (the H200: the router with this prologue 8 us slower than without).
+      float v8[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int i = threadIdx.x + j * norm_threads;
+        v8[j] = static_cast<int>(threadIdx.x) < norm_threads && i < k ? xr[i] + yr[i] : 0.0f;
+      }
       float sum = 0.0f;
-      for (int i = threadIdx.x; i < k && static_cast<int>(threadIdx.x) < norm_threads; i += norm_threads) {
-        const float v = xr[i] + yr[i];
-        sr[i] = v;
-        sum += v * v;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int i = threadIdx.x + j * norm_threads;
+        if (static_cast<int>(threadIdx.x) < norm_threads && i < k) {
+          sr[i] = v8[j];
+          sum += v8[j] * v8[j];
+        }
       }
       const float inv = rsqrtf(lathe_block_sum(sum, norm_scratch) / float(k) + eps);
 #pragma unroll

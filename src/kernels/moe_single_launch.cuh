@@ -18,15 +18,16 @@
 // next kernel can launch (and take SMs) only after every block of this one has passed its
 // programmatic-launch wait. sync: two counters, zero at the launch's start; the last block out sets
 // them back. part_sums: [parts][n_expert] floats. One row (decode).
-// Dynamic shared memory: the ring (LATHE_GEMV1_WARPS x STAGES x SLOT), then x as f32 [k] later reused
-// for h's int8 form (max(4 k, staged(top_k n_ff)) bytes), then x's int8 form (staged(k)), then the
-// logits [n_expert] floats, the ids [top_k] and the route weights [top_k].
+// Dynamic shared memory: the ring (LATHE_GEMV1_WARPS x stages x SLOT), then x as f32 [k] later reused
+// for h's int8 form (max(4 k, staged(top_k n_ff)) bytes), then x's int8 form (staged(k)), each from a
+// 16-byte boundary, then the top k's keys [n_expert] u64, the logits [n_expert] floats, the ids [top_k]
+// and the route weights [top_k]. stages: the ring's slots a warp, 4 or LATHE_MOE_SINGLE_MAX_STAGES.
 
 template <class FR>
 __device__ __forceinline__ float lathe_moe_route_unit(const uint8_t* row, const float* sx, int first, int end) {
   const int lane = threadIdx.x & 31;
   float acc = 0.0f;
-#pragma unroll 4
+#pragma unroll 8  // the router kernel's sums (unroll 4 there: the order of the additions is the same)
   for (int q = first + lane; q < end; q += 32) {
     const int vi = q << 3;
     float wv[8];
@@ -42,26 +43,37 @@ __device__ __forceinline__ float lathe_moe_route_unit(const uint8_t* row, const 
   return lathe_warp_sum(acc);
 }
 
+#define LATHE_MOE_SINGLE_MAX_STAGES 5  // the deepest ring the launcher may ask for (stages 4 or 5)
+
 template <class FR, class FG, class FD, int C>
 __device__ __forceinline__ void lathe_moe_single_body(
     const uint8_t* rw, long long r_row_bytes, const float* x, int k, int n_expert, int parts, int top_k, int renormalize,
     int flags, int* ids, float* weights, float* logits, float* part_sums, unsigned* sync, const float* nx,
     const float* ny, const float* nw, float eps, float* nsum, int norm_threads, const uint8_t* wg, const uint8_t* wu,
     long long gu_row_bytes, long long gu_expert_bytes, int n_ff, int group_gu, float* h, const uint8_t* wd,
-    long long d_row_bytes, long long d_expert_bytes, int n_out, int group_d, int blocks_d, int segs, float* out) {
+    long long d_row_bytes, long long d_expert_bytes, int n_out, int group_d, int blocks_d, int segs, float* out,
+    int stages, unsigned long long* trace) {
   extern __shared__ uint4 lathe_moe_single_smem[];
+  // trace (a measurement, usually null): each block's thread 0 stamps the globaltimer at the phases'
+  // edges, trace[stamp * grid + block]: entry, after the wait, before the first barrier, after it,
+  // after the top k, before the second barrier, after it, after h's quantization, the end.
+  auto stamp = [&](int i) {
+    if (trace && threadIdx.x == 0) trace[i * gridDim.x + blockIdx.x] = lathe_globaltimer();
+  };
+  stamp(0);
   __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
   __shared__ float norm_scratch[32];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int K = top_k * n_ff;
   uint8_t* base = reinterpret_cast<uint8_t*>(lathe_moe_single_smem);
-  uint8_t* stage = base + warp * (LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT);
-  uint8_t* region = base + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
+  uint8_t* stage = base + warp * (stages * LATHE_GEMV1_SLOT);
+  uint8_t* region = base + LATHE_GEMV1_WARPS * stages * LATHE_GEMV1_SLOT;
   const int h_bytes = K * C + K / 2, region_bytes = ((max(4 * k, h_bytes) + 15) >> 4) << 4;
   float* sx = reinterpret_cast<float*>(region);  // x in f32 (phase 0), then h's int8 form
   uint8_t* sh = region;
   uint8_t* sxq = region + region_bytes;  // x's int8 form
-  float* sl = reinterpret_cast<float*>(sxq + (((k * C + k / 2) + 15) >> 4 << 4));
+  unsigned long long* s_keys = reinterpret_cast<unsigned long long*>(sxq + (((k * C + k / 2) + 15) >> 4 << 4));
+  float* sl = reinterpret_cast<float*>(s_keys + n_expert);
   int* s_ids = reinterpret_cast<int*>(sl + n_expert);
   float* s_w = reinterpret_cast<float*>(s_ids + top_k);
 
@@ -87,12 +99,22 @@ __device__ __forceinline__ void lathe_moe_single_body(
     norm_w[j] = nx && nw && i < k ? nw[i] : 1.0f;
   }
   lathe_pdl_entry();
-  if (nx) {  // the router kernel's norm prologue, to the bit (moe_route.cuh)
+  stamp(1);
+  if (nx) {  // the router kernel's norm prologue, to the bit (moe_route.cuh), its <= 8 loads a thread first
+    float v8[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int i = threadIdx.x + j * norm_threads;
+      v8[j] = static_cast<int>(threadIdx.x) < norm_threads && i < k ? nx[i] + ny[i] : 0.0f;
+    }
     float sum = 0.0f;
-    for (int i = threadIdx.x; i < k && static_cast<int>(threadIdx.x) < norm_threads; i += norm_threads) {
-      const float v = nx[i] + ny[i];
-      sx[i] = v;
-      sum += v * v;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int i = threadIdx.x + j * norm_threads;
+      if (static_cast<int>(threadIdx.x) < norm_threads && i < k) {
+        sx[i] = v8[j];
+        sum += v8[j] * v8[j];
+      }
     }
     const float inv = rsqrtf(lathe_block_sum(sum, norm_scratch) / float(k) + eps);
 #pragma unroll
@@ -108,10 +130,20 @@ __device__ __forceinline__ void lathe_moe_single_body(
       reinterpret_cast<float4*>(sx)[i] = reinterpret_cast<const float4*>(x)[i];
   }
   __syncthreads();
-  for (int b = warp; b < (k >> 5); b += LATHE_GEMV1_WARPS) {  // x's int8 form, the quantizer's bytes
-    const int i = 32 * b + lane;
-    lathe_quantize_block32(sx[i], i, C == 2, reinterpret_cast<int8_t*>(sxq), reinterpret_cast<int8_t*>(sxq + k),
-                           reinterpret_cast<float4*>(sxq + k * C));
+  // x's int8 form, the quantizer's bytes: 8 threads a 32-value block (4 blocks a warp a pass) where the
+  // blocks fill whole warps, else a warp a block.
+  int8_t* xq1 = reinterpret_cast<int8_t*>(sxq);
+  float4* xds = reinterpret_cast<float4*>(sxq + k * C);
+  if (((k >> 5) & 3) == 0) {
+    const int part = 4 * (threadIdx.x & 7);
+    for (int b = threadIdx.x >> 3; b < (k >> 5); b += blockDim.x >> 3)
+      lathe_quantize_block32_part(*reinterpret_cast<const float4*>(sx + 32 * b + part), C == 2, xq1 + 32 * b + part,
+                                  xq1 + k + 32 * b + part, xds + b);
+  } else {
+    for (int b = warp; b < (k >> 5); b += LATHE_GEMV1_WARPS) {
+      const int i = 32 * b + lane;
+      lathe_quantize_block32(sx[i], i, C == 2, xq1, xq1 + k, xds);
+    }
   }
   for (int i = warp; unit_of(i) < n_units; i += LATHE_GEMV1_WARPS) {
     const int u = unit_of(i), e = u % n_expert, p = u / n_expert;
@@ -119,7 +151,9 @@ __device__ __forceinline__ void lathe_moe_single_body(
     const float v = lathe_moe_route_unit<FR>(rw + e * r_row_bytes, sx, first, end);
     if (lane == 0) part_sums[p * n_expert + e] = v;
   }
+  stamp(2);
   lathe_grid_barrier(sync, grid);
+  stamp(3);
   for (int e = threadIdx.x; e < n_expert; e += blockDim.x) {
     float s = 0.0f;
     for (int p = 0; p < parts; ++p) s += __ldcg(part_sums + p * n_expert + e);
@@ -127,17 +161,18 @@ __device__ __forceinline__ void lathe_moe_single_body(
     if (logits && blockIdx.x == 0) logits[e] = s;
   }
   __syncthreads();
-  if (warp == 0) {
-    if (flags & LATHE_MOE_ROUTE_REGISTER_TOP_K)
+  if (flags & LATHE_MOE_ROUTE_REGISTER_TOP_K) {  // the router kernel's option (with its gap report)
+    if (warp == 0)
       lathe_moe_top_k_warp(sl, n_expert, top_k, renormalize, s_ids, s_w, flags & LATHE_MOE_ROUTE_REPORT_GAP);
-    else
-      lathe_route_top_k_warp(sl, n_expert, top_k, renormalize, s_ids, s_w);
+  } else {
+    lathe_moe_top_k_ranks(sl, s_keys, 1, n_expert, top_k, renormalize, s_ids, s_w);
   }
   __syncthreads();
   if (blockIdx.x == 0 && static_cast<int>(threadIdx.x) < top_k) {
     ids[threadIdx.x] = s_ids[threadIdx.x];
     weights[threadIdx.x] = s_w[threadIdx.x];
   }
+  stamp(4);
   const int my_id = lane < top_k ? s_ids[lane] : 0;
   const float my_w = lane < top_k ? s_w[lane] : 0.0f;
 
@@ -184,16 +219,17 @@ __device__ __forceinline__ void lathe_moe_single_body(
     }
     lathe_gemv1_commit();
   };
-  for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) ld_next(stage + s * LATHE_GEMV1_SLOT);
+  for (int s = 0; s < stages - 1; ++s) ld_next(stage + s * LATHE_GEMV1_SLOT);
 
   int slot = 0, parity = 0;
   auto next_landed = [&]() -> const uint8_t* {  // the consumer's next chunk, its slot refilled behind it
-    lathe_gemv1_wait<LATHE_GEMV1_STAGES - 2>();
+    if (stages == LATHE_MOE_SINGLE_MAX_STAGES) lathe_gemv1_wait<LATHE_MOE_SINGLE_MAX_STAGES - 2>();
+    else lathe_gemv1_wait<LATHE_GEMV1_STAGES - 2>();
     __syncwarp();  // chunk `slot` landed for every lane; the slot refilled below was read last round
-    const int refill = slot == 0 ? LATHE_GEMV1_STAGES - 1 : slot - 1;
+    const int refill = slot == 0 ? stages - 1 : slot - 1;
     ld_next(stage + refill * LATHE_GEMV1_SLOT);
     const uint8_t* s = stage + slot * LATHE_GEMV1_SLOT;
-    slot = slot + 1 == LATHE_GEMV1_STAGES ? 0 : slot + 1;
+    slot = slot + 1 == stages ? 0 : slot + 1;
     return s;
   };
   // Phase 1: gate/up and SwiGLU into h (global).
@@ -208,11 +244,14 @@ __device__ __forceinline__ void lathe_moe_single_body(
   }
   // Every block's h is written; each down block quantizes all of it into shared memory (x's f32 copy is
   // dead), as the down kernel does.
+  stamp(5);
   lathe_grid_barrier(sync, 2 * grid);
+  stamp(6);
   if (static_cast<int>(blockIdx.x) < blocks_d)
     lathe_moe_quantize_h<C>(h, K, reinterpret_cast<int8_t*>(sh), reinterpret_cast<int8_t*>(sh + K),
                             reinterpret_cast<float4*>(sh + K * C));
   __syncthreads();
+  stamp(7);
   // Phase 2: down and the weighted combine.
   for (int item = g0_d; item < n_out; item += n_groups_d) {
     float acc0 = 0.0f, acc1 = 0.0f;
@@ -224,6 +263,7 @@ __device__ __forceinline__ void lathe_moe_single_body(
     if (lathe_gemv_group_sum2(partial, parity, warp, group_d, sub_d, lane, v0, v1)) out[item] = v0;
   }
   lathe_gemv1_wait<0>();
+  stamp(8);
   // The last block out sets the counters back: every block has left its last wait when it counts out.
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -244,11 +284,11 @@ __device__ __forceinline__ void lathe_moe_single_body(
           const float* nx, const float* ny, const float* nw, float eps, float* nsum, int norm_threads,            \
           const uint8_t* wg, const uint8_t* wu, long long gu_row_bytes, long long gu_expert_bytes, int n_ff,      \
           int group_gu, float* h, const uint8_t* wd, long long d_row_bytes, long long d_expert_bytes, int n_out,  \
-          int group_d, int blocks_d, int segs, float* out) {                                                      \
+          int group_d, int blocks_d, int segs, float* out, int stages, unsigned long long* trace) {               \
     lathe_moe_single_body<lathe_gemv_##FR, lathe_gemv1_##FG, lathe_gemv1_##FD, C>(                                 \
         rw, r_row_bytes, x, k, n_expert, parts, top_k, renormalize, flags, ids, weights, logits, part_sums, sync,  \
         nx, ny, nw, eps, nsum, norm_threads, wg, wu, gu_row_bytes, gu_expert_bytes, n_ff, group_gu, h, wd,         \
-        d_row_bytes, d_expert_bytes, n_out, group_d, blocks_d, segs, out);                                         \
+        d_row_bytes, d_expert_bytes, n_out, group_d, blocks_d, segs, out, stages, trace);                          \
   }
 
 LATHE_MOE_SINGLE_KERNEL(f32, q8_0, q8_0, 1, int8)

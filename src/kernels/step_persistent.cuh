@@ -177,13 +177,6 @@ __device__ __noinline__ void lathe_step_virtual(const lathe_phase& ph, unsigned*
   }
 }
 
-// The globaltimer in nanoseconds.
-__device__ __forceinline__ unsigned long long lathe_globaltimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-
 // trace (LATHE_PERSISTENT_TRACE=1; else null): block 0 writes the time each phase begins and, last,
 // the time it ends its last phase (n_phases + 1 values); then every block the time it finished each
 // phase's work (n_phases * gridDim.x values): the phases' times and their tails.

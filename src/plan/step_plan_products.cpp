@@ -33,6 +33,17 @@ bool moe_kernels_enabled() {
   return !(v && std::string(v) == "0");
 }
 
+// The mixture in one launch (fusion rule mixture_one_launch) where LATHE_MOE_ONE_LAUNCH=1: measured on
+// the H200 (2026-12-01) the one launch alone beats the three (27.1 against 29.8 us at qwen3-30b-a3b's
+// shape) but costs the 30B's step ~10 us a layer (tg128 388 -> 326); the mark stays, honoured on ask.
+bool moe_one_launch_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("LATHE_MOE_ONE_LAUNCH");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
 }  // namespace
 
 int64_t gemv_quantized_bytes(int64_t rows, int64_t k, kernels::Activations a) {
@@ -353,8 +364,9 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
   const k::Activations a = rows > kGemvRows ? k::Activations::f32 : o.activations;
   const bool three = moe_kernels_enabled() && a != k::Activations::f32 && k::moe_route_applies(router, rows, top_k) &&
                      k::moe_gate_up_applies(gate, up, a, top_k) && k::moe_down_applies(down, a, top_k);
-  // mixture_one_launch: the three kernels' work as phases of one launch, the same bits.
-  const bool single_marked = three && p.fusion_.one_launch_mixtures.count(n.id) > 0;
+  // mixture_one_launch: the three kernels' work as phases of one launch, the same bits; only under
+  // LATHE_MOE_ONE_LAUNCH=1 (a measuring knob: slower in the step, docs/perf.md 2026-12-01).
+  const bool single_marked = three && moe_one_launch_enabled() && p.fusion_.one_launch_mixtures.count(n.id) > 0;
   const CUdeviceptr parts = single_marked ? scratch_ptr(gi, 6) : 0, sync = p.moe_sync_.ptr();
   if (norm_prologue) {
     const graph::Node& sum_node = g.nodes[static_cast<size_t>(grp.nodes[0])];
