@@ -82,6 +82,7 @@
 #   r12     the router's top k by rank: tests, timings, checks, the 30B's tg128 old / held back / one launch
 #   r13     the norm prologues' loads first: tests, timings, checks, tg128 A/B of the 30B, qwen3-8b, 0.6b
 #   r14     what landed: GPU tests, the mixture's timings, checks, tg128 A/B of the 30B and qwen3-0.6b
+#   r15     the GPU tests after the review's refactors of the router and the grid count-out
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -509,6 +510,9 @@ for part in "$@"; do
     checks "qwen3-30b-a3b q8_0"
     echo "== check qwen3-30b-a3b q8_0 one launch"; LATHE_MOE_ONE_LAUNCH=1 timeout 60 $L check $(synth qwen3-30b-a3b q8_0) --steps 16 2>&1 | tail -2 | head -1
     tg128_ab "qwen3-30b-a3b q8_0" "qwen3-0.6b q8_0" ;;
+  r15)  # after the review's refactors (the router's norm row, softmax and count-out shared): the tests
+    gpu_tests test_moe_gpu test_persistent_step_gpu test_gpu_lane_gpu
+    echo "== check qwen3moe-tiny q8_0 int8x2"; $L check $(synth qwen3moe-tiny q8_0) --steps 8 --prompt-tokens 20 2>&1 | tail -2 | head -1 ;;
   r6)
     for pairs in 0 1; do
       echo "== LATHE_DECODE_PAIRS=$pairs"

@@ -211,17 +211,37 @@ __device__ __forceinline__ unsigned long long lathe_route_key(float v, unsigned 
   return (static_cast<unsigned long long>(ordered) << 32) | static_cast<unsigned long long>(~index);
 }
 
+// A row's softmax max and sum of exponentials by one warp (lanes e, e + 32, ...; warp reductions), the
+// one order every router's top k uses.
+__device__ __forceinline__ void lathe_route_softmax_warp(const float* sl, int n_expert, float& max, float& sum) {
+  const int lane = threadIdx.x & 31;
+  max = __int_as_float(0xff800000);
+  for (int e = lane; e < n_expert; e += 32) max = fmaxf(max, sl[e]);
+  max = lathe_warp_max(max);
+  sum = 0.0f;
+  for (int e = lane; e < n_expert; e += 32) sum += expf(sl[e] - max);
+  sum = lathe_warp_sum(sum);
+}
+
+// The last block out of a launch with grid barriers (lathe_grid_barrier on sync[0]) sets its counters
+// back to zero, sync[1] counting the blocks out: every block has left its last wait when it counts
+// out, so a captured graph replays the launch. Thread 0 of every block calls it, last.
+__device__ __forceinline__ void lathe_grid_count_out(unsigned* sync) {
+  __threadfence();
+  if (atomicAdd(sync + 1, 1u) == gridDim.x - 1) {
+    sync[0] = 0;
+    sync[1] = 0;
+    __threadfence();
+  }
+}
+
 // sl: the row's n_expert logits in shared memory (not NaN; chosen ones are overwritten by NaN).
 // Writes ids [k] int32 and weights [k] f32.
 __device__ __forceinline__ void lathe_route_top_k_warp(float* sl, int n_expert, int k, int renormalize, int* ids,
                                                        float* weights) {
   const int lane = threadIdx.x & 31;
-  float max = __int_as_float(0xff800000);
-  for (int e = lane; e < n_expert; e += 32) max = fmaxf(max, sl[e]);
-  max = lathe_warp_max(max);
-  float sum = 0.0f;
-  for (int e = lane; e < n_expert; e += 32) sum += expf(sl[e] - max);
-  sum = lathe_warp_sum(sum);
+  float max, sum;
+  lathe_route_softmax_warp(sl, n_expert, max, sum);
   __syncwarp();
   float kept = 0.0f;
   for (int i = 0; i < k; ++i) {

@@ -67,12 +67,8 @@ __device__ __forceinline__ unsigned lathe_moe_warp_max_u32(unsigned v) {
 __device__ __forceinline__ void lathe_moe_top_k_warp(const float* sl, int n_expert, int k, int renormalize, int* ids,
                                                      float* weights, int report_gap) {
   const int lane = threadIdx.x & 31;
-  float max = __int_as_float(0xff800000);
-  for (int e = lane; e < n_expert; e += 32) max = fmaxf(max, sl[e]);
-  max = lathe_warp_max(max);
-  float sum = 0.0f;
-  for (int e = lane; e < n_expert; e += 32) sum += expf(sl[e] - max);
-  sum = lathe_warp_sum(sum);
+  float max, sum;
+  lathe_route_softmax_warp(sl, n_expert, max, sum);
   unsigned taken = 0u;
   auto local_best = [&]() {
     unsigned long long best = 0ull;
@@ -128,13 +124,8 @@ __device__ __forceinline__ void lathe_moe_top_k_ranks(const float* sl, unsigned 
   for (int i = threadIdx.x; i < n; i += blockDim.x)
     keys[i] = lathe_route_key(sl[i], static_cast<unsigned>(i % n_expert));
   if (warp < rows) {
-    const float* row = sl + warp * n_expert;
-    float max = __int_as_float(0xff800000);
-    for (int e = lane; e < n_expert; e += 32) max = fmaxf(max, row[e]);
-    max = lathe_warp_max(max);
-    float sum = 0.0f;
-    for (int e = lane; e < n_expert; e += 32) sum += expf(row[e] - max);
-    sum = lathe_warp_sum(sum);
+    float max, sum;
+    lathe_route_softmax_warp(sl + warp * n_expert, n_expert, max, sum);
     if (lane == 0) {
       max_sum[warp][0] = max;
       max_sum[warp][1] = sum;
@@ -165,6 +156,43 @@ __device__ __forceinline__ void lathe_moe_top_k_ranks(const float* sl, unsigned 
     }
     __syncthreads();
     for (int i = threadIdx.x; i < rows * k; i += blockDim.x) weights[i] /= kept_of[i / k];
+  }
+}
+
+// One row of the router's norm prologue (fusion rule norm_prologue): s = x + y into sr, then
+// sr = s / rms(s) * w, with lathe_add_rms_norm's arithmetic to the bit: its first norm_threads threads
+// (the launch's block size there) sum the squares in its order, the other threads add zeros; sum (when
+// not null) gets s. w: this thread's 8 norm weights (values threadIdx.x + j blockDim.x). Every load
+// goes first (<= 8 a thread: norm_threads >= k / 8): in a loop with the stores to sr between them, the
+// compiler may not move a load above a store (the pointers may alias), and the loads went one round
+// trip at a time (the H200, 2026-12-01: the router with its prologue 8 us slower than without, 5.7
+// after). Every thread of the block calls it.
+__device__ __forceinline__ void lathe_moe_norm_row(const float* x, const float* y, const float (&w)[8], int k,
+                                                   int norm_threads, float eps, float* sr, float* sum_out,
+                                                   float* scratch) {
+  float v8[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int i = threadIdx.x + j * norm_threads;
+    v8[j] = static_cast<int>(threadIdx.x) < norm_threads && i < k ? x[i] + y[i] : 0.0f;
+  }
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int i = threadIdx.x + j * norm_threads;
+    if (static_cast<int>(threadIdx.x) < norm_threads && i < k) {
+      sr[i] = v8[j];
+      sum += v8[j] * v8[j];
+    }
+  }
+  const float inv = rsqrtf(lathe_block_sum(sum, scratch) / float(k) + eps);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    if (i < k) {
+      if (sum_out) sum_out[i] = sr[i];
+      sr[i] = sr[i] * inv * w[j];
+    }
   }
 }
 
@@ -216,34 +244,8 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
     for (int r = 0; r < rows; ++r) {
       const float* xr = nx + static_cast<long long>(r) * k;
       const float* yr = ny + static_cast<long long>(r) * k;
-      float* sr = sx + r * k;
-      // Every load first (<= 8 a thread: norm_threads >= k / 8): in the loop with the stores to sr between
-      // them, the compiler may not move a load above a store (the pointers may alias), and the loads went
-      // one round trip at a time (the H200: the router with this prologue 8 us slower than without).
-      float v8[8];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int i = threadIdx.x + j * norm_threads;
-        v8[j] = static_cast<int>(threadIdx.x) < norm_threads && i < k ? xr[i] + yr[i] : 0.0f;
-      }
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int i = threadIdx.x + j * norm_threads;
-        if (static_cast<int>(threadIdx.x) < norm_threads && i < k) {
-          sr[i] = v8[j];
-          sum += v8[j] * v8[j];
-        }
-      }
-      const float inv = rsqrtf(lathe_block_sum(sum, norm_scratch) / float(k) + eps);
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int i = threadIdx.x + j * blockDim.x;
-        if (i < k) {
-          if (rank == 0) nsum[static_cast<long long>(r) * k + i] = sr[i];
-          sr[i] = sr[i] * inv * norm_w[j];
-        }
-      }
+      lathe_moe_norm_row(xr, yr, norm_w, k, norm_threads, eps, sx + r * k,
+                         rank == 0 ? nsum + static_cast<long long>(r) * k : nullptr, norm_scratch);
     }
   } else {
     for (int i = threadIdx.x; i < (rows * k) >> 2; i += blockDim.x)

@@ -100,31 +100,8 @@ __device__ __forceinline__ void lathe_moe_single_body(
   }
   lathe_pdl_entry();
   stamp(1);
-  if (nx) {  // the router kernel's norm prologue, to the bit (moe_route.cuh), its <= 8 loads a thread first
-    float v8[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int i = threadIdx.x + j * norm_threads;
-      v8[j] = static_cast<int>(threadIdx.x) < norm_threads && i < k ? nx[i] + ny[i] : 0.0f;
-    }
-    float sum = 0.0f;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int i = threadIdx.x + j * norm_threads;
-      if (static_cast<int>(threadIdx.x) < norm_threads && i < k) {
-        sx[i] = v8[j];
-        sum += v8[j] * v8[j];
-      }
-    }
-    const float inv = rsqrtf(lathe_block_sum(sum, norm_scratch) / float(k) + eps);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int i = threadIdx.x + j * blockDim.x;
-      if (i < k) {
-        if (blockIdx.x == 0) nsum[i] = sx[i];
-        sx[i] = sx[i] * inv * norm_w[j];
-      }
-    }
+  if (nx) {  // the router kernel's norm prologue, to the bit
+    lathe_moe_norm_row(nx, ny, norm_w, k, norm_threads, eps, sx, blockIdx.x == 0 ? nsum : nullptr, norm_scratch);
   } else {
     for (int i = threadIdx.x; i < (k >> 2); i += blockDim.x)
       reinterpret_cast<float4*>(sx)[i] = reinterpret_cast<const float4*>(x)[i];
@@ -264,16 +241,8 @@ __device__ __forceinline__ void lathe_moe_single_body(
   }
   lathe_gemv1_wait<0>();
   stamp(8);
-  // The last block out sets the counters back: every block has left its last wait when it counts out.
   __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(sync + 1, 1u) == gridDim.x - 1) {
-      sync[0] = 0;
-      sync[1] = 0;
-      __threadfence();
-    }
-  }
+  if (threadIdx.x == 0) lathe_grid_count_out(sync);
 }
 
 #define LATHE_MOE_SINGLE_KERNEL(FR, FG, FD, C, CNAME)                                                              \

@@ -218,15 +218,7 @@ __device__ __forceinline__ void lathe_step_run(const lathe_phase* phases, int n_
     if (trace && threadIdx.x == 0) trace[n_phases + 1 + i * gridDim.x + blockIdx.x] = lathe_globaltimer();
   }
   if (trace && blockIdx.x == 0 && threadIdx.x == 0) trace[n_phases] = lathe_globaltimer();
-  // The last block out sets the barrier back: every block has left its last wait when it counts out.
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(sync + 1, 1u) == gridDim.x - 1) {
-      sync[0] = 0;
-      sync[1] = 0;
-      __threadfence();
-    }
-  }
+  if (threadIdx.x == 0) lathe_grid_count_out(sync);
 }
 
 #define LATHE_STEP_KERNEL(C, SMALL, NAME)                                                     \
