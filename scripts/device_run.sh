@@ -81,6 +81,11 @@
 #   r11     the one launch's phases traced alone and after o with its norm
 #   r12     the router's top k by rank: tests, timings, checks, the 30B's tg128 old / held back / one launch
 #   r13     the norm prologues' loads first: tests, timings, checks, tg128 A/B of the 30B, qwen3-8b, 0.6b
+#   n3      the ninth session: where qwen3-8b's decode at 4,096 of context goes (attention speed tests,
+#           the step profiled at depth 0 and 4,096, the attention's cost in the step)
+#   n4      the decode attention's read rate by the cache's layout (1 to 8 kv heads, the same bytes)
+#   n5      the decode attention in blocks of 8 warps against 4: tests, alone, tg128 at depth 0 and 4,096
+#   n6      what lands: the attention's 8 warps by default; the GPU tests it touches, checks, tg128 both ways
 #   r14     what landed: GPU tests, the mixture's timings, checks, tg128 A/B of the 30B and qwen3-0.6b
 #   r15     the GPU tests after the review's refactors of the router and the grid count-out
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
@@ -510,6 +515,47 @@ for part in "$@"; do
     checks "qwen3-30b-a3b q8_0"
     echo "== check qwen3-30b-a3b q8_0 one launch"; LATHE_MOE_ONE_LAUNCH=1 timeout 60 $L check $(synth qwen3-30b-a3b q8_0) --steps 16 2>&1 | tail -2 | head -1
     tg128_ab "qwen3-30b-a3b q8_0" "qwen3-0.6b q8_0" ;;
+  n3)  # where qwen3-8b's decode at 4,096 of context loses its time: the attention's speed tests, the
+    # decode step's launches timed alone at depth 0 and 4,096 (--ctx 4608 both), and the attention's
+    # cost inside the step (run twice) at both depths
+    timeout 200 $C/test_gpu_attention_gpu --gtest_filter='GpuAttentionSpeed*' 2>&1 | grep -vE '^\[|^$|^Note'
+    f=$(synth qwen3-8b q8_0)
+    for d in 0 4096; do
+      echo "== qwen3-8b q8_0 depth $d: profile"; timeout 200 $L bench $f -p 0 -n 128 -d $d -r 3 --ctx 4608 --profile 2>&1 | tail -24
+      echo "== depth $d, attention run twice"; LATHE_PROFILE_TWICE="attention [" timeout 200 $L bench $f -p 0 -n 128 -d $d -r 3 --ctx 4608 2>&1 | grep tg128
+    done ;;
+  n4)  # the decode attention's read rate by how a kv head's slots lie in the cache (the speed test's
+    # layout cases: 16.8 MB as 1, 2, 4 and 8 kv heads)
+    timeout 200 $C/test_gpu_attention_gpu --gtest_filter='*DecodeReadsTheCacheNearBandwidth*' 2>&1 | grep -vE '^\[|^$|^Note' ;;
+  n5)  # the decode attention in blocks of 8 warps (LATHE_ATTN_WARPS=8) against 4: its tests (the sweep
+    # runs both), its speed alone, tg128 of qwen3-8b at depth 0 and 4,096 and of qwen3-0.6b, alternated
+    gpu_tests test_gpu_attention_gpu test_persistent_step_gpu test_gpu_lane_gpu
+    for wp in 4 8; do
+      echo "== LATHE_ATTN_WARPS=$wp alone"
+      LATHE_ATTN_WARPS=$wp timeout 200 $C/test_gpu_attention_gpu --gtest_filter='*DecodeReadsTheCacheNearBandwidth*' 2>&1 | grep -E 'h32/8 d128|h4/1|h32/32|d64|d256'
+    done
+    f=$(synth qwen3-8b q8_0)
+    for rep in 1 2; do for wp in 4 8; do
+      echo "== qwen3-8b q8_0 depth 4096 warps $wp"; LATHE_ATTN_WARPS=$wp timeout 200 $L bench $f -p 0 -n 128 -d 4096 -r 3 --ctx 4608 2>&1 | grep tg128
+    done; done
+    for rep in 1 2; do for wp in 4 8; do echo "== qwen3-8b q8_0 warps $wp"; LATHE_ATTN_WARPS=$wp tg128 $L $f; done; done
+    echo "== check qwen3-8b q8_0 under 8 warps"; LATHE_ATTN_WARPS=8 timeout 60 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    f=$(synth qwen3-0.6b q8_0)
+    for rep in 1 2; do for wp in 4 8; do echo "== qwen3-0.6b q8_0 warps $wp"; LATHE_ATTN_WARPS=$wp tg128 $L $f; done; done ;;
+  n6)  # what lands: the attention's 8 warps by default (and 4 under LATHE_ATTN_WARPS=4), the review's
+    # refactors: the GPU tests they touch, checks, tg128 of qwen3-8b (also at depth 4,096) and
+    # qwen3-0.6b, both ways
+    gpu_tests test_gpu_attention_gpu test_persistent_step_gpu test_gpu_lane_gpu test_moe_gpu test_gemv_gpu test_gemv_multi_gpu
+    checks "qwen3-0.6b q8_0" "qwen3-8b q8_0"
+    LATHE_PERSISTENT=1 checks "qwen3-8b q8_0"
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      set -- $spec; f=$(synth $1 $2)
+      for rep in 1 2; do for wp in 8 4; do echo "== $1 $2 attention warps $wp"; LATHE_ATTN_WARPS=$wp tg128 $L $f; done; done
+    done
+    f=$(synth qwen3-8b q8_0)
+    for rep in 1 2; do for wp in 8 4; do
+      echo "== qwen3-8b q8_0 depth 4096 attention warps $wp"; LATHE_ATTN_WARPS=$wp timeout 200 $L bench $f -p 0 -n 128 -d 4096 -r 3 --ctx 4608 2>&1 | grep tg128
+    done; done ;;
   r15)  # after the review's refactors (the router's norm row, softmax and count-out shared): the tests
     gpu_tests test_moe_gpu test_persistent_step_gpu test_gpu_lane_gpu
     echo "== check qwen3moe-tiny q8_0 int8x2"; $L check $(synth qwen3moe-tiny q8_0) --steps 8 --prompt-tokens 20 2>&1 | tail -2 | head -1 ;;

@@ -200,11 +200,17 @@ TEST(GpuAttention, SweepOfHeadsSizesRowsAndPositions) {
   const int64_t sizes[] = {64, 128, 256};
   const std::pair<int64_t, int64_t> heads[] = {{32, 8}, {16, 16}, {14, 2}, {64, 2}};
   const int32_t positions[] = {0, 1, 63, 64, 1000, 4095, 4094, 2047};
+  struct Restore {
+    ~Restore() { kernels::set_attention_warps(4); }
+  } restore;
   int k = 0;
   uint32_t seed = 3000;
+  for (int warps : {4, 8})  // blocks of 8 warps where the head size has them (d <= 128)
   for (int64_t d : sizes)
     for (auto [n_head, n_head_kv] : heads)
       for (int n_rows : {1, 3, 8}) {
+        if (warps == 8 && d > 128) continue;
+        kernels::set_attention_warps(warps);
         AttnCase c{n_head, n_head_kv, d, 4096, 2, {}};
         for (int r = 0; r < n_rows; ++r) c.rows.push_back({r % 2, positions[(k + r) % 8]});
         switch (k % 5) {
@@ -219,7 +225,7 @@ TEST(GpuAttention, SweepOfHeadsSizesRowsAndPositions) {
         const double err = run_case(c, seed += 10);
         std::string at = " at";
         for (const RowAt& r : c.rows) at += fmt::format(" {}", r.position);
-        report("attention sweep", label(c) + at, err, kAttentionBound);
+        report("attention sweep", label(c) + at + fmt::format(", {} warps", warps), err, kAttentionBound);
       }
 }
 
@@ -300,7 +306,11 @@ TEST(GpuAttentionSpeed, DecodeReadsTheCacheNearBandwidth) {
   for (SpeedCase c : std::initializer_list<SpeedCase>{
            {32, 8, 64, 1, 4096, 4096}, {16, 8, 128, 1, 4096, 4096}, {64, 8, 128, 1, 4096, 4096},
            {32, 4, 128, 1, 4096, 4096}, {16, 8, 256, 1, 4096, 4096}, {32, 32, 128, 1, 4096, 4096},
-           {64, 2, 128, 1, 4096, 4096}})
+           {64, 2, 128, 1, 4096, 4096},
+           // The same 16.8 MB as 32/8 heads at 4,096 slots, with fewer kv heads over more slots: a kv
+           // head's slots lie n_head_kv * d * 2 bytes apart in the cache, so these tell the cost of
+           // reading a head's 256-byte rows scattered (2 KB apart at 8 heads) from reading them whole.
+           {4, 1, 128, 1, 32768, 32768}, {8, 2, 128, 1, 16384, 16384}, {16, 4, 128, 1, 8192, 8192}})
     cases.push_back(c);
   cuda::Stream s;
   std::printf("  device: %s, %d multiprocessors\n", cuda::Context::get().info().name.c_str(),

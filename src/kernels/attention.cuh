@@ -6,7 +6,7 @@
 // logit per query head) the softmax denominator also counts exp(sink). out [rows, n_head, D] f32.
 // Rows are independent, so a prefill chunk (rows at consecutive positions, appended before) is causal.
 //
-// Grid (n_split, n_head_kv * n_sets, rows), ATTD_THREADS threads (4 warps). A block takes one row,
+// Grid (n_split, n_head_kv * n_sets, rows), W warps (4, or 8 for D <= 128). A block takes one row,
 // one kv head and a set of up to 8 of the G = n_head / n_head_kv query heads that share it
 // (n_sets = ceil(G / 8); G <= 8, every model we know, reads the cache once), over its split of the
 // visible slots. The split length is sized on the device from the row's position (attd_split_len),
@@ -34,14 +34,15 @@
 // 16-byte aligned, D in {64, 128, 256}.
 
 #define ATTD_CHUNK 16
-#define ATTD_WARPS 4
-#define ATTD_THREADS (ATTD_WARPS * 32)
+#define ATTD_WARPS 4  // warps a block of lathe_attn_decode_<D> (W); lathe_attn_decode_<D>_w8 has 8
 #define ATTD_HEADS 8
 #define ATTD_LOG2E 1.4426950408889634f
 #define ATTD_NEG_INF __int_as_float(0xff800000)
 
-template <int D>
+template <int D, int W = ATTD_WARPS>
 struct AttdShape {
+  static constexpr int warps = W;
+  static constexpr int threads = W * 32;
   static constexpr int stages = D <= 64 ? 4 : D <= 128 ? 3 : 2;
   static constexpr int k_pieces = D / 16;  // 2 n-tiles of 8 slots x D/32 pieces
   static constexpr int v_pieces = D / 16;  // 4 slots x D/64 pieces
@@ -50,10 +51,10 @@ struct AttdShape {
   static constexpr int out_stride = D + 4;  // floats per head in the block's merge
 };
 
-// Dynamic shared memory of a block (the launcher mirrors this): the warps' rings, which the end of
-// the block reuses for its merge (ATTD_WARPS * ATTD_HEADS * (D + 6) floats, always smaller).
-__host__ __device__ constexpr int attd_shared_bytes(int d) {
-  return ATTD_WARPS * (d <= 64 ? 4 : d <= 128 ? 3 : 2) * (d / 8) * 32 * 16;
+// Dynamic shared memory of a block of w warps (the launcher mirrors this): the warps' rings, which the
+// end of the block reuses for its merge (w * ATTD_HEADS * (D + 6) floats, always smaller).
+__host__ __device__ constexpr int attd_shared_bytes(int d, int w = ATTD_WARPS) {
+  return w * (d <= 64 ? 4 : d <= 128 ? 3 : 2) * (d / 8) * 32 * 16;
 }
 
 // Slots of each split of a row that sees `visible` slots: an even share rounded up to split_min.
@@ -93,7 +94,7 @@ __device__ __forceinline__ void attd_split2(float x, float y, unsigned& hi, unsi
   lo = *reinterpret_cast<const unsigned*>(&l);
 }
 
-template <int D>
+template <int D, int W = ATTD_WARPS>
 __device__ void attd_decode(const float* __restrict__ q, const __half* __restrict__ k_cache,
                             const __half* __restrict__ v_cache, const int* __restrict__ sequences,
                             const int* __restrict__ positions, float* __restrict__ out,
@@ -101,13 +102,13 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
                             int n_head_kv, int n_ctx, int window, int split_min, int n_split,
                             float scale, float cap, const float* __restrict__ sinks, int* __restrict__ tickets,
                             int split, int by, int row, int grid_y, int early) {
-  typedef AttdShape<D> S;
+  typedef AttdShape<D, W> S;
   constexpr int KB = D / 32, VB = D / 64;
   extern __shared__ float4 attd_shared4[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(attd_shared4);
 
   const int group = n_head / n_head_kv, n_sets = (group + ATTD_HEADS - 1) / ATTD_HEADS;
-  // Block (split, by, row) of grid (n_split, grid_y, rows), on the block's first ATTD_THREADS threads.
+  // Block (split, by, row) of grid (n_split, grid_y, rows), on the block's first S::threads threads.
   // (In the persistent step the phase before this one wrote q: nothing writes it while this body
   // runs, and the grid barrier's acquire has discarded the SM's L1 lines since, so reading it through
   // the read-only path is safe there too.)
@@ -120,7 +121,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
   if (begin > pos) return;  // this split sees nothing of this row; the merge skips it
   const int end = min(begin + len, pos + 1);
   const int n_chunks = (end - begin + ATTD_CHUNK - 1) / ATTD_CHUNK;
-  const int my_chunks = n_chunks > warp ? (n_chunks - warp + ATTD_WARPS - 1) / ATTD_WARPS : 0;
+  const int my_chunks = n_chunks > warp ? (n_chunks - warp + S::warps - 1) / S::warps : 0;
   const long long seq_slot0 = (long long)sequences[row] * n_ctx;
   const int head0 = kvh * group + set * ATTD_HEADS;
   const int n_heads_here = min(ATTD_HEADS, group - set * ATTD_HEADS);
@@ -132,7 +133,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
   // wait_group counts stay uniform). Lane (g, t): K of slots g and 8 + g, dims 8t.. of each 32;
   // V of slots 2t, 2t+1, 2t+8, 2t+9, dims 8g.. of each 64.
   auto issue = [&](int i) {
-    const int c = warp + i * ATTD_WARPS;
+    const int c = warp + i * S::warps;
     if (c < n_chunks) {
       const int slot0 = begin + c * ATTD_CHUNK;
       const unsigned stage = ring_addr + (i % S::stages) * S::stage_bytes + lane * 16;
@@ -163,7 +164,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
   int issued = 0;
   if (early) {
     while (issued < S::stages) {
-      const int c = warp + issued * ATTD_WARPS;
+      const int c = warp + issued * S::warps;
       if (c < n_chunks && begin + (c + 1) * ATTD_CHUNK > pos) break;
       issue(issued++);
     }
@@ -213,7 +214,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
       attd_mma(sc[1], qf[b][4], qf[b][5], qf[b][6], qf[b][7], k1.z, k1.w);
     }
     // Head g's scores of slots 2t, 2t+1, 8+2t, 9+2t of the chunk.
-    const int slot0 = begin + (warp + i * ATTD_WARPS) * ATTD_CHUNK + 2 * t;
+    const int slot0 = begin + (warp + i * S::warps) * ATTD_CHUNK + 2 * t;
     float s[4] = {sc[0][0] + sc[0][2], sc[0][1] + sc[0][3], sc[1][0] + sc[1][2], sc[1][1] + sc[1][3]};
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
@@ -266,9 +267,9 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
   l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
 
   // The block's warps combine: [warp][head][out_stride] outputs, then [warp][head] (m, l).
-  lathe_sync_first(ATTD_THREADS);  // every warp is done with its ring
+  lathe_sync_first(S::threads);  // every warp is done with its ring
   float* ob = reinterpret_cast<float*>(smem);
-  float* mls = ob + ATTD_WARPS * ATTD_HEADS * S::out_stride;
+  float* mls = ob + S::warps * ATTD_HEADS * S::out_stride;
   {
     float* o_w = ob + (warp * ATTD_HEADS + g) * S::out_stride + 16 * t;
 #pragma unroll
@@ -283,16 +284,16 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
       mls[(warp * ATTD_HEADS + g) * 2 + 1] = l_run;
     }
   }
-  lathe_sync_first(ATTD_THREADS);
+  lathe_sync_first(S::threads);
   const bool finish = len >= pos - first + 1;  // the row's only split: no merge (it skips the row)
-  for (int idx = threadIdx.x; idx < n_heads_here * D; idx += ATTD_THREADS) {
+  for (int idx = threadIdx.x; idx < n_heads_here * D; idx += S::threads) {
     const int hi = idx / D, dim = idx % D;
     float m = ATTD_NEG_INF;
 #pragma unroll
-    for (int w = 0; w < ATTD_WARPS; ++w) m = fmaxf(m, mls[(w * ATTD_HEADS + hi) * 2]);
+    for (int w = 0; w < S::warps; ++w) m = fmaxf(m, mls[(w * ATTD_HEADS + hi) * 2]);
     float l = 0.0f, o = 0.0f;
 #pragma unroll
-    for (int w = 0; w < ATTD_WARPS; ++w) {
+    for (int w = 0; w < S::warps; ++w) {
       const float mw = mls[(w * ATTD_HEADS + hi) * 2];
       const float f = mw == ATTD_NEG_INF ? 0.0f : exp2f(mw - m);  // a warp with no chunk adds nothing
       l += f * mls[(w * ATTD_HEADS + hi) * 2 + 1];
@@ -318,17 +319,17 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
   // ticket; the block that draws used - 1 sees every other split's partials after its own fence.
   __shared__ int attd_is_last;
   __threadfence();
-  lathe_sync_first(ATTD_THREADS);
+  lathe_sync_first(S::threads);
   const int used = min(n_split, (pos - first + len) / len);
   if (threadIdx.x == 0) {
     int* ticket = tickets + (long long)row * grid_y + by;
     attd_is_last = atomicAdd(ticket, 1) == used - 1;
     if (attd_is_last) *ticket = 0;  // every split of this launch has drawn: ready for the next launch
   }
-  lathe_sync_first(ATTD_THREADS);
+  lathe_sync_first(S::threads);
   if (!attd_is_last) return;
   __threadfence();
-  for (int idx = threadIdx.x; idx < n_heads_here * D; idx += ATTD_THREADS) {
+  for (int idx = threadIdx.x; idx < n_heads_here * D; idx += S::threads) {
     const int h = head0 + idx / D, dim = idx % D;
     const long long head_row = (long long)row * n_head + h;
     const float2* ml = part_ml + head_row * n_split;
@@ -347,19 +348,24 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
   }
 }
 
-#define ATTD_DECODE_ENTRY(D)                                                                        \
-  extern "C" __global__ void __launch_bounds__(ATTD_THREADS) lathe_attn_decode_##D(                 \
+#define ATTD_DECODE_ENTRY(D, W, NAME)                                                               \
+  extern "C" __global__ void __launch_bounds__(32 * W) NAME(                                        \
       const float* q, const __half* k_cache, const __half* v_cache, const int* sequences,           \
       const int* positions, float* out, float* part_o, float2* part_ml, int n_head, int n_head_kv,  \
       int n_ctx, int window, int split_min, int n_split, float scale, float cap,                    \
       const float* sinks, int* tickets) {                                                           \
-    attd_decode<D>(q, k_cache, v_cache, sequences, positions, out, part_o, part_ml, n_head,        \
+    attd_decode<D, W>(q, k_cache, v_cache, sequences, positions, out, part_o, part_ml, n_head,     \
                    n_head_kv, n_ctx, window, split_min, n_split, scale, cap, sinks, tickets,       \
                    blockIdx.x, blockIdx.y, blockIdx.z, gridDim.y, gridDim.z == 1);                 \
   }
-ATTD_DECODE_ENTRY(64)
-ATTD_DECODE_ENTRY(128)
-ATTD_DECODE_ENTRY(256)
+ATTD_DECODE_ENTRY(64, 4, lathe_attn_decode_64)
+ATTD_DECODE_ENTRY(128, 4, lathe_attn_decode_128)
+ATTD_DECODE_ENTRY(256, 4, lathe_attn_decode_256)
+// 8 warps a block, the launcher's default for D <= 128 (attention_launch.cpp; LATHE_ATTN_WARPS=4 takes
+// the 4-warp kernels): twice the chunks a block asks for before its programmatic-launch wait. D = 256
+// keeps 4 (8 warps' rings would need 256 KB).
+ATTD_DECODE_ENTRY(64, 8, lathe_attn_decode_64_w8)
+ATTD_DECODE_ENTRY(128, 8, lathe_attn_decode_128_w8)
 
 // Block-wide max or sum (blockDim.x a multiple of 32); `scratch` is 32 floats of shared memory.
 __device__ __forceinline__ float attd_block_reduce(float v, float* scratch, bool is_max) {

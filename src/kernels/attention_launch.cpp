@@ -4,22 +4,34 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace lathe::kernels {
 namespace {
 
 constexpr int64_t kChunk = 16;     // ATTD_CHUNK in attention.cuh: slots a warp takes per step
-constexpr int64_t kGranule = 128;  // split lengths are multiples of this: two chunks for each of the 4 warps
+constexpr int64_t kGranule = 128;  // split lengths are multiples of this: 8 chunks of 16 slots
 constexpr int64_t kSetHeads = 8;   // ATTD_HEADS: query heads of a block
 constexpr int64_t kMaxGroup = 32;
-constexpr unsigned kThreads = 128;  // ATTD_THREADS
 constexpr unsigned kMergeThreads = 512;  // ATTD_MERGE_THREADS
 
-// attd_shared_bytes in attention.cuh: 4 warps' rings of 4, 3 or 2 chunks of K and V.
-size_t shared_bytes(int64_t d) {
+// Warps a block of the decode kernel: 8 where the head size has that kernel (d <= 128), else 4
+// (ATTD_WARPS); LATHE_ATTN_WARPS=4 (read once; a measuring knob) or set_attention_warps (tests) takes
+// 4 everywhere. Measured on the H200 (docs/perf.md, 2026-12-01): qwen3-8b q8_0 tg128 at 4,096 of
+// context 286.4 -> 297.4 with 8 (each block's whole split asked for before its programmatic-launch
+// wait), short contexts unchanged.
+int g_attention_warps = [] {
+  const char* v = std::getenv("LATHE_ATTN_WARPS");
+  return v && std::string(v) == "4" ? 4 : 8;
+}();
+
+int warps_for(int64_t d) { return d <= 128 ? g_attention_warps : 4; }
+
+// attd_shared_bytes in attention.cuh: w warps' rings of 4, 3 or 2 chunks of K and V.
+size_t shared_bytes(int64_t d, int w) {
   const int64_t stages = d <= 64 ? 4 : d <= 128 ? 3 : 2;
-  return static_cast<size_t>(4 * stages * (d / 8) * 32 * 16);
+  return static_cast<size_t>(w * stages * (d / 8) * 32 * 16);
 }
 
 int64_t head_sets(const AttentionShape& s) { return (s.n_head / s.n_head_kv + kSetHeads - 1) / kSetHeads; }
@@ -40,6 +52,8 @@ void check_shape(const AttentionShape& s, const AttentionOptionsGpu& o) {
 }
 
 }  // namespace
+
+void set_attention_warps(int warps) { g_attention_warps = warps == 8 ? 8 : 4; }
 
 AttentionSplit plan_attention_split(const AttentionShape& shape, const AttentionOptionsGpu& options,
                                     int64_t target_blocks) {
@@ -84,10 +98,11 @@ void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdev
   CUdeviceptr part_ml =
       split.n_split > 1 ? workspace + static_cast<CUdeviceptr>(shape.rows * shape.n_head * split.n_split * shape.d) * sizeof(float)
                         : 0;
-  const std::string name = "lathe_attn_decode_" + std::to_string(shape.d);
+  const int w = warps_for(shape.d);
+  const std::string name = "lathe_attn_decode_" + std::to_string(shape.d) + (w == 8 ? "_w8" : "");
   cuda::launch(kernel(name), {static_cast<unsigned>(split.n_split), static_cast<unsigned>(shape.n_head_kv * head_sets(shape)),
                               static_cast<unsigned>(shape.rows)},
-               {kThreads}, static_cast<unsigned>(shared_bytes(shape.d)),
+               {32 * static_cast<unsigned>(w)}, static_cast<unsigned>(shared_bytes(shape.d, w)),
                stream,
                {&q, &k_cache, &v_cache, &sequences, &positions, &out, &part_o, &part_ml, &n_head, &n_head_kv,
                 &n_ctx, &window, &split_len, &n_split, &scale, &cap, &sinks, &tickets},

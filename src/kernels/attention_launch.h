@@ -57,4 +57,9 @@ void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdev
                       CUdeviceptr workspace, CUstream stream, CUdeviceptr tickets = 0);
 size_t attention_ticket_bytes(const AttentionShape& shape);
 
+// Warps a block of the decode kernel for head sizes <= 128: 8 by default, or 4 (LATHE_ATTN_WARPS=4,
+// read once). The splits are the same; 4 warps take a block's chunks in other turns, so the sums are
+// bound-equal, not bit-equal. For tests and measurements.
+void set_attention_warps(int warps);
+
 }  // namespace lathe::kernels

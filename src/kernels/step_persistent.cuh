@@ -169,9 +169,17 @@ __device__ __noinline__ void lathe_step_virtual(const lathe_phase& ph, unsigned*
                               p.k_weight, p.norm, p.eps, p.k_cache, p.v_cache, p.n_ctx, x, y, threads);
     } else {
       const lathe_attn_decode_params& p = *reinterpret_cast<const lathe_attn_decode_params*>(ph.params);
-      attd_decode<D>(p.q, p.k_cache, p.v_cache, p.sequences, p.positions, p.out, p.part_o, p.part_ml,
-                                   p.n_head, p.n_head_kv, p.n_ctx, p.window, p.split_min, p.n_split, p.scale, p.cap,
-                                   p.sinks, p.tickets, x, y, z, ph.grid_y, 0);
+      // The launch's block size names the body: 8 warps (attention_launch.cpp's default for D <= 128)
+      // or 4.
+      constexpr int kWide = D <= 128 ? 8 : ATTD_WARPS;
+      if (threads == 32 * kWide)
+        attd_decode<D, kWide>(p.q, p.k_cache, p.v_cache, p.sequences, p.positions, p.out, p.part_o, p.part_ml,
+                              p.n_head, p.n_head_kv, p.n_ctx, p.window, p.split_min, p.n_split, p.scale, p.cap,
+                              p.sinks, p.tickets, x, y, z, ph.grid_y, 0);
+      else
+        attd_decode<D>(p.q, p.k_cache, p.v_cache, p.sequences, p.positions, p.out, p.part_o, p.part_ml, p.n_head,
+                       p.n_head_kv, p.n_ctx, p.window, p.split_min, p.n_split, p.scale, p.cap, p.sinks, p.tickets,
+                       x, y, z, ph.grid_y, 0);
     }
     lathe_sync_first(threads);  // the virtual block's shared memory is free for the next
   }

@@ -106,7 +106,7 @@ static const int kEndTokenCount = 2;
 static const void* const kKernels[] = {
     (const void*)&lathe_add_rms_norm,
     (const void*)&lathe_argmax,
-    (const void*)&lathe_attn_decode_64,
+    (const void*)&lathe_attn_decode_64_w8,
     (const void*)&lathe_attn_prefill_64,
     (const void*)&lathe_attn_prefill_merge,
     (const void*)&lathe_elem_binary,
@@ -121,7 +121,7 @@ static const void* const kKernels[] = {
 static const char* const kKernelNames[] = {
     "lathe_add_rms_norm",
     "lathe_argmax",
-    "lathe_attn_decode_64",
+    "lathe_attn_decode_64_w8",
     "lathe_attn_prefill_64",
     "lathe_attn_prefill_merge",
     "lathe_elem_binary",
@@ -212,7 +212,7 @@ static const Arg kArgs[] = {
     {8, 4, 0ULL, 0ULL}, {8, 0, 0ULL, 0ULL}, {8, 6, 0ULL, 0ULL}, {8, 29, 17920ULL, 0ULL}, {8, 29, 1792ULL, 0ULL}, {8, 29, 2304ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, 29, 1024ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
     // 3: lathe_rope_append
     {8, 29, 17920ULL, 0ULL}, {8, 29, 1792ULL, 0ULL}, {8, 29, 2304ULL, 0ULL}, {8, 30, 256ULL, 0ULL}, {8, 30, 512ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {8, 31, 0ULL, 0ULL}, {8, -1, 0x3ff0000000000000ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 5, 0ULL, 0ULL}, {8, 1, 0ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 24, 0ULL, 0ULL}, {8, 25, 0ULL, 0ULL}, {4, -1, 0x800ULL, 0x0ULL},
-    // 4: lathe_attn_decode_64
+    // 4: lathe_attn_decode_64_w8
     {8, 29, 17920ULL, 0ULL}, {8, 24, 0ULL, 0ULL}, {8, 25, 0ULL, 0ULL}, {8, 30, 512ULL, 0ULL}, {8, 30, 256ULL, 0ULL}, {8, 29, 18944ULL, 0ULL}, {8, 29, 0ULL, 0ULL}, {8, 29, 16384ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x10ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL},
     // 5: lathe_gemv1_q8_0_int8x2
     {8, 3, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 6144ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x101ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 18944ULL, 0ULL},
@@ -224,7 +224,7 @@ static const Arg kArgs[] = {
     {8, 15, 0ULL, 0ULL}, {8, 11, 0ULL, 0ULL}, {8, 17, 0ULL, 0ULL}, {8, 29, 17920ULL, 0ULL}, {8, 29, 3072ULL, 0ULL}, {8, 29, 3584ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL}, {8, 29, 1280ULL, 0ULL}, {8, 13, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL},
     // 9: lathe_rope_append
     {8, 29, 17920ULL, 0ULL}, {8, 29, 3072ULL, 0ULL}, {8, 29, 3584ULL, 0ULL}, {8, 30, 256ULL, 0ULL}, {8, 30, 512ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {8, 32, 0ULL, 0ULL}, {8, -1, 0x3ff0000000000000ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 16, 0ULL, 0ULL}, {8, 12, 0ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 26, 0ULL, 0ULL}, {8, 27, 0ULL, 0ULL}, {4, -1, 0x800ULL, 0x0ULL},
-    // 10: lathe_attn_decode_64
+    // 10: lathe_attn_decode_64_w8
     {8, 29, 17920ULL, 0ULL}, {8, 26, 0ULL, 0ULL}, {8, 27, 0ULL, 0ULL}, {8, 30, 512ULL, 0ULL}, {8, 30, 256ULL, 0ULL}, {8, 29, 18944ULL, 0ULL}, {8, 29, 0ULL, 0ULL}, {8, 29, 16384ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x10ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL},
     // 11: lathe_gemv1_q8_0_int8x2
     {8, 14, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 6144ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x101ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 18944ULL, 0ULL},
@@ -315,13 +315,13 @@ static const Op kOps[] = {
     {11, {1, 1, 1}, {256, 1, 1}, 0, 5, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 1: lathe_rms_norm_warp  rms_norm quantized [1 x 256]  (line 29, layer 0)
     {9, {32, 1, 1}, {512, 1, 1}, 164480, 15, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 2: lathe_gemvm_q8_0_int8x2  gemv of 3 matrices q8_0 [256 x 256] q8_0 [128 x 256] q8_0 [128 x 256] int8x2  (line 30, layer 0)
     {12, {1, 2, 1}, {128, 1, 1}, 1280, 38, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 3: lathe_rope_append  rope with head norms and cache append [1 x 4+2 x 64]  (line 38, layer 0)
-    {2, {16, 2, 1}, {128, 1, 1}, 65536, 57, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 4: lathe_attn_decode_64  attention [1 x 4 x 64] over 2048 slots in 16 splits  (line 42, layer 0)
+    {2, {16, 2, 1}, {256, 1, 1}, 131072, 57, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 4: lathe_attn_decode_64_w8  attention [1 x 4 x 64] over 2048 slots in 16 splits  (line 42, layer 0)
     {7, {8, 1, 1}, {512, 1, 1}, 164480, 75, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 5: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 0)
     {9, {32, 1, 1}, {512, 1, 1}, 164480, 84, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 6: lathe_gemvm_q8_0_int8x2  gemv gate, up and swiglu q8_0 [512 x 256] q8_0 [512 x 256] int8x2 with the norm in its prologue  (line 45, layer 0)
     {7, {8, 1, 1}, {512, 1, 1}, 165120, 107, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 7: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 0)
     {9, {32, 1, 1}, {512, 1, 1}, 164480, 116, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 8: lathe_gemvm_q8_0_int8x2  gemv of 3 matrices q8_0 [256 x 256] q8_0 [128 x 256] q8_0 [128 x 256] int8x2 with the norm in its prologue  (line 52, layer 0)
     {12, {1, 2, 1}, {128, 1, 1}, 1280, 139, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 9: lathe_rope_append  rope with head norms and cache append [1 x 4+2 x 64]  (line 38, layer 1)
-    {2, {16, 2, 1}, {128, 1, 1}, 65536, 158, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 10: lathe_attn_decode_64  attention [1 x 4 x 64] over 2048 slots in 16 splits  (line 42, layer 1)
+    {2, {16, 2, 1}, {256, 1, 1}, 131072, 158, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 10: lathe_attn_decode_64_w8  attention [1 x 4 x 64] over 2048 slots in 16 splits  (line 42, layer 1)
     {7, {8, 1, 1}, {512, 1, 1}, 164480, 176, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 11: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 1)
     {9, {32, 1, 1}, {512, 1, 1}, 164480, 185, 23, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 12: lathe_gemvm_q8_0_int8x2  gemv gate, up and swiglu q8_0 [512 x 256] q8_0 [512 x 256] int8x2 with the norm in its prologue  (line 45, layer 1)
     {7, {8, 1, 1}, {512, 1, 1}, 165120, 208, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 13: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 1)
