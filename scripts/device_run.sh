@@ -86,6 +86,8 @@
 #   n4      the decode attention's read rate by the cache's layout (1 to 8 kv heads, the same bytes)
 #   n5      the decode attention in blocks of 8 warps against 4: tests, alone, tg128 at depth 0 and 4,096
 #   n6      what lands: the attention's 8 warps by default; the GPU tests it touches, checks, tg128 both ways
+#   n7      rope's L2 requests for the attention's cache before its wait: tests, check, tg128 A/B (depth 0, 4096)
+#   n8      qwen3-30b-a3b's check and tg128 on the landed build
 #   r14     what landed: GPU tests, the mixture's timings, checks, tg128 A/B of the 30B and qwen3-0.6b
 #   r15     the GPU tests after the review's refactors of the router and the grid count-out
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
@@ -556,6 +558,21 @@ for part in "$@"; do
     for rep in 1 2; do for wp in 8 4; do
       echo "== qwen3-8b q8_0 depth 4096 attention warps $wp"; LATHE_ATTN_WARPS=$wp timeout 200 $L bench $f -p 0 -n 128 -d 4096 -r 3 --ctx 4608 2>&1 | grep tg128
     done; done ;;
+  n7)  # rope asks L2 for the attention's cache slots before its wait: the tests it touches, the 8B's
+    # check, tg128 against build-dev/old (main before it) at depth 0 and 4,096, alternated
+    gpu_tests test_gpu_norm_rope_gpu test_gpu_attention_gpu test_persistent_step_gpu test_gpu_lane_gpu
+    checks "qwen3-8b q8_0"
+    LATHE_PERSISTENT=1 checks "qwen3-8b q8_0"
+    tg128_ab "qwen3-8b q8_0" "qwen3-0.6b q8_0"
+    f=$(synth qwen3-8b q8_0)
+    for rep in 1 2; do for bin in build-dev/old/lathe $L; do
+      echo "== qwen3-8b q8_0 depth 4096 $bin"; timeout 200 $bin bench $f -p 0 -n 128 -d 4096 -r 3 --ctx 4608 2>&1 | grep tg128
+    done; done ;;
+  n8)  # the 30B on the landed build (the review's router refactor had no tg128 yet): check and tg128
+    rm -f $M/qwen3-8b-*.gguf $M/llama3-8b-*.gguf  # room for the 30B
+    checks "qwen3-30b-a3b q8_0"
+    f=$(synth qwen3-30b-a3b q8_0)
+    for rep in 1 2; do echo "== qwen3-30b-a3b q8_0"; tg128 $L $f; done ;;
   r15)  # after the review's refactors (the router's norm row, softmax and count-out shared): the tests
     gpu_tests test_moe_gpu test_persistent_step_gpu test_gpu_lane_gpu
     echo "== check qwen3moe-tiny q8_0 int8x2"; $L check $(synth qwen3moe-tiny q8_0) --steps 8 --prompt-tokens 20 2>&1 | tail -2 | head -1 ;;
