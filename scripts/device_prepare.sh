@@ -15,6 +15,8 @@ cp build-dev/lathe build-dev/carry/
 for t in build-dev/tests/test_*_gpu; do [ -x "$t" ] && cp "$t" build-dev/carry/; done
 scripts/device_libs.sh build-dev/devlibs build-dev/lathe build-dev/carry/test_*_gpu >/dev/null
 rm -rf build-dev/kcache && LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90
+# and the library with the products' edge stamps (LATHE_STAMPS: runtime/product_stamps.h)
+LATHE_STAMPS=on LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90
 [ "${SKIP_EMITTED:-0}" = 1 ] || scripts/build_emitted.sh build-dev/lathe
 strip build-dev/carry/*
 tar -cJf build-dev/pack.tar.xz -C build-dev carry kcache devlibs $([ -d build-dev/old ] && echo old)

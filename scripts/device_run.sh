@@ -88,6 +88,7 @@
 #   n6      what lands: the attention's 8 warps by default; the GPU tests it touches, checks, tg128 both ways
 #   n7      rope's L2 requests for the attention's cache before its wait: tests, check, tg128 A/B (depth 0, 4096)
 #   n8      qwen3-30b-a3b's check and tg128 on the landed build
+#   n9      the products' edge stamps: the test, tg128 without, a stamped repetition of qwen3-8b and -0.6b
 #   r14     what landed: GPU tests, the mixture's timings, checks, tg128 A/B of the 30B and qwen3-0.6b
 #   r15     the GPU tests after the review's refactors of the router and the grid count-out
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
@@ -573,6 +574,18 @@ for part in "$@"; do
     checks "qwen3-30b-a3b q8_0"
     f=$(synth qwen3-30b-a3b q8_0)
     for rep in 1 2; do echo "== qwen3-30b-a3b q8_0"; tg128 $L $f; done ;;
+  n9)  # the products' edge stamps: their test, tg128 without them (the default kernels), then one
+    # stamped repetition of qwen3-8b and qwen3-0.6b q8_0, the table of scripts/product_stamps.py, the
+    # records (xz) under $OUT when set
+    gpu_tests test_product_stamps_gpu
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      set -- $spec; f=$(synth $1 $2)
+      echo "== $1 $2"; tg128 $L $f
+      st=${OUT:-/tmp}/stamps-$1-$2.csv
+      echo "== $1 $2 stamped"; LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128|stamps"
+      python3 scripts/product_stamps.py $st
+      xz -f $st
+    done ;;
   r15)  # after the review's refactors (the router's norm row, softmax and count-out shared): the tests
     gpu_tests test_moe_gpu test_persistent_step_gpu test_gpu_lane_gpu
     echo "== check qwen3moe-tiny q8_0 int8x2"; $L check $(synth qwen3moe-tiny q8_0) --steps 8 --prompt-tokens 20 2>&1 | tail -2 | head -1 ;;

@@ -145,7 +145,9 @@ double run_case(const AttnCase& c, uint32_t seed) {
                               work.ptr(), s.handle(), tickets.ptr());
     s.synchronize();
     const std::vector<float> got = from_device<float>(dout, want.size());
-    if (round == 1) EXPECT_EQ(got, in_block) << "the second launch on the same tickets differs";
+    if (round == 1) {
+      EXPECT_EQ(got, in_block) << "the second launch on the same tickets differs";
+    }
     in_block = got;
   }
   for (int32_t t : from_device<int32_t>(tickets, kernels::attention_ticket_bytes(shape) / sizeof(int32_t)))

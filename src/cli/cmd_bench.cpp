@@ -6,6 +6,7 @@
 #include "cli/engines.h"
 #include "model/model_spec.h"
 #include "runtime/gpu_engine.h"
+#include "runtime/product_stamps.h"
 
 #include <fmt/core.h>
 
@@ -89,10 +90,21 @@ Action add_bench_command(CLI::App& app) {
     if (*tg > 0) {
       if (*depth > 0) gpu.run(std::span<const int32_t>(ids.data(), static_cast<size_t>(*depth)), 0, false);
       std::vector<double> rates;
-      for (int r = 0; r <= *reps; ++r) {
+      // LATHE_STAMPS=FILE: the decode products' block stamps of one more repetition, its first 2^18
+      // block records (~13 tokens of an 8B model; runtime/product_stamps.h), left out of the rates.
+      const std::string stamps_file = cuda::product_stamps_file();
+      std::unique_ptr<cuda::ProductStamps> stamps;
+      for (int r = 0; r <= *reps + (stamps_file.empty() ? 0 : 1); ++r) {
+        if (r == 1 && !stamps_file.empty()) stamps = std::make_unique<cuda::ProductStamps>(size_t{1} << 18);
         int32_t tok = 1;
         const auto t0 = std::chrono::steady_clock::now();
         for (int64_t i = 0; i < *tg; ++i) tok = gpu.run_greedy(tok, *depth + i);
+        if (stamps) {
+          stamps->write(stamps_file);
+          stamps.reset();
+          fmt::print("(product stamps of {} tokens written to {})\n", *tg, stamps_file);
+          continue;
+        }
         if (r > 0) rates.push_back(static_cast<double>(*tg) / seconds(t0));
       }
       const Stat s = stat(rates);

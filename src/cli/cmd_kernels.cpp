@@ -27,7 +27,8 @@ Action add_kernels_command(CLI::App& app) {
     if (!std::regex_match(a, std::regex("sm_[0-9]{2,3}a?")))
       fail("--arch '{}' is not an architecture name such as sm_90", a);
     const auto t0 = std::chrono::steady_clock::now();
-    const std::string file = cuda::Module::precompile(kernels::library_source(), "lathe_kernels.cu", a);
+    const std::string file =
+        cuda::Module::precompile(kernels::library_source(), "lathe_kernels.cu", a, kernels::library_options());
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     fmt::print("the kernel library for {}: {} ({:.1f} s)\n", a, file, s);
     if (a == "sm_90") {  // compute capability 9.0 cards also load the sm_90a module (library.h)

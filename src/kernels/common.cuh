@@ -67,6 +67,86 @@ __device__ __forceinline__ unsigned long long lathe_globaltimer() {
   return t;
 }
 
+// ---- A product block's edge stamps (a measuring knob: LATHE_STAMPS, runtime/product_stamps.h, which
+// compiles the library with LATHE_PRODUCT_STAMPS defined; without it these are empty and the kernels'
+// machine code is what it is without them). The host points lathe_stamps at lathe_stamps_cap records
+// of 8 words. A record: the weights' address; n_out | k << 32; smid << 32 | block; then the
+// globaltimer (ns) at the block's entry, when its programmatic-launch wait (or grid barrier) returned,
+// when x was in place for every warp, when warp 0's first chunk had landed, and when the block's last
+// warp finished.
+struct lathe_block_stamps {  // in shared memory, one a block
+  unsigned long long t[4];
+  unsigned on, done;
+};
+#ifdef LATHE_PRODUCT_STAMPS
+extern "C" {
+__device__ unsigned long long* lathe_stamps;
+__device__ unsigned lathe_stamps_cap;
+__device__ unsigned lathe_stamps_used;
+}
+
+// Thread 0, first thing; the other warps read `on` only after a barrier of the whole block.
+__device__ __forceinline__ void lathe_stamps_begin(lathe_block_stamps& s) {
+  if (threadIdx.x == 0) {
+    s.on = lathe_stamps != nullptr;
+    s.done = 0;
+    s.t[1] = s.t[2] = s.t[3] = 0;  // 0: not passed (warp 0 had no chunk)
+    if (s.on) s.t[0] = lathe_globaltimer();
+  }
+}
+
+__device__ __forceinline__ void lathe_stamps_at(lathe_block_stamps& s, int i) {  // thread 0
+  if (threadIdx.x == 0 && s.on) s.t[i] = lathe_globaltimer();
+}
+
+// Lane 0 of every warp of the block, after its last chunk; the last to get here writes the record.
+__device__ __forceinline__ void lathe_stamps_end(lathe_block_stamps& s, const void* w, int n_out, int k) {
+  if ((threadIdx.x & 31) != 0 || !s.on) return;
+  __threadfence_block();  // this warp's stamps before its arrival
+  if (atomicAdd(&s.done, 1u) != (blockDim.x >> 5) - 1) return;
+  __threadfence_block();
+  const unsigned long long t_end = lathe_globaltimer();
+  const unsigned i = atomicAdd(&lathe_stamps_used, 1u);
+  if (i >= lathe_stamps_cap) return;
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  unsigned long long* r = lathe_stamps + 8ull * i;
+  r[0] = reinterpret_cast<unsigned long long>(w);
+  r[1] = static_cast<unsigned>(n_out) | static_cast<unsigned long long>(static_cast<unsigned>(k)) << 32;
+  r[2] = static_cast<unsigned long long>(smid) << 32 | blockIdx.x;
+  for (int j = 0; j < 4; ++j) r[3 + j] = s.t[j];
+  r[7] = t_end;
+}
+// The kernels use these (so that without LATHE_PRODUCT_STAMPS they leave no trace in the machine
+// code): a block's stamps declared and begun; stamp i; warp 0 waits for its first chunk (`wait`, a
+// statement the warp's loop then passes at once) where it has one (`has`) and stamps it; the record.
+#define LATHE_BLOCK_STAMPS(s)       \
+  __shared__ lathe_block_stamps s; \
+  lathe_stamps_begin(s)
+#define LATHE_STAMP_AT(s, i) lathe_stamps_at(s, i)
+#define LATHE_STAMP_FIRST(s, has, wait)                         \
+  do {                                                          \
+    if (s.on && (threadIdx.x >> 5) == 0 && (has)) {            \
+      wait;                                                     \
+      lathe_stamps_at(s, 3);                                    \
+    }                                                           \
+  } while (0)
+#define LATHE_STAMP_END(s, w, n_out, k) lathe_stamps_end(s, w, n_out, k)
+#else
+#define LATHE_BLOCK_STAMPS(s) \
+  do {                        \
+  } while (0)
+#define LATHE_STAMP_AT(s, i) \
+  do {                       \
+  } while (0)
+#define LATHE_STAMP_FIRST(s, has, wait) \
+  do {                                  \
+  } while (0)
+#define LATHE_STAMP_END(s, w, n_out, k) \
+  do {                                  \
+  } while (0)
+#endif
+
 __device__ __forceinline__ float lathe_f16(const uint8_t* p) {
   return __half2float(*reinterpret_cast<const __half*>(p));
 }

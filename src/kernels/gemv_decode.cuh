@@ -30,6 +30,7 @@
 #define LATHE_GEMV1_STAGES 4
 #define LATHE_GEMV1_SLOT 2560  // a chunk of <= 2520 bytes from its 16-byte line, plus 4 bytes over-read
 
+
 __device__ __forceinline__ void lathe_gemv1_cp16(void* smem, const void* g) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(g) : "memory");
@@ -453,6 +454,7 @@ __device__ __forceinline__ void lathe_gemv1_row_body(const uint8_t* w, long long
   extern __shared__ uint4 lathe_gemv1_smem[];
   __shared__ float partial[2][LATHE_GEMV1_WARPS];
   __shared__ __align__(8) unsigned long long ring_bars[LATHE_GEMV1_WARPS][LATHE_GEMV1_STAGES];
+  LATHE_BLOCK_STAMPS(stamps);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const unsigned mbar = static_cast<unsigned>(__cvta_generic_to_shared(ring_bars[warp]));
   const int units = k / F::unit_values, n_chunks = (units + F::chunk_units - 1) / F::chunk_units;
@@ -468,6 +470,7 @@ __device__ __forceinline__ void lathe_gemv1_row_body(const uint8_t* w, long long
   // (STAGES - 1 + i)-th chunk, BEFORE the programmatic-launch wait; x after it. early == 0 waits first.
   lathe_ring_init(mbar);
   if (early == 0) lathe_step_wait(grid);
+  if (early == 0) LATHE_STAMP_AT(stamps, 1);
   const unsigned stage_a = lathe_smem_addr(stage);
   lathe_gemv1_walk<F> ld;
   ld.begin(w, row_bytes, g0, sub);
@@ -481,8 +484,11 @@ __device__ __forceinline__ void lathe_gemv1_row_body(const uint8_t* w, long long
     const int pf_row = g0 + (j / per_row) * n_groups, pf_c = sub + (j % per_row) * group;
     if (lane < early && pf_row < n_out) lathe_gemv1_prefetch_chunk<F>(w, row_bytes, units, pf_row, pf_c);
     lathe_step_wait(grid);
+    LATHE_STAMP_AT(stamps, 1);
   }
   lathe_gemv1_stage_x<C>(sx, xq, xf, k);
+  LATHE_STAMP_AT(stamps, 2);
+  LATHE_STAMP_FIRST(stamps, g0 < n_out, lathe_ring_wait(mbar, 0, 0));
 
   lathe_gemv1_walk<F> at;  // the chunk consumed: in slot `slot`, its fill of parity `phase`
   at.begin(w, row_bytes, g0, sub);
@@ -525,6 +531,7 @@ __device__ __forceinline__ void lathe_gemv1_row_body(const uint8_t* w, long long
     at.next(w, row_bytes, sub, group, n_groups, n_chunks);
   }
   lathe_ring_release(mbar);
+  LATHE_STAMP_END(stamps, w, n_out, k);
 }
 
 // The paired products, the kernels' entry (lathe_gemv1_body: row or paired items) and the

@@ -175,6 +175,7 @@ __device__ __forceinline__ void lathe_gemv1_pair_body(const uint8_t* w, long lon
   extern __shared__ uint4 lathe_gemv1_smem[];
   __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
   __shared__ __align__(8) unsigned long long ring_bars[LATHE_GEMV1_WARPS][LATHE_GEMV1_STAGES];
+  LATHE_BLOCK_STAMPS(stamps);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const unsigned mbar = static_cast<unsigned>(__cvta_generic_to_shared(ring_bars[warp]));
   constexpr int half_units = lathe_gemv1_half<F>::units;
@@ -205,13 +206,17 @@ __device__ __forceinline__ void lathe_gemv1_pair_body(const uint8_t* w, long lon
     if (lane < early) ring.prefetch(lane);
     lathe_step_wait(grid);
   }
+  LATHE_STAMP_AT(stamps, 1);
   lathe_gemv1_stage_x<C>(sx, xq, xf, k);
+  LATHE_STAMP_AT(stamps, 2);
+  LATHE_STAMP_FIRST(stamps, g0 < n_items, lathe_ring_wait(mbar, 0, 0));
 
   ring.run(lathe_smem_addr(sx), k, lathe_smem_addr(sx + x_level_bytes), partial, [&](int item, float va, float vb) {
     y[2 * item] = va;
     if (2 * item + 1 < n_out) y[2 * item + 1] = vb;
   });
   lathe_ring_release(mbar);
+  LATHE_STAMP_END(stamps, w, n_out, k);
 }
 
 // The decode GEMV: `mode` is the launcher's group (warps an item, bits 0-7) with bit 8 set for the

@@ -116,6 +116,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   extern __shared__ uint4 lathe_gemvm_smem[];
   __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
   __shared__ __align__(8) unsigned long long ring_bars[LATHE_GEMV1_WARPS][LATHE_GEMV1_STAGES];
+  LATHE_BLOCK_STAMPS(stamps);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const unsigned mbar = static_cast<unsigned>(__cvta_generic_to_shared(ring_bars[warp]));
   lathe_gemvm_list<FA, FB> L;
@@ -161,6 +162,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   }
 
   auto stage_x = [&]() {
+    LATHE_STAMP_AT(stamps, 1);  // the wait has returned (the caller's next statement after it)
     if (nx) {
       // The norm in the prologue: s = x + y, h = s / rms(s) * w (add_rms_norm's formula; its sum of
       // squares in another order), quantized into shared memory, 8 threads a 32-value block. Block 0
@@ -202,6 +204,8 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       lathe_gemv1_wait<0>();
     }
     __syncthreads();  // x is in place for every warp
+    LATHE_STAMP_AT(stamps, 2);
+    LATHE_STAMP_FIRST(stamps, g0 < n_items, lathe_ring_wait(mbar, 0, 0));
   };
 
   // swiglu == 2, gate and up of one format: paired products (gemv_decode.cuh's lathe_gemv1_pair_ring),
@@ -212,11 +216,13 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       if (L.is_b(0)) {
         lathe_gemvm_swiglu_pairs<FB, C>(w0, w1, y0, rb0, k, n0, group, sub, n_groups, g0, early, stage, mbar, sx,
                                         x_level_bytes, partial, grid, stage_x);
+        LATHE_STAMP_END(stamps, w0, n_items, k);
         return;
       }
     }
     lathe_gemvm_swiglu_pairs<FA, C>(w0, w1, y0, rb0, k, n0, group, sub, n_groups, g0, early, stage, mbar, sx,
                                     x_level_bytes, partial, grid, stage_x);
+    LATHE_STAMP_END(stamps, w0, n_items, k);
     return;
   }
 
@@ -298,6 +304,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     }
   }
   lathe_ring_release(mbar);
+  LATHE_STAMP_END(stamps, w0, n_items, k);
 }
 
 // Kernels lathe_gemvm_<FA>[_<FB>]_<contract>: one format for every segment, or Q4_K with Q6_K segments

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -71,11 +72,20 @@ CUfunction kernel_90a(const std::string& name) {
   return f;
 }
 
+const std::vector<std::string>& library_options() {
+  static const std::vector<std::string> options = [] {
+    const char* v = std::getenv("LATHE_STAMPS");
+    return v && *v ? std::vector<std::string>{"-DLATHE_PRODUCT_STAMPS"} : std::vector<std::string>{};
+  }();
+  return options;
+}
+
 const cuda::Module& library() {
   static std::mutex mu;
   static std::unique_ptr<cuda::Module> module;
   std::lock_guard<std::mutex> lock(mu);
-  if (!module) module = std::make_unique<cuda::Module>(cuda::Module::compile(library_source(), "lathe_kernels.cu"));
+  if (!module)
+    module = std::make_unique<cuda::Module>(cuda::Module::compile(library_source(), "lathe_kernels.cu", library_options()));
   return *module;
 }
 

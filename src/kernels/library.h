@@ -37,6 +37,10 @@ CUfunction kernel_90a(const std::string& name);
 // architecture named wins, which tests/test_gemm_wgmma_layout.cpp checks by compiling the module).
 const std::vector<std::string>& sm90a_options();
 
+// The NVRTC options of the main module: none, or -DLATHE_PRODUCT_STAMPS where LATHE_STAMPS is set
+// (runtime/product_stamps.h: the decode products stamp their blocks' edges). Read once.
+const std::vector<std::string>& library_options();
+
 // The compiled library (compiled on first use; a CudaError when there is no GPU or it fails).
 const cuda::Module& library();
 

@@ -319,6 +319,16 @@ CUfunction Module::function(const std::string& name) const {
   return f;
 }
 
+CUdeviceptr Module::global(const std::string& name, size_t* bytes) const {
+  CUdeviceptr p = 0;
+  size_t n = 0;
+  const CUresult r = D().cuModuleGetGlobal(&p, &n, mod_, name.c_str());
+  if (r == CUDA_ERROR_NOT_FOUND) throw CudaError(fmt::format("no device variable named '{}' in the module", name));
+  check(r, "cuModuleGetGlobal");
+  if (bytes) *bytes = n;
+  return p;
+}
+
 namespace {
 thread_local bool programmatic_launch_on = true;
 }  // namespace

@@ -119,6 +119,7 @@ class Module {
   Module(Module&& o) noexcept : mod_(o.mod_), digest_(std::move(o.digest_)), from_cache_(o.from_cache_) { o.mod_ = nullptr; }
   ~Module();
   CUfunction function(const std::string& name) const;  // CudaError naming the kernel if absent
+  CUdeviceptr global(const std::string& name, size_t* bytes = nullptr) const;  // a __device__ variable
   const std::string& digest() const { return digest_; }
   bool from_cache() const { return from_cache_; }
 

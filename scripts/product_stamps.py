@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Reads the decode products' block stamps (LATHE_STAMPS=FILE lathe bench ...; runtime/product_stamps.h)
+and prints, per product shape, where a launch's time goes, in microseconds (medians over its launches):
+
+  release  the previous product's last block end -> this launch's first wait return (the dependency)
+  x        its blocks' wait return -> x in place (median block)
+  first    x in place -> warp 0's first chunk landed (median block; 0 where it had landed already)
+  stream   first chunk -> the block's end (median block)
+  tail     median block end -> last block end
+  span     first wait return -> last block end
+  period   previous product's last end -> this one's (other kernels between them included)
+
+Usage: scripts/product_stamps.py FILE.csv"""
+import csv
+import statistics
+import sys
+from collections import defaultdict
+
+
+def main(path):
+    rows = []
+    with open(path) as f:
+        head = f.readline().strip()
+        for r in csv.DictReader(f):
+            rows.append({k: (v if k == "weights" else int(v)) for k, v in r.items()})
+    print(head)
+    # A launch: one product's blocks of one token. Records of a weights address split where entries
+    # are more than 100 us apart (the same product a token later).
+    by_w = defaultdict(list)
+    for r in rows:
+        by_w[r["weights"]].append(r)
+    launches = []
+    for recs in by_w.values():
+        recs.sort(key=lambda r: r["entry"])
+        cur = [recs[0]]
+        for r in recs[1:]:
+            if r["entry"] - cur[-1]["entry"] > 100_000:
+                launches.append(cur)
+                cur = []
+            cur.append(r)
+        launches.append(cur)
+    launches.sort(key=lambda L: min(r["wait"] for r in L))
+    med = statistics.median
+    per_shape = defaultdict(lambda: defaultdict(list))
+    prev_end = None
+    for L in launches:
+        shape = (L[0]["n_out"], L[0]["k"])
+        wait0 = min(r["wait"] for r in L)
+        ends = [r["end"] for r in L]
+        last = max(ends)
+        d = per_shape[shape]
+        d["blocks"].append(len(L))
+        if prev_end is not None:
+            d["release"].append(wait0 - prev_end)
+        d["x"].append(med([r["x"] - r["wait"] for r in L]))
+        firsts = [r["first"] - r["x"] for r in L if r["first"] >= 0]
+        d["first"].append(med(firsts) if firsts else 0)
+        d["stream"].append(med([r["end"] - r["first"] for r in L if r["first"] >= 0] or [0]))
+        d["tail"].append(last - med(ends))
+        d["span"].append(last - wait0)
+        if prev_end is not None:
+            d["period"].append(last - prev_end)
+        prev_end = last
+    cols = ["release", "x", "first", "stream", "tail", "span", "period"]
+    print(f"{'n_out x k':>16} {'launches':>8} {'blocks':>6} " + " ".join(f"{c:>8}" for c in cols))
+    for shape, d in sorted(per_shape.items()):
+        vals = " ".join(f"{med(d[c]) / 1000:8.2f}" if d[c] else f"{'-':>8}" for c in cols)
+        print(f"{shape[0]:>7} x {shape[1]:<6} {len(d['blocks']):>8} {med(d['blocks']):>6} {vals}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])
