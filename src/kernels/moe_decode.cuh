@@ -104,8 +104,10 @@ __device__ __forceinline__ void lathe_moe_gate_up_pairs(const uint8_t* wg, const
   const int n_groups = bpr * gpb, g0 = br * gpb + warp / group;
   const int n_items = top_k * n_ff;
   if (r >= rows || br >= bpr) return;  // a grid not a multiple of rows: whole blocks leave
+  LATHE_BLOCK_STAMPS(stamps);  // the mixture's kernels stamp x and the first chunk as one time
 
   lathe_pdl_entry();
+  LATHE_STAMP_AT(stamps, 1);
   lathe_moe_stage_row_x<C>(sx, xq, r, rows, k);  // the one commit group: the weights complete on the ring
   const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
 
@@ -123,10 +125,13 @@ __device__ __forceinline__ void lathe_moe_gate_up_pairs(const uint8_t* wg, const
   ring.begin();
   lathe_gemv1_wait<0>();  // x's group has landed
   __syncthreads();
+  LATHE_STAMP_AT(stamps, 2);
+  LATHE_STAMP_AT(stamps, 3);
   float* hr = h + static_cast<long long>(r) * top_k * n_ff;
   ring.run(lathe_smem_addr(sx), k, lathe_smem_addr(sx + k * C), partial,
            [&](int item, float g, float u) { hr[item] = lathe_swiglu(g, u); });
   lathe_ring_release(mbar);
+  LATHE_STAMP_END(stamps, wg, n_items, k);
 }
 
 // The gate/up rows path's chunks and dot (shared with moe_single_launch.cuh): item (j, o) is row o of
@@ -168,8 +173,10 @@ __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const 
   const int n_groups = bpr * gpb, g0 = br * gpb + warp / group;
   const int n_items = top_k * n_ff;
   if (r >= rows || br >= bpr) return;  // a grid not a multiple of rows: whole blocks leave
+  LATHE_BLOCK_STAMPS(stamps);
 
   lathe_pdl_entry();
+  LATHE_STAMP_AT(stamps, 1);
   lathe_moe_stage_row_x<C>(sx, xq, r, rows, k);  // one commit group ahead of the weights
   const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
   const lathe_moe_gu_rows<F, C> gu{wg, wu, row_bytes, expert_bytes, units, nc, n_ff, k, my_id, sx};
@@ -186,12 +193,15 @@ __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const 
   }
   lathe_gemv1_wait<LATHE_GEMV1_STAGES - 1>();  // x's group, the oldest, has landed
   __syncthreads();
+  LATHE_STAMP_AT(stamps, 2);
+  LATHE_STAMP_AT(stamps, 3);
 
   auto dot = [&](int item, int c, const uint8_t* s, float& acc0, float& acc1) { gu.dot(item, c, s, acc0, acc1); };
   auto done = [&](int item, float g, float u) {
     h[static_cast<long long>(r) * top_k * n_ff + item] = lathe_swiglu(g, u);
   };
   lathe_moe_stream(g0, sub, group, n_groups, n_items, 2 * nc, stage, ld_item, ld_c, chunk, dot, done);
+  LATHE_STAMP_END(stamps, wg, n_items, k);
 }
 
 // The mixture's gate/up: `mode` is the launcher's group (bits 0-7) with bit 8 (LATHE_GEMV1_PAIRS) for
@@ -393,6 +403,7 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
   const int gpb = LATHE_GEMV1_WARPS / group, sub = warp % group;
   const int n_groups = bpr * gpb, g0 = br * gpb + warp / group;
   if (r >= rows || br >= bpr) return;
+  LATHE_BLOCK_STAMPS(stamps);
 
   if (!early) lathe_pdl_entry();
   const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
@@ -412,6 +423,7 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
     }
   }
   if (early) lathe_pdl_entry();  // now h, written by the kernel just before, may be read
+  LATHE_STAMP_AT(stamps, 1);
 
   if (h_f32) {
     lathe_moe_quantize_h<C>(reinterpret_cast<const float*>(hin) + static_cast<long long>(r) * K, K,
@@ -430,10 +442,13 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
     lathe_gemv1_wait<0>();  // h's group is the newest: the weight chunks before it have landed too
   }
   __syncthreads();  // h_r is in place for every warp (the weight chunks are waited for one by one)
+  LATHE_STAMP_AT(stamps, 2);
+  LATHE_STAMP_AT(stamps, 3);
 
   auto dot = [&](int item, int c, const uint8_t* s, float& acc0, float& acc1) { dn.dot(item, c, s, acc0, acc1); };
   auto done = [&](int item, float v, float) { out[static_cast<long long>(r) * n_out + item] = v; };
   lathe_moe_stream(g0, sub, group, n_groups, n_out, item_chunks, stage, ld_item, ld_c, chunk, dot, done);
+  LATHE_STAMP_END(stamps, w, n_out, K);
 }
 
 #define LATHE_MOE_KERNELS(FMT, C, CNAME)                                                                          \
