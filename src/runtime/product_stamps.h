@@ -1,11 +1,11 @@
 // The decode products' edge stamps, a measuring knob: with LATHE_STAMPS=FILE the kernel library is
 // compiled with LATHE_PRODUCT_STAMPS (kernels/library.h's library_options), and every block of a
 // decode or merged product (gemv_decode.cuh, gemv_multi.cuh) and of the mixture's expert kernels
-// (moe_decode.cuh: their x and first chunk are one stamp; the weights are the stacked tensor's) records
-// the globaltimer at its entry, when
-// its programmatic-launch wait returned, when x was in place, when warp 0's first chunk had landed, and
-// when its last warp finished (kernels/common.cuh's lathe_stamps_end has the record). `lathe bench`
-// records its first timed tg repetition and writes FILE as CSV; scripts/product_stamps.py reads it.
+// (moe_decode.cuh: their x and first chunk are one stamp; the weights are the stacked tensor's)
+// records the globaltimer at its entry, when its programmatic-launch wait returned, when x was in
+// place, when warp 0's first chunk had landed, and when its last warp finished (kernels/common.cuh's
+// lathe_stamps_end has the record). `lathe bench` records one more tg repetition than it times and
+// writes FILE as CSV; scripts/product_stamps.py reads it.
 #pragma once
 
 #include "runtime/cuda_driver.h"
