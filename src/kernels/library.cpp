@@ -85,7 +85,8 @@ const cuda::Module& library() {
   static std::unique_ptr<cuda::Module> module;
   std::lock_guard<std::mutex> lock(mu);
   if (!module)
-    module = std::make_unique<cuda::Module>(cuda::Module::compile(library_source(), "lathe_kernels.cu", library_options()));
+    module = std::make_unique<cuda::Module>(
+        cuda::Module::compile(library_source(), "lathe_kernels.cu", library_options()));
   return *module;
 }
 
