@@ -3,7 +3,11 @@
 and prints, per product shape, where a launch's time goes, in microseconds (medians over its launches):
 
   release  the previous product's last block end -> this launch's first wait return (the dependency)
-  x        its blocks' wait return -> x in place (median block)
+  x        its blocks' wait return -> x in place (median block), and inside it (thread 0):
+             xa  wait return -> the norm's or the copy's loads landed
+             xb  -> the norm's block sum
+             xc  -> the quantization written (a norm's, or a quantizing row's, from the wait)
+             xbar  the last of these -> x in place (the block's barrier: the slowest warp)
   first    x in place -> warp 0's first chunk landed (median block; 0 where it had landed already)
   stream   first chunk -> the block's end (median block)
   tail     median block end -> last block end
@@ -22,7 +26,10 @@ def main(path):
     with open(path) as f:
         head = f.readline().strip()
         for r in csv.DictReader(f):
-            rows.append({k: (v if k == "weights" else int(v)) for k, v in r.items()})
+            row = {k: (v if k == "weights" else int(v)) for k, v in r.items()}
+            for k in ("xa", "xb", "xc"):  # files from before the inside-x stamps
+                row.setdefault(k, -1)
+            rows.append(row)
     print(head)
     # A launch: one product's blocks of one token. Records of a weights address split where entries
     # are more than 100 us apart (the same product a token later).
@@ -53,6 +60,17 @@ def main(path):
         if prev_end is not None:
             d["release"].append(wait0 - prev_end)
         d["x"].append(med([r["x"] - r["wait"] for r in L]))
+        for key, a, b in (("xa", "wait", "xa"), ("xb", "xa", "xb"), ("xc", None, "xc")):
+            v = []
+            for r in L:
+                if r[b] < 0:
+                    continue
+                start = r[a] if a else max(r["wait"], r["xa"], r["xb"])
+                v.append(r[b] - start)
+            if v:
+                d[key].append(med(v))
+        inside = [max(r["wait"], r["xa"], r["xb"], r["xc"]) for r in L]
+        d["xbar"].append(med([r["x"] - t for r, t in zip(L, inside)]))
         firsts = [r["first"] - r["x"] for r in L if r["first"] >= 0]
         d["first"].append(med(firsts) if firsts else 0)
         d["stream"].append(med([r["end"] - r["first"] for r in L if r["first"] >= 0] or [0]))
@@ -61,7 +79,7 @@ def main(path):
         if prev_end is not None:
             d["period"].append(last - prev_end)
         prev_end = last
-    cols = ["release", "x", "first", "stream", "tail", "span", "period"]
+    cols = ["release", "x", "xa", "xb", "xc", "xbar", "first", "stream", "tail", "span", "period"]
     print(f"{'n_out x k':>16} {'launches':>8} {'blocks':>6} " + " ".join(f"{c:>8}" for c in cols))
     for shape, d in sorted(per_shape.items()):
         vals = " ".join(f"{med(d[c]) / 1000:8.2f}" if d[c] else f"{'-':>8}" for c in cols)

@@ -33,7 +33,7 @@ const bool g_stamps_env = [] {
 
 struct Record {
   std::string weights;
-  long long n_out, k, sm, block, entry, wait, x, first, end;
+  long long n_out, k, sm, block, entry, wait, x, first, end, xa, xb, xc;
 };
 
 std::vector<Record> read_records(const std::string& path, long long* dropped) {
@@ -48,7 +48,8 @@ std::vector<Record> read_records(const std::string& path, long long* dropped) {
     for (char& c : line) c = c == ',' ? ' ' : c;
     std::istringstream s(line);
     Record x;
-    s >> x.weights >> x.n_out >> x.k >> x.sm >> x.block >> x.entry >> x.wait >> x.x >> x.first >> x.end;
+    s >> x.weights >> x.n_out >> x.k >> x.sm >> x.block >> x.entry >> x.wait >> x.x >> x.first >> x.end >> x.xa >> x.xb >>
+        x.xc;
     r.push_back(x);
   }
   EXPECT_EQ(static_cast<long long>(r.size()), n);
@@ -120,6 +121,11 @@ TEST(ProductStamps, EveryBlockOfEveryProductOnceInOrder) {
         EXPECT_LE(x.first, x.end);
       }
       EXPECT_LE(x.x, x.end);
+      // Inside x: the copy's landing (xa; xb, xc not passed), between the wait and x in place.
+      EXPECT_LE(x.wait, x.xa);
+      EXPECT_LE(x.xa, x.x);
+      EXPECT_EQ(x.xb, -1);
+      EXPECT_EQ(x.xc, -1);
     }
     EXPECT_GT(blocks.size(), 0u) << weights;
     EXPECT_LE(static_cast<int>(blocks.size()), sm_count);

@@ -70,12 +70,15 @@ __device__ __forceinline__ unsigned long long lathe_globaltimer() {
 // ---- A product block's edge stamps (a measuring knob: LATHE_STAMPS, runtime/product_stamps.h, which
 // compiles the library with LATHE_PRODUCT_STAMPS defined; without it these are empty and the kernels'
 // machine code is what it is without them). The host points lathe_stamps at lathe_stamps_cap records
-// of 8 words. A record: the weights' address; n_out | k << 32; smid << 32 | block; then the
+// of 12 words. A record: the weights' address; n_out | k << 32; smid << 32 | block; then the
 // globaltimer (ns) at the block's entry, when its programmatic-launch wait (or grid barrier) returned,
-// when x was in place for every warp, when warp 0's first chunk had landed, and when the block's last
-// warp finished.
+// when x was in place for every warp, when warp 0's first chunk had landed, when the block's last warp
+// finished; and three stamps inside x's staging by thread 0 (0 where the staging has fewer): the
+// norm prologue's loads landed, its block sum, its quantization written; a copy's landing; a
+// quantizing row's quantization written.
+#define LATHE_STAMP_WORDS 12
 struct lathe_block_stamps {  // in shared memory, one a block
-  unsigned long long t[4];
+  unsigned long long t[7];   // entry, wait, x, first, and the three inside x
   unsigned on, done;
 };
 #ifdef LATHE_PRODUCT_STAMPS
@@ -84,13 +87,16 @@ __device__ unsigned long long* lathe_stamps;
 __device__ unsigned lathe_stamps_cap;
 __device__ unsigned lathe_stamps_used;
 }
+// The block's stamps (every kernel that stamps has its own; a phase of the persistent step reuses
+// its block's after the grid barrier).
+__shared__ lathe_block_stamps lathe_stamps_block;
 
 // Thread 0, first thing; the other warps read `on` only after a barrier of the whole block.
 __device__ __forceinline__ void lathe_stamps_begin(lathe_block_stamps& s) {
   if (threadIdx.x == 0) {
     s.on = lathe_stamps != nullptr;
     s.done = 0;
-    s.t[1] = s.t[2] = s.t[3] = 0;  // 0: not passed (warp 0 had no chunk)
+    for (int j = 1; j < 7; ++j) s.t[j] = 0;  // 0: not passed (warp 0 had no chunk, no such step)
     if (s.on) s.t[0] = lathe_globaltimer();
   }
 }
@@ -110,19 +116,22 @@ __device__ __forceinline__ void lathe_stamps_end(lathe_block_stamps& s, const vo
   if (i >= lathe_stamps_cap) return;
   unsigned smid;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-  unsigned long long* r = lathe_stamps + 8ull * i;
+  unsigned long long* r = lathe_stamps + static_cast<unsigned long long>(LATHE_STAMP_WORDS) * i;
   r[0] = reinterpret_cast<unsigned long long>(w);
   r[1] = static_cast<unsigned>(n_out) | static_cast<unsigned long long>(static_cast<unsigned>(k)) << 32;
   r[2] = static_cast<unsigned long long>(smid) << 32 | blockIdx.x;
   for (int j = 0; j < 4; ++j) r[3 + j] = s.t[j];
   r[7] = t_end;
+  for (int j = 4; j < 7; ++j) r[4 + j] = s.t[j];
 }
 // The kernels use these (so that without LATHE_PRODUCT_STAMPS they leave no trace in the machine
 // code): a block's stamps declared and begun; stamp i; warp 0 waits for its first chunk (`wait`, a
-// statement the warp's loop then passes at once) where it has one (`has`) and stamps it; the record.
-#define LATHE_BLOCK_STAMPS(s)       \
-  __shared__ lathe_block_stamps s; \
+// statement the warp's loop then passes at once) where it has one (`has`) and stamps it; the record;
+// and (LATHE_STAMP_X, in x's staging, which has no name for the block's stamps) inside-x stamp j.
+#define LATHE_BLOCK_STAMPS(s)                    \
+  lathe_block_stamps& s = lathe_stamps_block; \
   lathe_stamps_begin(s)
+#define LATHE_STAMP_X(j) lathe_stamps_at(lathe_stamps_block, 4 + (j))
 #define LATHE_STAMP_AT(s, i) lathe_stamps_at(s, i)
 #define LATHE_STAMP_FIRST(s, has, wait)                         \
   do {                                                          \
@@ -144,6 +153,9 @@ __device__ __forceinline__ void lathe_stamps_end(lathe_block_stamps& s, const vo
   } while (0)
 #define LATHE_STAMP_END(s, w, n_out, k) \
   do {                                  \
+  } while (0)
+#define LATHE_STAMP_X(j) \
+  do {                   \
   } while (0)
 #endif
 

@@ -436,11 +436,13 @@ __device__ __forceinline__ void lathe_gemv1_stage_x(uint8_t* sx, const int8_t* x
     for (int b = threadIdx.x >> 3; b < (k >> 5); b += blockDim.x >> 3)  // whole warps: k / 32 % 4 == 0 below
       lathe_quantize_block32_part(*reinterpret_cast<const float4*>(xf + 32 * b + part), C == 2, q1 + 32 * b + part,
                                   q1 + k + 32 * b + part, ds + b);
+    LATHE_STAMP_X(2);  // this thread's blocks quantized
   } else {  // x: cp.async lines, the only commit group (the weights' fills complete on the ring)
     const int n16 = (x_level_bytes + k / 2) >> 4;
     for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
     lathe_gemv1_commit();
     lathe_gemv1_wait<0>();
+    LATHE_STAMP_X(0);  // this thread's lines landed
   }
   __syncthreads();  // x is in place for every warp
 }

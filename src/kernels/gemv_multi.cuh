@@ -184,7 +184,9 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
           if (blockIdx.x == 0) reinterpret_cast<float4*>(nsum)[i] = sv[j];
         }
       }
+      LATHE_STAMP_X(0);  // this thread's loads landed (its sum of squares)
       const float inv = rsqrtf(lathe_block_sum(ss, norm_scratch) / float(k) + eps);
+      LATHE_STAMP_X(1);  // the block's sum
       int8_t* q1 = reinterpret_cast<int8_t*>(sx);
       float4* ds = reinterpret_cast<float4*>(sx + x_level_bytes);
 #pragma unroll
@@ -197,11 +199,13 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
           lathe_quantize_block32_part(h, C == 2, q1 + 4 * i, q1 + k + 4 * i, ds + (i >> 3));
         }
       }
+      LATHE_STAMP_X(2);  // this thread's quantization written
     } else {
       const int n16 = (x_level_bytes + k / 2) >> 4;
       for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
       lathe_gemv1_commit();
       lathe_gemv1_wait<0>();
+      LATHE_STAMP_X(0);  // this thread's lines landed
     }
     __syncthreads();  // x is in place for every warp
     LATHE_STAMP_AT(stamps, 2);

@@ -3,8 +3,8 @@
 // decode or merged product (gemv_decode.cuh, gemv_multi.cuh) and of the mixture's expert kernels
 // (moe_decode.cuh: their x and first chunk are one stamp; the weights are the stacked tensor's)
 // records the globaltimer at its entry, when its programmatic-launch wait returned, when x was in
-// place, when warp 0's first chunk had landed, and when its last warp finished (kernels/common.cuh's
-// lathe_stamps_end has the record). `lathe bench` records one more tg repetition than it times and
+// place, when warp 0's first chunk had landed, when its last warp finished, and three stamps inside
+// x's staging (kernels/common.cuh's lathe_stamps_end has the record). `lathe bench` records one more tg repetition than it times and
 // writes FILE as CSV; scripts/product_stamps.py reads it.
 #pragma once
 
@@ -28,7 +28,8 @@ class ProductStamps {
   ProductStamps& operator=(const ProductStamps&) = delete;
 
   // Stops recording and writes the records taken (the first `records`; how many were dropped is in the
-  // header line) as CSV: weights,n_out,k,sm,block,entry,wait,x,first,end (ns, from the first entry).
+  // header line) as CSV: weights,n_out,k,sm,block,entry,wait,x,first,end,xa,xb,xc (ns, from the first
+  // entry; -1 for a stamp not passed): xa-xc are thread 0's stamps inside x's staging (common.cuh).
   void write(const std::string& path);
 
  private:
