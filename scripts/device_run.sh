@@ -89,6 +89,7 @@
 #   n7      rope's L2 requests for the attention's cache before its wait: tests, check, tg128 A/B (depth 0, 4096)
 #   n8      qwen3-30b-a3b's check and tg128 on the landed build
 #   n9      the products' edge stamps: the test, tg128 without, a stamped repetition of qwen3-8b and -0.6b
+#   n11     for the next session: the stamps' test, one L2 region against one a block, stamps inside x
 #   r14     what landed: GPU tests, the mixture's timings, checks, tg128 A/B of the 30B and qwen3-0.6b
 #   r15     the GPU tests after the review's refactors of the router and the grid count-out
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
@@ -586,6 +587,14 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  n11)  # prepared for the next session: the stamps' test, 132 blocks staging one region of L2 against
+    # one a block (test_shared_reads_gpu), and the stamps inside x's staging on qwen3-8b q8_0
+    gpu_tests test_product_stamps_gpu
+    timeout 120 $C/test_shared_reads_gpu 2>&1 | grep -E "bytes|staging|FAILED"
+    f=$(synth qwen3-8b q8_0)
+    st=${OUT:-/tmp}/stamps-qwen3-8b-q8_0.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128|stamps"
+    python3 scripts/product_stamps.py $st; xz -f $st ;;
   r15)  # after the review's refactors (the router's norm row, softmax and count-out shared): the tests
     gpu_tests test_moe_gpu test_persistent_step_gpu test_gpu_lane_gpu
     echo "== check qwen3moe-tiny q8_0 int8x2"; $L check $(synth qwen3moe-tiny q8_0) --steps 8 --prompt-tokens 20 2>&1 | tail -2 | head -1 ;;
