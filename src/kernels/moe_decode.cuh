@@ -430,15 +430,8 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
                             reinterpret_cast<int8_t*>(sx), reinterpret_cast<int8_t*>(sx + K),
                             reinterpret_cast<float4*>(sx + K * C));
   } else {
-    const int8_t* hq = reinterpret_cast<const int8_t*>(hin);
-    const int8_t* q1 = hq + static_cast<long long>(r) * K;
-    const int8_t* q2 = hq + static_cast<long long>(rows + r) * K;
-    const int8_t* dsp = hq + static_cast<long long>(rows) * K * C + static_cast<long long>(r) * (K >> 5) * 16;
-    for (int i = threadIdx.x; i < (K >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, q1 + 16 * i);
-    if (C == 2)
-      for (int i = threadIdx.x; i < (K >> 4); i += blockDim.x) lathe_gemv1_cp16(sx + K + 16 * i, q2 + 16 * i);
-    for (int i = threadIdx.x; i < (K >> 5); i += blockDim.x) lathe_gemv1_cp16(sx + K * C + 16 * i, dsp + 16 * i);
-    lathe_gemv1_commit();
+    // h's int8 form, K values a row (x's layout with k = K)
+    lathe_moe_stage_row_x<C>(sx, reinterpret_cast<const int8_t*>(hin), r, rows, K);
     lathe_gemv1_wait<0>();  // h's group is the newest: the weight chunks before it have landed too
   }
   __syncthreads();  // h_r is in place for every warp (the weight chunks are waited for one by one)

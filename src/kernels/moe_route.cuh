@@ -196,6 +196,32 @@ __device__ __forceinline__ void lathe_moe_norm_row(const float* x, const float* 
   }
 }
 
+// The router's unit u = (expert u % n_expert, part u / n_expert) asks L2 for its row's lines (128-byte
+// lines from lane's on): the router is a constant, so this goes before the programmatic-launch wait.
+// pieces_row and per_part as the router's loop cuts the rows.
+template <class F>
+__device__ __forceinline__ void lathe_moe_prefetch_unit(const uint8_t* w, long long row_bytes, int u, int n_expert,
+                                                        int pieces_row, int per_part, int lane) {
+  const int e = u % n_expert, p = u / n_expert;
+  const int first = p * per_part, end = min(pieces_row, first + per_part);
+  if (first >= end) return;
+  const long long b0 = static_cast<long long>((first << 3) / F::unit_values) * F::unit_bytes;
+  const long long b1 = static_cast<long long>(((end << 3) + F::unit_values - 1) / F::unit_values) * F::unit_bytes;
+  const uint8_t* row = w + e * row_bytes;
+  for (long long off = (b0 & ~127ll) + 128 * lane; off < b1; off += 32 * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(row + off));
+}
+
+// The norm's weights (a constant) into registers before the wait: up to 8 a thread, 1.0 where there
+// is no norm (nx or nw null) or past k. The launchers keep k <= 8 blockDim.x.
+__device__ __forceinline__ void lathe_moe_load_norm_w(float (&w)[8], const float* nx, const float* nw, int k) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const int i = threadIdx.x + j * blockDim.x;
+    w[j] = nx && nw && i < k ? nw[i] : 1.0f;
+  }
+}
+
 template <class F>
 __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long row_bytes, const float* x, int rows,
                                                      int k, int n_expert, int parts, int top_k, int renormalize,
@@ -215,24 +241,12 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   const int pieces_row = k >> 3, per_part = (pieces_row + parts - 1) / parts;
   // The router is a constant: its rows are requested into L2 before waiting for the kernel that
   // writes x, so the products below read L2, not DRAM, and the requests overlap that kernel's tail.
-  for (int u = gw; (flags & LATHE_MOE_ROUTE_PREFETCH) && u < n_expert * parts; u += n_warps) {
-    const int e = u % n_expert, p = u / n_expert;
-    const int first = p * per_part, end = min(pieces_row, first + per_part);
-    if (first >= end) continue;
-    const long long b0 = static_cast<long long>((first << 3) / F::unit_values) * F::unit_bytes;
-    const long long b1 = static_cast<long long>(((end << 3) + F::unit_values - 1) / F::unit_values) * F::unit_bytes;
-    const uint8_t* row = w + e * row_bytes;
-    for (long long off = (b0 & ~127ll) + 128 * lane; off < b1; off += 32 * 128)
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(row + off));
-  }
-  // The norm's weights (a constant) before the wait: up to 8 a thread (the launcher keeps k <= 4,096
-  // here: block_threads(k) <= the block).
+  for (int u = gw; (flags & LATHE_MOE_ROUTE_PREFETCH) && u < n_expert * parts; u += n_warps)
+    lathe_moe_prefetch_unit<F>(w, row_bytes, u, n_expert, pieces_row, per_part, lane);
+  // The norm's weights before the wait (the launcher keeps k <= 4,096 here: block_threads(k) <= the
+  // block).
   float norm_w[8];
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const int i = threadIdx.x + j * blockDim.x;
-    norm_w[j] = nx && nw && i < k ? nw[i] : 1.0f;
-  }
+  lathe_moe_load_norm_w(norm_w, nx, nw, k);
   lathe_pdl_entry();
 
   if (nx) {

@@ -82,22 +82,10 @@ __device__ __forceinline__ void lathe_moe_single_body(
   const int n_units = n_expert * parts, pieces_row = k >> 3, per_part = (pieces_row + parts - 1) / parts;
   const int grid = gridDim.x;
   auto unit_of = [&](int i) { return i * grid + static_cast<int>(blockIdx.x); };  // this block's i-th unit
-  for (int i = warp; unit_of(i) < n_units; i += LATHE_GEMV1_WARPS) {
-    const int u = unit_of(i), e = u % n_expert, p = u / n_expert;
-    const int first = p * per_part, end = min(pieces_row, first + per_part);
-    if (first >= end) continue;
-    const long long b0 = static_cast<long long>((first << 3) / FR::unit_values) * FR::unit_bytes;
-    const long long b1 = static_cast<long long>(((end << 3) + FR::unit_values - 1) / FR::unit_values) * FR::unit_bytes;
-    const uint8_t* row = rw + e * r_row_bytes;
-    for (long long off = (b0 & ~127ll) + 128 * lane; off < b1; off += 32 * 128)
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(row + off));
-  }
+  for (int i = warp; unit_of(i) < n_units; i += LATHE_GEMV1_WARPS)
+    lathe_moe_prefetch_unit<FR>(rw, r_row_bytes, unit_of(i), n_expert, pieces_row, per_part, lane);
   float norm_w[8];
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const int i = threadIdx.x + j * blockDim.x;
-    norm_w[j] = nx && nw && i < k ? nw[i] : 1.0f;
-  }
+  lathe_moe_load_norm_w(norm_w, nx, nw, k);
   lathe_pdl_entry();
   stamp(1);
   if (nx) {  // the router kernel's norm prologue, to the bit
