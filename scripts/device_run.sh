@@ -86,7 +86,8 @@
 #   n4      the decode attention's read rate by the cache's layout (1 to 8 kv heads, the same bytes)
 #   n5      the decode attention in blocks of 8 warps against 4: tests, alone, tg128 at depth 0 and 4,096
 #   n6      what lands: the attention's 8 warps by default; the GPU tests it touches, checks, tg128 both ways
-#   n7      rope's L2 requests for the attention's cache before its wait: tests, check, tg128 A/B (depth 0, 4096)
+#   n7      rope's L2 requests for the attention's cache before its wait (measured, reverted): tests, check,
+#           tg128 A/B against build-dev/old (depth 0, 4096)
 #   n8      qwen3-30b-a3b's check and tg128 on the landed build
 #   n9      the products' edge stamps: the test, tg128 without, a stamped repetition of qwen3-8b and -0.6b
 #   n11     for the next session: the stamps' test, one L2 region against one a block, stamps inside x
