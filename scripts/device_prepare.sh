@@ -17,6 +17,13 @@ scripts/device_libs.sh build-dev/devlibs build-dev/lathe build-dev/carry/test_*_
 rm -rf build-dev/kcache && LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90
 # and the library with the products' edge stamps (LATHE_STAMPS: runtime/product_stamps.h)
 LATHE_STAMPS=on LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90
+# and compile-time variants a batch measures (LATHE_KERNEL_DEFINES, kernels/library.h): PREP_DEFINES
+# holds them separated by ';', e.g. "-DLATHE_GEMV1_BEFORE_WAIT=1;-DLATHE_GEMV1_BEFORE_WAIT=2"
+IFS=';' read -ra variants <<< "${PREP_DEFINES:-}"
+for v in "${variants[@]}"; do
+  LATHE_KERNEL_DEFINES="$v" LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90 &
+done
+wait
 [ "${SKIP_EMITTED:-0}" = 1 ] || scripts/build_emitted.sh build-dev/lathe
 strip build-dev/carry/*
 tar -cJf build-dev/pack.tar.xz -C build-dev carry kcache devlibs $([ -d build-dev/old ] && echo old)

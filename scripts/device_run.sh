@@ -91,6 +91,12 @@
 #   n8      qwen3-30b-a3b's check and tg128 on the landed build
 #   n9      the products' edge stamps: the test, tg128 without, a stamped repetition of qwen3-8b and -0.6b
 #   n11     for the next session: the stamps' test, one L2 region against one a block, stamps inside x
+#   t1      x behind the ring's fills: test_shared_reads_gpu, the decode tests with every fill after
+#           x, tg128 by LATHE_DECODE_BEFORE_WAIT (3 = as before, 2, 1, 0) against build-dev/old, stamps
+#   t2      the ring's fills held back past x (LATHE_GEMV1_BEFORE_WAIT, LATHE_GEMV1_L2_AFTER_X as
+#           LATHE_KERNEL_DEFINES variants prepared by PREP_DEFINES): tests, tg128 against build-dev/old
+#   t3      the fills held past x by default (B = 1): GPU tests, checks, tg128 A/B of four dense
+#           checkpoints and at 4,096 of context against build-dev/old, the stamps
 #   r14     what landed: GPU tests, the mixture's timings, checks, tg128 A/B of the 30B and qwen3-0.6b
 #   r15     the GPU tests after the review's refactors of the router and the grid count-out
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
@@ -587,6 +593,51 @@ for part in "$@"; do
       echo "== $1 $2 stamped"; LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128|stamps"
       python3 scripts/product_stamps.py $st
       xz -f $st
+    done ;;
+  t3)  # LATHE_GEMV1_BEFORE_WAIT = 1 as the default, against build-dev/old (main before it)
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu test_gpu_lane_gpu test_moe_gpu
+    checks "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0"
+    echo "== check --persistent qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 --persistent 2>&1 | tail -2 | head -1
+    tg128_ab "qwen3-8b q8_0" "qwen3-8b q4_k_m" "qwen3-0.6b q8_0" "llama3-8b q8_0"
+    f=$(synth qwen3-8b q8_0)
+    for bin in build-dev/old/lathe $L; do
+      echo "== depth 4096 $bin"; timeout 150 $bin bench $f -p 0 -n 128 -d 4096 -r 3 --ctx 4608 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    done
+    st=${OUT:-/tmp}/stamps-t3.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st | tail -5; xz -f $st ;;
+  t2)  # the ring's fills held back until x is asked for, compile-time variants against build-dev/old
+    V1="-DLATHE_GEMV1_BEFORE_WAIT=2"; V2="-DLATHE_GEMV1_BEFORE_WAIT=1"
+    V3="-DLATHE_GEMV1_BEFORE_WAIT=1 -DLATHE_GEMV1_L2_AFTER_X=2"; V4="-DLATHE_GEMV1_BEFORE_WAIT=2 -DLATHE_GEMV1_L2_AFTER_X=2"
+    echo "== tests, $V3"; LATHE_KERNEL_DEFINES="$V3" gpu_tests test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      set -- $spec; f=$(synth $1 $2)
+      for rep in 1 2; do
+        echo "== $1 $2 old"; tg128 build-dev/old/lathe $f
+        echo "== $1 $2 new"; tg128 $L $f
+        for v in "$V1" "$V2" "$V3" "$V4"; do echo "== $1 $2 $v"; LATHE_KERNEL_DEFINES="$v" tg128 $L $f; done
+      done
+    done
+    f=$(synth qwen3-8b q8_0)
+    echo "== check $V3"; LATHE_KERNEL_DEFINES="$V3" timeout 60 $L check $f --steps 16 2>&1 | tail -2 | head -1 ;;
+  t1)  # the tenth session: x behind the ring's fills (LATHE_DECODE_BEFORE_WAIT)
+    timeout 150 $C/test_shared_reads_gpu 2>&1 | grep -E "bytes|fill|x \(|FAILED"
+    echo "== BEFORE_WAIT=0"; LATHE_DECODE_BEFORE_WAIT=0 gpu_tests test_gemv_gpu test_gemv_multi_gpu
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      set -- $spec; f=$(synth $1 $2)
+      for rep in 1 2; do
+        echo "== $1 $2 old"; tg128 build-dev/old/lathe $f
+        for n in 3 2 1 0; do echo "== $1 $2 before=$n"; LATHE_DECODE_BEFORE_WAIT=$n tg128 $L $f; done
+      done
+    done
+    f=$(synth qwen3-8b q8_0)
+    echo "== check before=1"; LATHE_DECODE_BEFORE_WAIT=1 timeout 60 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    for n in 3 1; do
+      st=${OUT:-/tmp}/stamps-before$n.csv
+      LATHE_DECODE_BEFORE_WAIT=$n LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+      python3 scripts/product_stamps.py $st | tail -5; xz -f $st
     done ;;
   n11)  # prepared for the next session: the stamps' test, 132 blocks staging one region of L2 against
     # one a block (test_shared_reads_gpu), and the stamps inside x's staging on qwen3-8b q8_0

@@ -30,6 +30,24 @@
 #define LATHE_GEMV1_STAGES 4
 #define LATHE_GEMV1_SLOT 2560  // a chunk of <= 2520 bytes from its 16-byte line, plus 4 bytes over-read
 
+// When the ring's first fills are asked for. x's reads, issued after the programmatic-launch wait,
+// queue behind the fills its SM asked for before it (test_shared_reads_gpu, H200: 16 KB of x lands
+// 1.2 us after the wait alone, 1.5 / 2.3 / 2.75 us behind 1 / 2 / 3 fills a warp), and once the
+// fills ahead of x have landed nothing is in flight until x is in place and the first chunk is
+// consumed. So LATHE_GEMV1_BEFORE_WAIT = B of the STAGES - 1 first fills are asked for before the
+// wait (they stream while the kernel before finishes), the others right after x's reads, behind
+// them. B = 1 measured best on qwen3-8b (tg128 345 -> 360: docs/perf.md, tenth session); B = 3 is the
+// form before (with one L2 request a warp past the ring before the wait in the single products).
+// LATHE_GEMV1_L2_AFTER_X = P also asks L2 for P chunks a warp past the ring after x (measured
+// slower). Both are compile-time knobs through LATHE_KERNEL_DEFINES (kernels/library.h).
+#ifndef LATHE_GEMV1_BEFORE_WAIT
+#define LATHE_GEMV1_BEFORE_WAIT 1
+#endif
+#ifndef LATHE_GEMV1_L2_AFTER_X
+#define LATHE_GEMV1_L2_AFTER_X 0
+#endif
+#define LATHE_GEMV1_LATE (LATHE_GEMV1_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || LATHE_GEMV1_L2_AFTER_X > 0)
+
 
 __device__ __forceinline__ void lathe_gemv1_cp16(void* smem, const void* g) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -428,19 +446,39 @@ __device__ __forceinline__ bool lathe_gemv_group_sum2(float2 (*partial)[LATHE_GE
 // taken (gemv_launch.cpp's quantizing-row limit).
 template <int C>
 __device__ __forceinline__ void lathe_gemv1_stage_x(uint8_t* sx, const int8_t* xq, const float* xf, int k) {
+  lathe_gemv1_stage_x<C>(sx, xq, xf, k, [] {});
+}
+
+// The same, late() run once x's reads have been asked for and before they land (LATHE_GEMV1_LATE:
+// the fills held back past the wait; without it late() is never called).
+template <int C, class Late>
+__device__ __forceinline__ void lathe_gemv1_stage_x(uint8_t* sx, const int8_t* xq, const float* xf, int k, Late&& late) {
   const int x_level_bytes = k * (C == 2 ? 2 : 1);
   if (xf) {
     int8_t* q1 = reinterpret_cast<int8_t*>(sx);
     float4* ds = reinterpret_cast<float4*>(sx + x_level_bytes);
     const int part = 4 * (threadIdx.x & 7);
+#if LATHE_GEMV1_LATE
+    const int b0 = threadIdx.x >> 3;
+    const float4 v0 = b0 < (k >> 5) ? *reinterpret_cast<const float4*>(xf + 32 * b0 + part) : make_float4(0, 0, 0, 0);
+    late();  // after the first pass's reads
+    for (int b = b0; b < (k >> 5); b += blockDim.x >> 3) {  // whole warps: k / 32 % 4 == 0 below
+      const float4 v = b == b0 ? v0 : *reinterpret_cast<const float4*>(xf + 32 * b + part);
+      lathe_quantize_block32_part(v, C == 2, q1 + 32 * b + part, q1 + k + 32 * b + part, ds + b);
+    }
+#else
     for (int b = threadIdx.x >> 3; b < (k >> 5); b += blockDim.x >> 3)  // whole warps: k / 32 % 4 == 0 below
       lathe_quantize_block32_part(*reinterpret_cast<const float4*>(xf + 32 * b + part), C == 2, q1 + 32 * b + part,
                                   q1 + k + 32 * b + part, ds + b);
+#endif
     LATHE_STAMP_X(2);  // this thread's blocks quantized
   } else {  // x: cp.async lines, the only commit group (the weights' fills complete on the ring)
     const int n16 = (x_level_bytes + k / 2) >> 4;
     for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
     lathe_gemv1_commit();
+#if LATHE_GEMV1_LATE
+    late();
+#endif
     lathe_gemv1_wait<0>();
     LATHE_STAMP_X(0);  // this thread's lines landed
   }
@@ -468,27 +506,38 @@ __device__ __forceinline__ void lathe_gemv1_row_body(const uint8_t* w, long long
   const int g0 = blockIdx.x * groups_per_block + warp / group;
 
   // The loader runs STAGES - 1 chunks ahead along this warp's walk (nothing is filled past the end).
-  // early > 0: the ring's first fills are issued, and lane i < early asks L2 for the warp's
-  // (STAGES - 1 + i)-th chunk, BEFORE the programmatic-launch wait; x after it. early == 0 waits first.
+  // early > 0: the ring's first LATHE_GEMV1_BEFORE_WAIT fills are issued BEFORE the programmatic-
+  // launch wait (with B = STAGES - 1, lane i < early also asks L2 for the warp's (STAGES - 1 + i)-th
+  // chunk), the rest once x's reads are asked for. early == 0 waits first.
   lathe_ring_init(mbar);
   if (early == 0) lathe_step_wait(grid);
   if (early == 0) LATHE_STAMP_AT(stamps, 1);
   const unsigned stage_a = lathe_smem_addr(stage);
   lathe_gemv1_walk<F> ld;
   ld.begin(w, row_bytes, g0, sub);
-  for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
+  for (int s = 0; s < LATHE_GEMV1_BEFORE_WAIT; ++s) {
     if (ld.row < n_out) lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + s * LATHE_GEMV1_SLOT, mbar + 8 * s);
     ld.next(w, row_bytes, sub, group, n_groups, n_chunks);
   }
-  if (early > 0) {
+  // Lane i < n asks L2 for the warp's (STAGES - 1 + i)-th chunk.
+  auto prefetch_past_ring = [&](int n) {
     const int per_row = (n_chunks - sub + group - 1) / group;  // this warp's chunks of a row (>= 1)
     const int j = (LATHE_GEMV1_STAGES - 1) + lane;
     const int pf_row = g0 + (j / per_row) * n_groups, pf_c = sub + (j % per_row) * group;
-    if (lane < early && pf_row < n_out) lathe_gemv1_prefetch_chunk<F>(w, row_bytes, units, pf_row, pf_c);
+    if (lane < n && pf_row < n_out) lathe_gemv1_prefetch_chunk<F>(w, row_bytes, units, pf_row, pf_c);
+  };
+  if (early > 0) {
+    if (!LATHE_GEMV1_LATE) prefetch_past_ring(early);
     lathe_step_wait(grid);
     LATHE_STAMP_AT(stamps, 1);
   }
-  lathe_gemv1_stage_x<C>(sx, xq, xf, k);
+  lathe_gemv1_stage_x<C>(sx, xq, xf, k, [&] {
+    for (int s = LATHE_GEMV1_BEFORE_WAIT; s < LATHE_GEMV1_STAGES - 1; ++s) {
+      if (ld.row < n_out) lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + s * LATHE_GEMV1_SLOT, mbar + 8 * s);
+      ld.next(w, row_bytes, sub, group, n_groups, n_chunks);
+    }
+    prefetch_past_ring(LATHE_GEMV1_L2_AFTER_X);
+  });
   LATHE_STAMP_AT(stamps, 2);
   LATHE_STAMP_FIRST(stamps, g0 < n_out, lathe_ring_wait(mbar, 0, 0));
 

@@ -112,10 +112,14 @@ struct lathe_gemv1_pair_ring {
     if (ld.item < n_items) lathe_ring_fill_pair<F>(ld, ld.n_units(units), stage_a + s * LATHE_GEMV1_SLOT, mbar + 8 * s);
     if (ld.item < n_items) ld.next(rows, sub, group, n_groups, n_halves, n_items);
   }
-  __device__ __forceinline__ void begin() {
+  // The ring's first n fills (all STAGES - 1 unless the caller holds some back); rest(n) the others.
+  __device__ __forceinline__ void begin(int n = LATHE_GEMV1_STAGES - 1) {
     if (item0 < n_items) ld.begin(rows, item0, sub);
     else ld.item = item0;
-    for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) fill(s);
+    for (int s = 0; s < n; ++s) fill(s);
+  }
+  __device__ __forceinline__ void rest(int n) {
+    for (int s = n; s < LATHE_GEMV1_STAGES - 1; ++s) fill(s);
   }
   // Asks L2 for the half chunks (both rows) of the loader's walk `ahead` steps on: the next chunks
   // past the ring, before the programmatic-launch wait.
@@ -196,18 +200,22 @@ __device__ __forceinline__ void lathe_gemv1_pair_body(const uint8_t* w, long lon
                                                     lathe_smem_addr(stage), mbar, {}};
 
   // The loader runs STAGES - 1 half chunks ahead along this warp's walk, through the bulk ring.
-  // early > 0: the weights do not depend on the kernel before, so the ring's first fills are issued,
-  // and lane i < early asks L2 for the warp's (STAGES - 1 + i)-th half chunk (both rows), BEFORE the
-  // programmatic-launch wait; x after it. early == 0 waits first.
+  // early > 0: the weights do not depend on the kernel before, so the ring's first
+  // LATHE_GEMV1_BEFORE_WAIT fills are issued BEFORE the programmatic-launch wait (with B = STAGES - 1,
+  // lane i < early also asks L2 for the warp's (STAGES - 1 + i)-th half chunk), the rest once x's
+  // reads are asked for (gemv_decode.cuh). early == 0 waits first.
   lathe_ring_init(mbar);
   if (early == 0) lathe_step_wait(grid);
-  ring.begin();
+  ring.begin(LATHE_GEMV1_BEFORE_WAIT);
   if (early > 0) {
-    if (lane < early) ring.prefetch(lane);
+    if (!LATHE_GEMV1_LATE && lane < early) ring.prefetch(lane);
     lathe_step_wait(grid);
   }
   LATHE_STAMP_AT(stamps, 1);
-  lathe_gemv1_stage_x<C>(sx, xq, xf, k);
+  lathe_gemv1_stage_x<C>(sx, xq, xf, k, [&] {
+    ring.rest(LATHE_GEMV1_BEFORE_WAIT);
+    if (lane < LATHE_GEMV1_L2_AFTER_X) ring.prefetch(lane);
+  });
   LATHE_STAMP_AT(stamps, 2);
   LATHE_STAMP_FIRST(stamps, g0 < n_items, lathe_ring_wait(mbar, 0, 0));
 

@@ -211,7 +211,9 @@ int decode_early_requests() {
     if (std::string(v) == "off") return 0;
     return 1 + std::clamp(std::atoi(v), 0, 31);
   }();
-  return forced >= 0 ? forced : 1;  // the L2 requests lost on every model measured: the ring's only
+  // The L2 requests lost on every model measured: the ring's only (and with the ring's fills held
+  // past x, LATHE_GEMV1_BEFORE_WAIT < 3, the kernels ask L2 for none before the wait).
+  return forced >= 0 ? forced : 1;
 }
 
 int64_t quantized_activation_bytes(int64_t rows, int64_t k, Activations a) {

@@ -95,12 +95,15 @@ __device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, cons
                                                     lathe_smem_addr(stage), mbar, {}};
   lathe_ring_init(mbar);
   if (!early) lathe_step_wait(grid);
-  ring.begin();
+  ring.begin(LATHE_GEMV1_BEFORE_WAIT);
   if (early) {
-    if (lane < early - 1) ring.prefetch(lane);
+    if (!LATHE_GEMV1_LATE && lane < early - 1) ring.prefetch(lane);
     lathe_step_wait(grid);
   }
-  stage_x();
+  stage_x([&] {
+    ring.rest(LATHE_GEMV1_BEFORE_WAIT);
+    if (lane < LATHE_GEMV1_L2_AFTER_X) ring.prefetch(lane);
+  });
   ring.run(lathe_smem_addr(sx), k, lathe_smem_addr(sx + x_level_bytes), partial,
            [&](int item, float g, float u) { y[item] = lathe_swiglu(g, u); });
   lathe_ring_release(mbar);
@@ -161,7 +164,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     norm_w[j] = nx && nw && i < (k >> 2) ? reinterpret_cast<const float4*>(nw)[i] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
   }
 
-  auto stage_x = [&]() {
+  auto stage_x = [&](auto&& late) {  // late(): LATHE_GEMV1_LATE's fills, once x's reads are asked for
     LATHE_STAMP_AT(stamps, 1);  // the wait has returned (the caller's next statement after it)
     if (nx) {
       // The norm in the prologue: s = x + y, h = s / rms(s) * w (add_rms_norm's formula; its sum of
@@ -174,11 +177,27 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       const int n4 = k >> 2;
       float4 sv[4];
       float ss = 0.0f;
+#if LATHE_GEMV1_LATE
+      float4 xv[4], yv[4];
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int i = threadIdx.x + j * blockDim.x;
         if (i < n4) {
+          xv[j] = x4[i];
+          yv[j] = y4[i];
+        }
+      }
+      late();
+#endif
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int i = threadIdx.x + j * blockDim.x;
+        if (i < n4) {
+#if LATHE_GEMV1_LATE
+          const float4 a = xv[j], b = yv[j];
+#else
           const float4 a = x4[i], b = y4[i];
+#endif
           sv[j] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
           ss += sv[j].x * sv[j].x + sv[j].y * sv[j].y + sv[j].z * sv[j].z + sv[j].w * sv[j].w;
           if (blockIdx.x == 0) reinterpret_cast<float4*>(nsum)[i] = sv[j];
@@ -204,6 +223,9 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       const int n16 = (x_level_bytes + k / 2) >> 4;
       for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
       lathe_gemv1_commit();
+#if LATHE_GEMV1_LATE
+      late();
+#endif
       lathe_gemv1_wait<0>();
       LATHE_STAMP_X(0);  // this thread's lines landed
     }
@@ -235,17 +257,20 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   lathe_ring_init(mbar);
   if (!early) lathe_step_wait(grid);
   int ld_item = g0, ld_c = sub;
-  for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
+  auto fill = [&](int s) {
     if (ld_item < n_items) chunk(ld_item, ld_c, s, true);
     ld_c += group;
     if (ld_item < n_items && ld_c >= L.chunks(ld_item)) {
       ld_c = sub;
       ld_item += n_groups;
     }
-  }
-  // Weights requested; lane i < early - 1 asks L2 for the warp's chunk i past the ring; now wait for
-  // the kernel that wrote x, then stage x (cp.async lines, the only commit group).
-  if (early) {
+  };
+  for (int s = 0; s < LATHE_GEMV1_BEFORE_WAIT; ++s) fill(s);
+  // The ring's first LATHE_GEMV1_BEFORE_WAIT fills requested (gemv_decode.cuh); with all of them,
+  // lane i < early - 1 asks L2 for the warp's chunk i past the ring. Then wait for the kernel that
+  // wrote x, stage x and, once its reads are asked for, the ring's other fills.
+  // Lane i < n asks L2 for the warp's chunk i past the ring (the loader's walk i steps on).
+  auto prefetch_past_ring = [&](int n) {
     int pf_item = ld_item, pf_c = ld_c;
     for (int i = 0; i < lane && pf_item < n_items; ++i) {
       pf_c += group;
@@ -254,7 +279,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
         pf_item += n_groups;
       }
     }
-    if (lane < early - 1 && pf_item < n_items) {
+    if (lane < n && pf_item < n_items) {
       const lathe_gemvm_at a = L.locate(pf_item, pf_c);
       const uint8_t* w = lathe_gemvm_pick(a.seg, w0, w1, w2);
       const long long rb = lathe_gemvm_pick(a.seg, rb0, rb1, rb2);
@@ -263,9 +288,15 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       else
         lathe_gemv1_prefetch_chunk<FA>(w, rb, L.units_a, a.row, a.c);
     }
+  };
+  if (early) {
+    if (!LATHE_GEMV1_LATE) prefetch_past_ring(early - 1);
     lathe_step_wait(grid);
   }
-  stage_x();
+  stage_x([&] {
+    for (int s = LATHE_GEMV1_BEFORE_WAIT; s < LATHE_GEMV1_STAGES - 1; ++s) fill(s);
+    prefetch_past_ring(LATHE_GEMV1_L2_AFTER_X);
+  });
 
   int item = g0, c = sub, parity = 0;
   unsigned taken = 0;  // chunks consumed: chunk `taken` is fill taken / STAGES of slot taken % STAGES

@@ -2,10 +2,13 @@
 
 #include "base/error.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <regex>
+#include <sstream>
 
 namespace lathe::kernels {
 
@@ -74,10 +77,25 @@ CUfunction kernel_90a(const std::string& name) {
 
 const std::vector<std::string>& library_options() {
   static const std::vector<std::string> options = [] {
+    std::vector<std::string> o;
     const char* v = std::getenv("LATHE_STAMPS");
-    return v && *v ? std::vector<std::string>{"-DLATHE_PRODUCT_STAMPS"} : std::vector<std::string>{};
+    if (v && *v) o.push_back("-DLATHE_PRODUCT_STAMPS");
+    const char* d = std::getenv("LATHE_KERNEL_DEFINES");
+    std::istringstream words(d ? d : "");
+    static const std::regex define("-DLATHE_[A-Z0-9_]+(=[0-9]+)?");
+    for (std::string w; words >> w;) {
+      if (!std::regex_match(w, define))
+        fail("LATHE_KERNEL_DEFINES: '{}' is not of the form -DLATHE_NAME or -DLATHE_NAME=N", w);
+      o.push_back(w);
+    }
+    return o;
   }();
   return options;
+}
+
+bool library_has_stamps() {
+  const std::vector<std::string>& o = library_options();
+  return std::find(o.begin(), o.end(), "-DLATHE_PRODUCT_STAMPS") != o.end();
 }
 
 const cuda::Module& library() {

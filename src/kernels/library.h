@@ -37,9 +37,13 @@ CUfunction kernel_90a(const std::string& name);
 // architecture named wins, which tests/test_gemm_wgmma_layout.cpp checks by compiling the module).
 const std::vector<std::string>& sm90a_options();
 
-// The NVRTC options of the main module: none, or -DLATHE_PRODUCT_STAMPS where LATHE_STAMPS is set
-// (runtime/product_stamps.h: the decode products stamp their blocks' edges). Read once.
+// The NVRTC options of the main module (read once): -DLATHE_PRODUCT_STAMPS where LATHE_STAMPS is set
+// (runtime/product_stamps.h: the decode products stamp their blocks' edges), and the words of
+// LATHE_KERNEL_DEFINES, each -DLATHE_NAME or -DLATHE_NAME=N (a measuring knob: a kernel's compile-time
+// variant, e.g. gemv_decode.cuh's LATHE_GEMV1_BEFORE_WAIT; anything else is refused). Without either
+// the library is compiled exactly as written.
 const std::vector<std::string>& library_options();
+bool library_has_stamps();
 
 // The compiled library (compiled on first use; a CudaError when there is no GPU or it fails).
 const cuda::Module& library();

@@ -24,7 +24,7 @@ std::string product_stamps_file() {
 
 ProductStamps::ProductStamps(size_t records) : buffer_(std::max<size_t>(records, 1) * kWords * 8, "product stamps"), records_(records) {
   const Module& m = kernels::library();
-  if (kernels::library_options().empty())
+  if (!kernels::library_has_stamps())
     throw CudaError("product stamps: the kernel library was compiled without them (set LATHE_STAMPS before the first kernel)");
   stamps_ = m.global("lathe_stamps");
   cap_ = m.global("lathe_stamps_cap");
