@@ -97,6 +97,9 @@
 #           LATHE_KERNEL_DEFINES variants prepared by PREP_DEFINES): tests, tg128 against build-dev/old
 #   t3      the fills held past x by default (B = 1): GPU tests, checks, tg128 A/B of four dense
 #           checkpoints and at 4,096 of context against build-dev/old, the stamps
+#   t4      the quantization without divisions: test_quantize_gpu, the GPU tests that quantize,
+#           checks, tg128 A/B against build-dev/old (three dense checkpoints, then the 30B), stamps
+#   t5      the closing figures: test_quantize_gpu, tg128 of llama3-8b and at 4,096 of context
 #   r14     what landed: GPU tests, the mixture's timings, checks, tg128 A/B of the 30B and qwen3-0.6b
 #   r15     the GPU tests after the review's refactors of the router and the grid count-out
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
@@ -594,6 +597,31 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  t5)  # the closing figures of the tenth session
+    timeout 200 $C/test_quantize_gpu 2>&1 | grep -E "values|PASSED|FAILED|Failure|first|bytes" | head -12
+    f=$(synth qwen3-8b q8_0)
+    for rep in 1 2; do
+      echo "== depth 4096"; timeout 150 $L bench $f -p 0 -n 128 -d 4096 -r 3 --ctx 4608 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    done
+    echo "== qwen3-8b q8_0"; tg128 $L $f
+    f=$(synth llama3-8b q8_0)
+    for rep in 1 2; do echo "== llama3-8b q8_0"; tg128 $L $f; done
+    echo "== check llama3-8b q8_0"; timeout 60 $L check $f --steps 16 2>&1 | tail -2 | head -1 ;;
+  t4)  # lathe_quantize_scale / lathe_quantize_levels in place of the IEEE divisions, against build-dev/old
+    timeout 200 $C/test_quantize_gpu 2>&1 | grep -E "values|PASSED|FAILED|Failure|first" | head -12
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu test_gpu_lane_gpu test_moe_gpu test_gpu_ops_gpu test_gpu_norm_rope_gpu
+    checks "qwen3-8b q8_0" "qwen3-0.6b q8_0"
+    tg128_ab "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m"
+    f=$(synth qwen3-8b q8_0)
+    for rep in 1 2; do  # down (k = 12,288) quantizing its row in every block instead of the quantizer's launch
+      echo "== qwen3-8b q8_0 LATHE_QUANTIZING_ROW_MAX_K=16384"; LATHE_QUANTIZING_ROW_MAX_K=16384 tg128 $L $f
+    done
+    st=${OUT:-/tmp}/stamps-t4.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st | tail -5; xz -f $st
+    rm -f $M/qwen3-8b-*.gguf $M/llama3-8b-*.gguf  # room for the 30B
+    checks "qwen3-30b-a3b q8_0"
+    tg128_ab "qwen3-30b-a3b q8_0" ;;
   t3)  # LATHE_GEMV1_BEFORE_WAIT = 1 as the default, against build-dev/old (main before it)
     gpu_tests test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu test_gpu_lane_gpu test_moe_gpu
     checks "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0"

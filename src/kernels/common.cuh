@@ -231,20 +231,57 @@ __device__ __forceinline__ int lathe_quantize_level(float v, float d) {
   return max(-127, min(127, q));
 }
 
+// The same numbers as the IEEE divisions above, without them (a division is ~10 instructions and a
+// divergent slow path; the norm prologues quantize their whole row in every block, on the path):
+//
+// lathe_quantize_scale(m) = m / 127.0f for a block's largest magnitude m: m * rn(1/127) corrected by
+// one fma of its exact remainder (Markstein), the correctly rounded quotient for every m in
+// [2^-100, 2^100) (tests/test_quantize_gpu.cpp checks every one); elsewhere (0, subnormal,
+// huge, not finite) the division itself.
+__device__ __forceinline__ float lathe_quantize_scale(float m) {
+  if (!(m >= 0x1p-100f && m < 0x1p100f)) return m / 127.0f;
+  constexpr float c = 1.0f / 127.0f;
+  const float q = m * c;
+  return fmaf(fmaf(-q, 127.0f, m), c, q);
+}
+
+// l[i] = lathe_quantize_level(v[i], d) for N values of one scale d = lathe_quantize_scale(m), m the
+// largest |v|. q = v * rcp(d) (rcp.approx: within 1 ulp) is within 2^-15 of v / d where |q| <= 128,
+// and the IEEE quotient within 2^-18; the two round to one integer unless a half-integer lies
+// between them. So where any q is within 2^-12 of a half-integer (1 value in ~2,000), or |q| > 128
+// or not a number (d 0, subnormal, infinite, v infinite), all N take lathe_quantize_level.
+template <int N>
+__device__ __forceinline__ void lathe_quantize_levels(const float* v, float d, int* l) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d));
+  if (r == 0.0f) r = __int_as_float(0x7fffffff);  // d past 2^126: every q a NaN, so the division
+  bool exact = true;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const float q = v[i] * r, n = rintf(q);
+    exact = exact && fabsf(q) <= 128.0f && fabsf(fabsf(q - n) - 0.5f) >= 0x1p-12f;
+    l[i] = max(-127, min(127, __float2int_rn(n)));
+  }
+  if (!exact) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) l[i] = lathe_quantize_level(v[i], d);
+  }
+}
+
 // Called by a whole warp whose lane j holds value j of one 32-value block; `i` is the value's index
 // in the [rows][k] array (so block i >> 5). q2 is written when two_words (int8x2).
 __device__ __forceinline__ void lathe_quantize_block32(float v, long long i, int two_words, int8_t* q1,
                                                        int8_t* q2, float4* ds) {
   const int lane = threadIdx.x & 31;
-  const float d1 = lathe_warp_max(fabsf(v)) / 127.0f;
-  const int l1 = lathe_quantize_level(v, d1);
+  const float d1 = lathe_quantize_scale(lathe_warp_max(fabsf(v)));
+  int l1, l2 = 0;
+  lathe_quantize_levels<1>(&v, d1, &l1);
   q1[i] = static_cast<int8_t>(l1);
   float d2 = 0.0f;
-  int l2 = 0;
   if (two_words) {
     const float res = fmaf(-d1, static_cast<float>(l1), v);
-    d2 = lathe_warp_max(fabsf(res)) / 127.0f;
-    l2 = lathe_quantize_level(res, d2);
+    d2 = lathe_quantize_scale(lathe_warp_max(fabsf(res)));
+    lathe_quantize_levels<1>(&res, d2, &l2);
     q2[i] = static_cast<int8_t>(l2);
   }
   const float s1 = lathe_warp_sum(static_cast<float>(l1)), s2 = lathe_warp_sum(static_cast<float>(l2));  // exact
@@ -262,12 +299,12 @@ __device__ __forceinline__ void lathe_quantize_block32_part(float4 f, int two_wo
   float v[4] = {f.x, f.y, f.z, f.w};
   float m1 = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
   for (int o = 4; o > 0; o >>= 1) m1 = fmaxf(m1, __shfl_xor_sync(0xffffffffu, m1, o, 8));
-  const float d1 = m1 / 127.0f;
+  const float d1 = lathe_quantize_scale(m1);
   int l1[4];
   float s1 = 0.0f, m2 = 0.0f;
+  lathe_quantize_levels<4>(v, d1, l1);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    l1[i] = lathe_quantize_level(v[i], d1);
     s1 += static_cast<float>(l1[i]);
     v[i] = fmaf(-d1, static_cast<float>(l1[i]), v[i]);  // the residual
     m2 = fmaxf(m2, fabsf(v[i]));
@@ -276,13 +313,13 @@ __device__ __forceinline__ void lathe_quantize_block32_part(float4 f, int two_wo
   float d2 = 0.0f, s2 = 0.0f;
   if (two_words) {
     for (int o = 4; o > 0; o >>= 1) m2 = fmaxf(m2, __shfl_xor_sync(0xffffffffu, m2, o, 8));
-    d2 = m2 / 127.0f;
-    int w = 0;
+    d2 = lathe_quantize_scale(m2);
+    int w = 0, l2[4];
+    lathe_quantize_levels<4>(v, d2, l2);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int l2 = lathe_quantize_level(v[i], d2);
-      s2 += static_cast<float>(l2);
-      w |= (l2 & 0xff) << (8 * i);
+      s2 += static_cast<float>(l2[i]);
+      w |= (l2[i] & 0xff) << (8 * i);
     }
     *reinterpret_cast<int*>(q2) = w;
   }

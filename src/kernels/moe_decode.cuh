@@ -250,11 +250,11 @@ __device__ __forceinline__ void lathe_moe_quantize_h(const float* hf, int K, int
 #pragma unroll
     for (int i = 1; i < 16; ++i) m = fmaxf(m, fabsf(v[i]));
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
-    const float d1 = m / 127.0f;
+    const float d1 = lathe_quantize_scale(m);
     int l1[16], l2[16], s1 = 0, s2 = 0;
+    lathe_quantize_levels<16>(v, d1, l1);
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
-      l1[i] = lathe_quantize_level(v[i], d1);
       s1 += l1[i];
       l2[i] = 0;
     }
@@ -267,12 +267,10 @@ __device__ __forceinline__ void lathe_moe_quantize_h(const float* hf, int K, int
 #pragma unroll
       for (int i = 1; i < 16; ++i) m2 = fmaxf(m2, fabsf(res[i]));
       m2 = fmaxf(m2, __shfl_xor_sync(0xffffffffu, m2, 1));
-      d2 = m2 / 127.0f;
+      d2 = lathe_quantize_scale(m2);
+      lathe_quantize_levels<16>(res, d2, l2);
 #pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        l2[i] = lathe_quantize_level(res[i], d2);
-        s2 += l2[i];
-      }
+      for (int i = 0; i < 16; ++i) s2 += l2[i];
     }
     s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
     s2 += __shfl_xor_sync(0xffffffffu, s2, 1);
