@@ -100,6 +100,9 @@
 #   t4      the quantization without divisions: test_quantize_gpu, the GPU tests that quantize,
 #           checks, tg128 A/B against build-dev/old (three dense checkpoints, then the 30B), stamps
 #   t5      the closing figures: test_quantize_gpu, tg128 of llama3-8b and at 4,096 of context
+#   t6      the prologues' quantization 4 threads a block (not kept; docs/perf.md): test_quantize_gpu,
+#           the GPU tests that quantize, checks, tg128 A/B against build-dev/old, stamps
+#   t7      the prologues' 4 threads a block only past one pass of 8 (not kept): tests, checks, tg128 A/B
 #   r14     what landed: GPU tests, the mixture's timings, checks, tg128 A/B of the 30B and qwen3-0.6b
 #   r15     the GPU tests after the review's refactors of the router and the grid count-out
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
@@ -597,6 +600,19 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  t7)  # 4 threads a block only where 8 would take more than one pass, against build-dev/old
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu
+    checks "qwen3-8b q8_0" "qwen3-0.6b q8_0"
+    tg128_ab "qwen3-8b q8_0" "qwen3-0.6b q8_0" ;;
+  t6)  # lathe_quantize_block32_quarter in the decode prologues, against build-dev/old
+    timeout 200 $C/test_quantize_gpu 2>&1 | grep -E "values|PASSED|FAILED|Failure|first|bytes" | head -12
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu test_gpu_lane_gpu
+    checks "qwen3-8b q8_0" "qwen3-0.6b q8_0" "llama3-8b q8_0"
+    tg128_ab "qwen3-8b q8_0" "qwen3-0.6b q8_0"
+    f=$(synth qwen3-8b q8_0)
+    st=${OUT:-/tmp}/stamps-t6.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st | tail -5; xz -f $st ;;
   t5)  # the closing figures of the tenth session
     timeout 200 $C/test_quantize_gpu 2>&1 | grep -E "values|PASSED|FAILED|Failure|first|bytes" | head -12
     f=$(synth qwen3-8b q8_0)
