@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 namespace lathe {
@@ -75,6 +76,16 @@ TEST(RunCli, NoTokenizerIsAClearMessage) {
   const Ran r = run_lathe(std::string("run --device cpu -p hi ") + LATHE_TEST_DATA + "/transformers/qwen3.gguf");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("tokenizer"), std::string::npos) << r.out;
+}
+
+// A measuring knob's mistake: a word of LATHE_KERNEL_DEFINES that is not -DLATHE_NAME or -DLATHE_NAME=N
+// is refused by name with exit 1, before anything is compiled (no GPU needed).
+TEST(KernelsCli, RefusesAKernelDefineNotOfTheLibrarysForm) {
+  setenv("LATHE_KERNEL_DEFINES", "-DLATHE_GEMV1_BEFORE_WAIT=1 -O0", 1);
+  const Ran r = run_lathe("kernels --arch sm_90");
+  unsetenv("LATHE_KERNEL_DEFINES");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("'-O0' is not of the form -DLATHE_NAME"), std::string::npos) << r.out;
 }
 
 }  // namespace
