@@ -29,8 +29,11 @@ const Known kKnown[] = {
     {"llama3-8b", Arch::llama, 128256, 4096, 32, 32, 8, 128, 14336, 0, 0, 0, 5e5, false},
 };
 
+// In the running test's own file: ctest runs these tests as parallel processes, and several write
+// (and remove) the same shape.
 std::string synth(const std::string& shape, const std::string& type, bool zero_data, int64_t layers = 0) {
-  const std::string path = testing::TempDir() + "/" + shape + "-" + type + ".gguf";
+  const std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
+  const std::string path = testing::TempDir() + "/" + test + "-" + shape + "-" + type + ".gguf";
   SynthOptions o;
   o.shape = shape;
   o.type = type;
