@@ -93,9 +93,15 @@ extern "C" __global__ void quantize_parts(const float* v, long long n_blocks, si
   return s;
 }
 
+// The test kernels, compiled once for the three tests.
+const cuda::Module& test_module() {
+  static const cuda::Module m = cuda::Module::compile(source(), "quantize_test.cu");
+  return m;
+}
+
 TEST(QuantizeGpu, ScaleIsTheDivisionForEveryFloatOfItsFastRange) {
   LATHE_NEED_GPU();
-  const cuda::Module m = cuda::Module::compile(source(), "quantize_test.cu");
+  const cuda::Module& m = test_module();
   CUfunction f = m.function("quantize_scale_all");
   cuda::Stream s;
   DeviceBuffer bad(16);
@@ -156,7 +162,7 @@ std::vector<float> blocks_with_ties(long long n_blocks, std::mt19937& rng) {
 
 TEST(QuantizeGpu, LevelsAreTheDivisionsOnRandomBlocksTiesAndEdges) {
   LATHE_NEED_GPU();
-  const cuda::Module m = cuda::Module::compile(source(), "quantize_test.cu");
+  const cuda::Module& m = test_module();
   CUfunction f = m.function("quantize_levels_check");
   cuda::Stream s;
   std::mt19937 rng(20261201);
@@ -186,7 +192,7 @@ TEST(QuantizeGpu, LevelsAreTheDivisionsOnRandomBlocksTiesAndEdges) {
 
 TEST(QuantizeGpu, BlockPartsAndLanesWriteTheSameBytes) {
   LATHE_NEED_GPU();
-  const cuda::Module m = cuda::Module::compile(source(), "quantize_test.cu");
+  const cuda::Module& m = test_module();
   CUfunction f = m.function("quantize_parts");
   cuda::Stream s;
   std::mt19937 rng(7);

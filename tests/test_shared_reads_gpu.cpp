@@ -56,6 +56,15 @@ extern "C" __global__ void __launch_bounds__(512, 1) shared_reads_read(const uin
     stamps[2 * blockIdx.x + 1] = t1;
   }
 }
+// Until the first phase of the mbarrier at shared address bar has completed.
+__device__ __forceinline__ void wait_phase0(unsigned bar) {
+  unsigned done;
+  do {
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done) : "r"(bar) : "memory");
+  } while (!done);
+}
+
 // x behind the weights: before its wait every warp of a block issues `fills` bulk copies of 2,176
 // bytes (a decode product's ring) from weights + blockIdx.x * 16 * fills * 2176 (a fresh region each
 // launch, or one region L2 already holds), only on blocks with (blockIdx.x & fill_mask) == 0; then
@@ -105,22 +114,10 @@ extern "C" __global__ void __launch_bounds__(512, 1) shared_reads_behind(const u
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                  ::"r"((unsigned)__cvta_generic_to_shared(sm)), "l"(x), "r"(n16 * 16), "r"(xbar) : "memory");
   }
-  if (mode == 2) {
-    unsigned done;
-    do {
-      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
-                   : "=r"(done) : "r"(xbar) : "memory");
-    } while (!done);
-  }
+  if (mode == 2) wait_phase0(xbar);
   __syncthreads();
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-  if (filler && fills > 0) {
-    unsigned done;
-    do {
-      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
-                   : "=r"(done) : "r"(bar) : "memory");
-    } while (!done);
-  }
+  if (filler && fills > 0) wait_phase0(bar);
   __syncthreads();
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t2));
   if (threadIdx.x == 0) {

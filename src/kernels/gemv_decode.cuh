@@ -444,13 +444,8 @@ __device__ __forceinline__ bool lathe_gemv_group_sum2(float2 (*partial)[LATHE_GE
 // lathe_quantize_act), 8 threads a 32-value block (k / 4096 passes of the block's threads). Asking for
 // every pass's values before quantizing the first measured slower at k <= 8192, where this path is
 // taken (gemv_launch.cpp's quantizing-row limit).
-template <int C>
-__device__ __forceinline__ void lathe_gemv1_stage_x(uint8_t* sx, const int8_t* xq, const float* xf, int k) {
-  lathe_gemv1_stage_x<C>(sx, xq, xf, k, [] {});
-}
-
-// The same, late() run once x's reads have been asked for and before they land (LATHE_GEMV1_LATE:
-// the fills held back past the wait; without it late() is never called).
+// late() runs once x's reads have been asked for and before they land (LATHE_GEMV1_LATE: the fills
+// held back past the wait; without it late() is never called).
 template <int C, class Late>
 __device__ __forceinline__ void lathe_gemv1_stage_x(uint8_t* sx, const int8_t* xq, const float* xf, int k, Late&& late) {
   const int x_level_bytes = k * (C == 2 ? 2 : 1);

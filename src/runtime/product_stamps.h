@@ -4,8 +4,8 @@
 // (moe_decode.cuh: their x and first chunk are one stamp; the weights are the stacked tensor's)
 // records the globaltimer at its entry, when its programmatic-launch wait returned, when x was in
 // place, when warp 0's first chunk had landed, when its last warp finished, and three stamps inside
-// x's staging (kernels/common.cuh's lathe_stamps_end has the record). `lathe bench` records one more tg repetition than it times and
-// writes FILE as CSV; scripts/product_stamps.py reads it.
+// x's staging (kernels/common.cuh's lathe_stamps_end has the record). `lathe bench` records one more
+// tg repetition than it times and writes FILE as CSV; scripts/product_stamps.py reads it.
 #pragma once
 
 #include "runtime/cuda_driver.h"
