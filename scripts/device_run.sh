@@ -103,6 +103,13 @@
 #   t6      the prologues' quantization 4 threads a block (not kept; docs/perf.md): test_quantize_gpu,
 #           the GPU tests that quantize, checks, tg128 A/B against build-dev/old, stamps
 #   t7      the prologues' 4 threads a block only past one pass of 8 (not kept): tests, checks, tg128 A/B
+#   u1      2026-12-01's eleventh session: gate/up's SwiGLU quantized in its epilogue (quantize_epilogue),
+#           down copying its x: the tests it touches, checks, tg128 against build-dev/old, the 8B's stamps
+#   u2      and the attention's output quantized by its finishing blocks: the same against main before both
+#   u3      the attention's finishing loops 4 dims a thread, gate/up by blocks only where balanced: tests,
+#           checks, tg128 against build-dev/old and with each epilogue skipped (LATHE_EPILOGUE_SKIP)
+#   u4      rope and the cache append in the attention's prologue (rope_attention), gate/up by block
+#           compile-time: the tests, checks, tg128 and at 4,096 of context against build-dev/old
 #   r14     what landed: GPU tests, the mixture's timings, checks, tg128 A/B of the 30B and qwen3-0.6b
 #   r15     the GPU tests after the review's refactors of the router and the grid count-out
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
@@ -600,6 +607,72 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  u4)  # rope and the cache append in the attention's prologue (rope_attention), gate/up's by-block form
+       # compile-time and only where every SM owns rows: the tests, checks, tg128 against build-dev/old
+    timeout 300 $C/test_gpu_attention_gpu --gtest_filter='GpuAttention.*' 2>&1 | grep -E "Failure|same bits|PASSED|FAILED" | head -16
+    timeout 150 $C/test_gemv_multi_gpu --gtest_filter='-*Timing*' 2>&1 | grep -E "Failure|epilogue\)|PASSED|FAILED" | head -8
+    gpu_tests test_gemv_gpu test_persistent_step_gpu test_moe_gpu test_product_stamps_gpu
+    timeout 250 $C/test_gpu_lane_gpu 2>&1 | grep -E "rope_attention|quantize_epilogue|interpreter:|PASSED|FAILED|Failure" | head -20
+    checks "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0"
+    echo "== check --persistent qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 --persistent 2>&1 | tail -2 | head -1
+    echo "== check --hold rope_attention qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 --hold rope_attention 2>&1 | tail -2 | head -1
+    tg128_ab "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0"
+    f=$(synth qwen3-8b q8_0)
+    echo "== qwen3-8b q8_0 --hold rope_attention"; timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold rope_attention 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    for bin in build-dev/old/lathe $L; do
+      echo "== depth 4096 $bin"; timeout 150 $bin bench $f -p 0 -n 128 -d 4096 -r 3 --ctx 4608 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    done
+    st=${OUT:-/tmp}/stamps-u4.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st | tail -5; xz -f $st ;;
+  u3)  # the attention's finishing loops 4 dims a thread, gate/up by 32-row blocks only where balanced, the
+       # multi-row attention's wait restored: tests, checks, tg128 against build-dev/old and each epilogue skipped
+    timeout 300 $C/test_gpu_attention_gpu --gtest_filter='GpuAttention.*' 2>&1 | grep -E "Failure|int8 form|PASSED|FAILED" | head -12
+    timeout 150 $C/test_gemv_multi_gpu --gtest_filter='*QuantizedOutput*' 2>&1 | grep -E "Failure|differs|not the|PASSED|FAILED|epilogue" | head -24
+    gpu_tests test_gemv_multi_gpu test_persistent_step_gpu test_moe_gpu
+    timeout 200 $C/test_gpu_lane_gpu 2>&1 | grep -E "quantize_epilogue|PASSED|FAILED|Failure" | head -8
+    checks "qwen3-8b q8_0" "qwen3-0.6b q8_0" "llama3-8b q8_0"
+    echo "== check --persistent qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 --persistent 2>&1 | tail -2 | head -1
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0" "llama3-8b q8_0"; do
+      set -- $spec; f=$(synth $1 $2)
+      for rep in 1 2; do
+        echo "== $1 $2 old"; tg128 build-dev/old/lathe $f
+        echo "== $1 $2 new"; tg128 $L $f
+        for sk in attention swiglu; do echo "== $1 $2 skip $sk"; LATHE_EPILOGUE_SKIP=$sk tg128 $L $f; done
+      done
+    done
+    f=$(synth qwen3-8b q8_0)
+    st=${OUT:-/tmp}/stamps-u3.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st | tail -5; xz -f $st ;;
+  u2)  # and the attention's output quantized by its finishing blocks (o copies its x): the attention's
+       # tests, the rest that quantize, checks, tg128 against build-dev/old (main before both), stamps
+    timeout 300 $C/test_gpu_attention_gpu --gtest_filter='GpuAttention.*' 2>&1 | grep -E "Failure|int8 form|PASSED|FAILED" | head -12
+    timeout 150 $C/test_gemv_multi_gpu --gtest_filter='*QuantizedOutput*' 2>&1 | grep -E "Failure|differs|not the|PASSED|FAILED" | head -8
+    gpu_tests test_gemv_multi_gpu test_gemv_gpu test_persistent_step_gpu test_moe_gpu test_product_stamps_gpu
+    timeout 200 $C/test_gpu_lane_gpu 2>&1 | grep -E "quantize_epilogue|interpreter|PASSED|FAILED|Failure" | head -16
+    checks "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0"
+    echo "== check --persistent qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 --persistent 2>&1 | tail -2 | head -1
+    echo "== check --hold quantize_epilogue qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 --hold quantize_epilogue 2>&1 | tail -2 | head -1
+    tg128_ab "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0"
+    f=$(synth qwen3-8b q8_0)
+    echo "== qwen3-8b q8_0 --hold quantize_epilogue"; timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold quantize_epilogue 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    st=${OUT:-/tmp}/stamps-u2.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st | tail -5; xz -f $st ;;
+  u1)  # the eleventh session: gate/up's SwiGLU quantized in its epilogue (quantize_epilogue), down copying
+       # its x: the tests it touches, the checks, tg128 against build-dev/old, the 8B's stamps
+    timeout 150 $C/test_gemv_multi_gpu --gtest_filter='*QuantizedOutput*' 2>&1 | grep -E "same bits|Failure|differs|not the|PASSED|FAILED" | head -24
+    gpu_tests test_gemv_multi_gpu test_gemv_gpu test_persistent_step_gpu test_product_stamps_gpu
+    timeout 200 $C/test_gpu_lane_gpu 2>&1 | grep -E "quantize_epilogue|interpreter|PASSED|FAILED|Failure" | head -16
+    checks "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0"
+    echo "== check --persistent qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 --persistent 2>&1 | tail -2 | head -1
+    tg128_ab "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0"
+    f=$(synth qwen3-8b q8_0)
+    st=${OUT:-/tmp}/stamps-u1.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st | tail -5; xz -f $st ;;
   t7)  # 4 threads a block only where 8 would take more than one pass, against build-dev/old
     gpu_tests test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu
     checks "qwen3-8b q8_0" "qwen3-0.6b q8_0"

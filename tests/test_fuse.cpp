@@ -61,13 +61,15 @@ TEST(Fuse, Qwen3DecodeGroups) {
   // add -> norm: attention output into the ffn norm (2), ffn output into the next layer's attention
   // norm (1) and into the output norm (1).
   EXPECT_EQ(all.count("add_norm"), 4);
-  EXPECT_EQ(all.count("rope_append"), 2);  // q and k norms and ropes, the two appends: one a layer
+  // q and k norms and ropes, the two appends and the attention: one a layer (rope_attention)
+  EXPECT_EQ(all.count("rope_attention"), 2);
+  EXPECT_EQ(all.count("rope_append"), 0);
   EXPECT_EQ(all.count("qk_norm_rope"), 0);
   EXPECT_EQ(all.count("kv_append"), 0);
   const fuse::FusionPlan no_add = fuse::fuse(g, {"add_norm"});
   expect_partition(g, no_add);
   EXPECT_EQ(no_add.count("add_norm"), 0);
-  EXPECT_EQ(no_add.count("rope_append"), 2);
+  EXPECT_EQ(no_add.count("rope_attention"), 2);
   EXPECT_EQ(no_add.groups.size(), all.groups.size() + 4);
   EXPECT_EQ(all.count("gate_up_swiglu"), 2);   // one a layer
   EXPECT_EQ(all.count("merged_products"), 2);  // q, k and v of each layer
@@ -91,37 +93,49 @@ TEST(Fuse, Qwen3DecodeGroups) {
   EXPECT_EQ(no_gate_up.groups.size(), all.groups.size() + 2);
 }
 
-// rope_append takes a layer's q and k (norms and ropes) and both appends; held back, qk_norm_rope and
-// kv_append take them as before. Llama has no head norms: its group is the two ropes and appends.
+// rope_append takes a layer's q and k (norms and ropes) and both appends, and rope_attention the
+// attention after them in a cut of one row a sequence; held back, rope_append's group and the
+// attention are back, and without rope_append qk_norm_rope and kv_append take them as before. Llama
+// has no head norms: its group is the two ropes, the appends and the attention.
 TEST(Fuse, RopeAndAppendsInOneGroup) {
+  using lang::OpKind;
   const graph::Graph g = lift_shape("qwen3-tiny", "decode");
   const fuse::FusionPlan all = fuse::fuse(g);
+  EXPECT_EQ(all.count("rope_attention"), 2);
   for (const fuse::Group& grp : all.groups) {
-    if (grp.rule != "rope_append") continue;
-    ASSERT_EQ(grp.nodes.size(), 6u);
-    std::vector<lang::OpKind> kinds;
+    if (grp.rule != "rope_attention") continue;
+    ASSERT_EQ(grp.nodes.size(), 7u);
+    std::vector<OpKind> kinds;
     for (int n : grp.nodes) kinds.push_back(g.nodes[static_cast<size_t>(n)].kind);
-    EXPECT_EQ(kinds, (std::vector<lang::OpKind>{lang::OpKind::rms_norm, lang::OpKind::rms_norm, lang::OpKind::rope,
-                                                lang::OpKind::rope, lang::OpKind::append_keys,
-                                                lang::OpKind::append_values}));
+    EXPECT_EQ(kinds, (std::vector<OpKind>{OpKind::rms_norm, OpKind::rms_norm, OpKind::rope, OpKind::rope,
+                                          OpKind::append_keys, OpKind::append_values, OpKind::attention}));
   }
+  const fuse::FusionPlan apart = fuse::fuse(g, {"rope_attention"});
+  expect_partition(g, apart);
+  EXPECT_EQ(apart.count("rope_append"), 2);
+  EXPECT_EQ(apart.groups.size(), all.groups.size() + 2);  // the attentions alone
   const fuse::FusionPlan held = fuse::fuse(g, {"rope_append"});
   expect_partition(g, held);
-  EXPECT_EQ(held.count("rope_append"), 0);
+  EXPECT_EQ(held.count("rope_append") + held.count("rope_attention"), 0);
   EXPECT_EQ(held.count("qk_norm_rope"), 4);
   EXPECT_EQ(held.count("kv_append"), 2);
-  EXPECT_EQ(held.groups.size(), all.groups.size() + 2 * 2);  // per layer 1 group -> qk, qk, kv
+  EXPECT_EQ(held.groups.size(), apart.groups.size() + 2 * 2);  // per layer 1 group -> qk, qk, kv
   const graph::Graph llama = lift_shape("llama-tiny", "decode");
   const fuse::FusionPlan ll = fuse::fuse(llama);
   expect_partition(llama, ll);
-  EXPECT_EQ(ll.count("rope_append"), 2);
+  EXPECT_EQ(ll.count("rope_attention"), 2);
   for (const fuse::Group& grp : ll.groups) {
-    if (grp.rule == "rope_append") {
-      EXPECT_EQ(grp.nodes.size(), 4u);
+    if (grp.rule == "rope_attention") {
+      EXPECT_EQ(grp.nodes.size(), 5u);
     }
   }
+  // A prefill chunk's rows read each other's new slots: the attention stays apart.
   const graph::Graph chunk = lift_shape("qwen3-tiny", "prefill:16");
   EXPECT_EQ(fuse::fuse(chunk).count("rope_append"), 2);
+  EXPECT_EQ(fuse::fuse(chunk).count("rope_attention"), 0);
+  // A batch of one row a sequence: each row's new slot is its own.
+  const graph::Graph batch = lift_shape("qwen3-tiny", "batch:4");
+  EXPECT_EQ(fuse::fuse(batch).count("rope_attention"), 2);
 }
 
 // norm_prologue (on by default): in a decode cut, a sum, its norm and the merged products reading the
@@ -162,17 +176,18 @@ TEST(Fuse, QuantizeEpilogueMarksWhatProductsRead) {
   const NormPrologueOff off;
   const graph::Graph g = lift_shape("qwen3-tiny", "decode");
   const fuse::FusionPlan all = fuse::fuse(g);
-  // Per layer: the attention norm's h (q, k, v read it), the ffn norm's h (gate, up); then the
-  // output norm's x (logits). Not the attention's output: its kernel cannot yet; nor SwiGLU's f
-  // while gate_up_swiglu makes it (its work items are single outputs, not 32-value blocks).
-  EXPECT_EQ(all.quantized_by_producer.size(), 2u * 2u + 1u);
-  EXPECT_EQ(quantized_names(g, all), (std::set<std::string>{"h", "x"}));
+  // Per layer: the attention norm's h (q, k, v read it), the attention's joined a (o: the blocks
+  // that finish a row quantize it), the ffn norm's h (gate, up), the SwiGLU's f (down; the merged
+  // gate/up kernel's epilogue, its rows dealt by 32-row blocks); then the output norm's x (logits).
+  EXPECT_EQ(all.quantized_by_producer.size(), 2u * 4u + 1u);
+  EXPECT_EQ(quantized_names(g, all), (std::set<std::string>{"h", "a", "f", "x"}));
   const fuse::FusionPlan unmerged = fuse::fuse(g, {"gate_up_swiglu"});
-  EXPECT_EQ(unmerged.quantized_by_producer.size(), 2u * 3u + 1u);  // the SwiGLU's f too
-  EXPECT_EQ(quantized_names(g, unmerged), (std::set<std::string>{"h", "f", "x"}));
+  EXPECT_EQ(unmerged.quantized_by_producer, all.quantized_by_producer);  // the SwiGLU alone makes f then
   for (int t : all.quantized_by_producer) {
     const graph::Node& producer = g.nodes[static_cast<size_t>(g.tensor(t).producer)];
-    EXPECT_TRUE(producer.kind == lang::OpKind::rms_norm || producer.kind == lang::OpKind::swiglu) << producer.text;
+    EXPECT_TRUE(producer.kind == lang::OpKind::rms_norm || producer.kind == lang::OpKind::swiglu ||
+                producer.kind == lang::OpKind::join_heads)
+        << producer.text;
   }
   // The same values whether or not the norm is fused with the sum before it.
   EXPECT_EQ(fuse::fuse(g, {"add_norm"}).quantized_by_producer, all.quantized_by_producer);
@@ -200,8 +215,9 @@ TEST(Fuse, ElementwiseRunsCarryValuesInRegisters) {
   EXPECT_EQ(runs[0], (std::vector<OpKind>{OpKind::silu, OpKind::multiply, OpKind::scale}));
   EXPECT_EQ(runs[1], runs[0]);
   EXPECT_EQ(runs[2], (std::vector<OpKind>{OpKind::soft_cap, OpKind::scale}));
-  // `f plus f` (the down product's input) is quantized in its kernel's epilogue.
-  EXPECT_EQ(all.quantized_by_producer.size(), 7u);
+  // `f plus f` (the down product's input) is quantized in its kernel's epilogue, and per layer the
+  // norms' h and the attention's joined a.
+  EXPECT_EQ(all.quantized_by_producer.size(), 9u);
   const fuse::FusionPlan held = fuse::fuse(g, {"elementwise_run"});
   expect_partition(g, held);
   EXPECT_EQ(held.count("elementwise_run"), 0);
@@ -223,7 +239,8 @@ TEST(Fuse, UnknownRuleIsRefusedByName) {
     fuse::fuse(g, {"add_nrom"});
     FAIL();
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: norm_prologue, add_norm, rope_append, qk_norm_rope, kv_append, "
+    EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: norm_prologue, add_norm, rope_append, rope_attention, qk_norm_rope, "
+                                         "kv_append, "
                                          "gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue, mixture_one_launch)"),
               std::string::npos) << e.what();
   }

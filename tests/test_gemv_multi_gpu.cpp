@@ -17,6 +17,7 @@
 
 #include "test_product_helpers.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -257,6 +258,73 @@ TEST(GemvMultiGpu, GateUpSwigluMatchesCpuAndSeparate) {
         std::printf("  %s %.1e / %.1e", std::string(activations_name(a)).c_str(), e.cpu, e.separate);
       }
       std::printf("\n");
+    }
+  }
+}
+
+// quantize_epilogue on gate/up: the SwiGLU's output quantized by the merged kernel's epilogue (each
+// block its own 32-row blocks, the rows dealt to it whole) is quantize_activations' bytes of the y it
+// writes, and that y is the dealt form's, bit for bit: with the norm in the prologue or without, the
+// paired products (3072 x 1024) and the chunked ones, 384 32-row blocks over the SMs and 96, every
+// format, and the fallback (4 rows: gemv, gemv, swiglu, then the quantizer).
+TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(23);
+  struct Case {
+    const char* name;
+    GgmlType gate, up;
+    int64_t n_out, k, rows;
+    bool norm;
+  };
+  const Case cases[] = {{"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 12288, 4096, 1, false},
+                        {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 12288, 4096, 1, true},
+                        {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 3072, 1024, 1, false},
+                        {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 3072, 1024, 1, true},
+                        {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 96, 1024, 1, false},
+                        {"q4_K_M", GgmlType::Q4_K, GgmlType::Q6_K, 12288, 4096, 1, true},
+                        {"q4_K", GgmlType::Q4_K, GgmlType::Q4_K, 4224, 2048, 1, false},
+                        {"q6_K", GgmlType::Q6_K, GgmlType::Q6_K, 3072, 1024, 1, true},
+                        {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 1024, 512, 4, false}};
+  for (const Case& c : cases) {
+    Matrix gate = make_matrix(c.gate, c.n_out, c.k, rng), up = make_matrix(c.up, c.n_out, c.k, rng);
+    const WeightMatrix ws[2] = {gate.weights(), up.weights()};
+    const int64_t n = c.rows * c.n_out;
+    const std::vector<float> x = random_values(c.rows * c.k, rng), r = random_values(c.k, rng), nw = random_values(c.k, rng);
+    DeviceBuffer xd = upload(x), rd = upload(r), wd = upload(nw), sum(c.k * 4);
+    for (Activations a : {Activations::int8, Activations::int8x2}) {
+      DeviceBuffer q = quantized(xd, c.rows, c.k, a, s);
+      DeviceBuffer y_plain(static_cast<size_t>(n) * 4), y_fused(static_cast<size_t>(n) * 4);
+      DeviceBuffer q_fused(static_cast<size_t>(quantized_activation_bytes(c.rows, c.n_out, a)));
+      DeviceBuffer q_ref(static_cast<size_t>(quantized_activation_bytes(c.rows, c.n_out, a)));
+      NormPrologue np;
+      np.x = xd.ptr();
+      np.y = rd.ptr();
+      np.w = wd.ptr();
+      np.sum = sum.ptr();
+      auto run = [&](CUdeviceptr y, const QuantizedOut& qo) {
+        if (c.norm)
+          gemv_gate_up_swiglu_norm(ws[0], ws[1], a, np, y, s.handle(), qo);
+        else
+          gemv_gate_up_swiglu(ws[0], ws[1], a, q.ptr(), y, s.handle(), c.rows, qo);
+      };
+      if (c.norm) {
+        ASSERT_TRUE(merged_norm_applies(ws, 2, a));
+      }
+      run(y_plain.ptr(), QuantizedOut{});
+      run(y_fused.ptr(), QuantizedOut{q_fused.ptr(), a});
+      quantize_activations(y_fused.ptr(), c.rows, c.n_out, a, q_ref.ptr(), s.handle());
+      s.synchronize();
+      const std::vector<float> yp = download(y_plain, n), yf = download(y_fused, n);
+      std::vector<uint8_t> qf(q_fused.bytes()), qr(q_ref.bytes());
+      q_fused.download(qf.data(), qf.size());
+      q_ref.download(qr.data(), qr.size());
+      const std::string what = fmt::format("{} {} x {} ({} rows{}) {}", c.name, c.n_out, c.k, c.rows,
+                                           c.norm ? ", norm prologue" : "", activations_name(a));
+      EXPECT_EQ(std::memcmp(yp.data(), yf.data(), yp.size() * 4), 0) << what << ": y differs from the dealt form's";
+      EXPECT_EQ(qf, qr) << what << ": the epilogue's int8 form is not the quantizer's";
+      std::printf("  %s (%s): y and its int8 form the same bits\n", what.c_str(),
+                  c.rows == 1 && gate_up_quantizes_in_epilogue(ws[0], ws[1], a) ? "the epilogue" : "the quantizer after");
     }
   }
 }

@@ -6,6 +6,8 @@
 #include "gguf/block_format.h"
 #include "kernels/attention_launch.h"
 #include "kernels/cache_launch.h"
+#include "kernels/gemv_launch.h"
+#include "kernels/rope_launch.h"
 #include "test_gpu_ops_helpers.h"
 
 #include <fmt/format.h>
@@ -152,6 +154,23 @@ double run_case(const AttnCase& c, uint32_t seed) {
   }
   for (int32_t t : from_device<int32_t>(tickets, kernels::attention_ticket_bytes(shape) / sizeof(int32_t)))
     EXPECT_EQ(t, 0) << "a ticket was left set";
+  // quantize_epilogue: the output's int8 form, written by the blocks that finish a row (or by the
+  // quantizer after the merge kernel), is quantize_activations' bytes of the same output, which the
+  // form leaves as it was.
+  for (kernels::Activations a : {kernels::Activations::int8, kernels::Activations::int8x2}) {
+    for (const bool by_kernel : {false, true}) {
+      const size_t bytes = static_cast<size_t>(kernels::quantized_activation_bytes(rows, c.n_head * c.d, a));
+      cuda::DeviceBuffer qo(bytes, "attention's int8 form"), qr(bytes, "quantizer's int8 form");
+      kernels::decode_attention(dout.ptr(), dq.ptr(), dk.ptr(), dv.ptr(), dseq.ptr(), dpos.ptr(), shape, gopt, split,
+                                work.ptr(), s.handle(), by_kernel ? 0 : tickets.ptr(), kernels::QuantizedOut{qo.ptr(), a});
+      kernels::quantize_activations(dout.ptr(), rows, c.n_head * c.d, a, qr.ptr(), s.handle());
+      s.synchronize();
+      EXPECT_EQ(from_device<float>(dout, want.size()), by_kernel ? merged_by_kernel : in_block)
+          << "the output with its int8 form" << (by_kernel ? " (merge kernel)" : "");
+      EXPECT_EQ(from_device<uint8_t>(qo, bytes), from_device<uint8_t>(qr, bytes))
+          << "the int8 form is not the quantizer's (" << kernels::activations_name(a) << (by_kernel ? ", merge kernel)" : ")");
+    }
+  }
   // Same partials, merged in another order: within f32 rounding of a few sums.
   const double vs_kernel = normalized_error(in_block, merged_by_kernel);
   EXPECT_LE(vs_kernel, 1e-6) << "merged in the block against the merge kernel";
@@ -229,6 +248,82 @@ TEST(GpuAttention, SweepOfHeadsSizesRowsAndPositions) {
         for (const RowAt& r : c.rows) at += fmt::format(" {}", r.position);
         report("attention sweep", label(c) + at + fmt::format(", {} warps", warps), err, kAttentionBound);
       }
+}
+
+// rope_attention: the attention with rope and the cache append in its prologue (kernels/
+// rope_attention.cuh) against rope_append then the attention, which it replaces: the same output,
+// the same caches (every slot), bit for bit, with the splits merged in the block or by the merge
+// kernel; q and k as the product wrote them are left as they were. Qwen3's shapes (head norms, neox
+// order), Llama's (no norms, normal order), a partial rotation, head size 64 and 256, 7 query heads a
+// kv head, rows of several sequences, positions that take one split and many.
+TEST(GpuAttention, RopeInItsPrologueIsRopeAppendThenAttention) {
+  REQUIRE_GPU();
+  struct Case {
+    int64_t n_head, n_head_kv, d, n_rot;
+    bool neox, norm;
+    std::vector<RowAt> rows;
+  };
+  const Case cases[] = {{32, 8, 128, 128, true, true, {{0, 17}}},
+                        {32, 8, 128, 128, true, true, {{0, 3000}}},
+                        {16, 8, 128, 128, true, true, {{0, 0}}},
+                        {32, 8, 128, 128, false, false, {{0, 200}, {1, 4095}, {2, 5}}},
+                        {14, 2, 64, 32, true, true, {{0, 777}}},
+                        {16, 4, 256, 256, false, true, {{0, 1500}, {1, 2}}}};
+  const int64_t n_ctx = 4096, n_seq = 3;
+  uint32_t seed = 7000;
+  for (const Case& c : cases) {
+    const int64_t rows = static_cast<int64_t>(c.rows.size()), slot = c.n_head_kv * c.d;
+    std::vector<int32_t> sequences, positions;
+    for (const RowAt& r : c.rows) {
+      sequences.push_back(r.sequence);
+      positions.push_back(r.position);
+    }
+    const HalfValues k0 = halves_of(cache_values(n_seq * n_ctx * slot, seed += 10));
+    const HalfValues v0 = halves_of(cache_values(n_seq * n_ctx * slot, seed + 1));
+    const std::vector<float> q = random_values(rows * c.n_head * c.d, seed + 2, 1.0f);
+    const std::vector<float> k = random_values(rows * slot, seed + 3, 1.0f), v = random_values(rows * slot, seed + 4, 1.0f);
+    const std::vector<float> qw = random_values(c.d, seed + 5, 1.0f), kw = random_values(c.d, seed + 6, 1.0f);
+    auto dseq = to_device(sequences), dpos = to_device(positions);
+    auto dqw = to_device(qw), dkw = to_device(kw);
+    const kernels::RopeTable table = kernels::make_rope_table(c.n_rot, 1000000.0);
+    const RopeOrder order = c.neox ? RopeOrder::neox : RopeOrder::normal;
+    kernels::AttentionShape shape{rows, c.n_head, c.n_head_kv, c.d, n_ctx, n_ctx};
+    const kernels::AttentionOptionsGpu opt;
+    const kernels::AttentionSplit split = kernels::plan_attention_split(shape, opt);
+    cuda::DeviceBuffer work(std::max<size_t>(split.workspace_bytes, 16), "attention workspace");
+    cuda::DeviceBuffer tickets(kernels::attention_ticket_bytes(shape), "attention tickets");
+    tickets.zero();
+    cuda::Stream s;
+    for (const bool merge_kernel : {false, true}) {
+      // Held back: rope_append (q and k rotated in place, the slots appended), then the attention.
+      auto qa = to_device(q), ka = to_device(k), va = to_device(v), kca = to_device(k0.bits), vca = to_device(v0.bits);
+      auto outa = to_device(std::vector<float>(q.size(), NAN));
+      kernels::rope_append(qa.ptr(), ka.ptr(), va.ptr(), dpos.ptr(), dseq.ptr(), rows, c.n_head, c.n_head_kv, c.d, table,
+                           order, c.norm, c.norm ? dqw.ptr() : 0, c.norm ? dkw.ptr() : 0, 1e-6f, kca.ptr(), vca.ptr(),
+                           n_ctx, s.handle());
+      kernels::decode_attention(outa.ptr(), qa.ptr(), kca.ptr(), vca.ptr(), dseq.ptr(), dpos.ptr(), shape, opt, split,
+                                work.ptr(), s.handle(), merge_kernel ? 0 : tickets.ptr());
+      // Fused: the attention rotates and appends in its prologue.
+      auto qb = to_device(q), kb = to_device(k), vb = to_device(v), kcb = to_device(k0.bits), vcb = to_device(v0.bits);
+      auto outb = to_device(std::vector<float>(q.size(), NAN));
+      const kernels::AttentionRope rope{kb.ptr(), vb.ptr(), &table, order, c.norm, c.norm ? dqw.ptr() : 0,
+                                        c.norm ? dkw.ptr() : 0, 1e-6f};
+      kernels::decode_attention(outb.ptr(), qb.ptr(), kcb.ptr(), vcb.ptr(), dseq.ptr(), dpos.ptr(), shape, opt, split,
+                                work.ptr(), s.handle(), merge_kernel ? 0 : tickets.ptr(), {}, &rope);
+      s.synchronize();
+      const std::string what = fmt::format("h{}/{} d{} rot{}{}{} rows{} at {}{}", c.n_head, c.n_head_kv, c.d, c.n_rot,
+                                           c.neox ? " neox" : "", c.norm ? " normed" : "", rows, positions[0],
+                                           merge_kernel ? ", merge kernel" : "");
+      EXPECT_EQ(from_device<float>(outb, q.size()), from_device<float>(outa, q.size())) << what << ": the output";
+      EXPECT_EQ(from_device<uint16_t>(kcb, k0.bits.size()), from_device<uint16_t>(kca, k0.bits.size())) << what << ": k cache";
+      EXPECT_EQ(from_device<uint16_t>(vcb, v0.bits.size()), from_device<uint16_t>(vca, v0.bits.size())) << what << ": v cache";
+      EXPECT_EQ(from_device<float>(qb, q.size()), q) << what << ": q was written";
+      EXPECT_EQ(from_device<float>(kb, k.size()), k) << what << ": k was written";
+      std::printf("  %s [%lld splits]: the same bits\n", what.c_str(), static_cast<long long>(split.n_split));
+    }
+    for (int32_t t : from_device<int32_t>(tickets, kernels::attention_ticket_bytes(shape) / sizeof(int32_t)))
+      EXPECT_EQ(t, 0) << "a ticket was left set";
+  }
 }
 
 TEST(GpuAttention, PrefillChunksAreCausal) {

@@ -9,6 +9,7 @@ namespace lathe::fuse {
 void norm_prologue_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void add_norm_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void rope_append_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
+void rope_attention_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void qk_norm_rope_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void kv_append_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void gate_up_swiglu_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
@@ -23,6 +24,8 @@ const std::vector<Rule>& fusion_rules() {
       {"add_norm", "a sum and the RMS norm of it in one kernel (the residual written back)", add_norm_pass},
       {"rope_append", "a layer's q and k (per-head norms, rope) and the cache appends of k and v in one kernel",
        rope_append_pass},
+      {"rope_attention", "a rope_append group and the attention after it in one kernel (one row a sequence)",
+       rope_attention_pass},
       {"qk_norm_rope", "a per-head RMS norm and the rope after it in one kernel", qk_norm_rope_pass},
       {"kv_append", "a layer's key and value appends in one kernel", kv_append_pass},
       {"gate_up_swiglu", "a feed-forward's gate and up products and the SwiGLU of them in one kernel",

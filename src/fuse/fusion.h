@@ -54,6 +54,11 @@ bool is_elementwise(lang::OpKind kind);
 // it, and the sum's first consumer is an unclaimed whole-row RMS norm of the sum. Null when not.
 const graph::Node* norm_of_residual_sum(const graph::Graph& g, const graph::Node& add, const std::vector<bool>& claimed);
 
+// quantize_epilogue: the tensor whose int8 form a group's kernel can write in its last pass (its last
+// node's output, or an attention's through the join of its heads), or -1. The mark, when set, is on
+// this tensor (FusionPlan::quantized_by_producer).
+int epilogue_output(const graph::Graph& g, const Group& grp);
+
 // Helpers for the rules: the single consumer of a tensor, or -1 when it has none or several.
 int only_consumer(const graph::Graph& g, int tensor);
 

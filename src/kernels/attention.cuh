@@ -26,7 +26,8 @@
 //     each 64 for head g.
 // Softmax runs in log2 units (q carries scale * log2 e, or the cap's tanh is scaled after).
 // The block's warps combine through shared memory; when the row uses one split the block finishes
-// it (sinks, division), else it writes its unnormalized output and (max, sum) to the partials. Then,
+// it (sinks, division; with qout, the output's int8 form too: attd_quantize_out), else it writes its
+// unnormalized output and (max, sum) to the partials. Then,
 // with tickets (an int per (row, blockIdx.y), zero between launches), the last of the row's splits
 // to finish merges them (attd_merge_in_block) and sets its ticket back to zero; without them (the
 // held-back form, LATHE_ATTN_MERGE=kernel) lathe_attn_merge does it in a launch of its own.
@@ -94,14 +95,42 @@ __device__ __forceinline__ void attd_split2(float x, float y, unsigned& hi, unsi
   lo = *reinterpret_cast<const unsigned*>(&l);
 }
 
-template <int D, int W = ATTD_WARPS>
+// The attention's output in the int8 form the next product reads (quantize_epilogue: quantize_act.cuh's
+// layout for q_rows rows of k = n_head * D values, q_words 1 or 2), bit-identical to lathe_quantize_act:
+// called by whole warps whose thread holds values i.. i + 3 (4 | i), 8 lanes a 32-value block, as the
+// finishing loops below do; a lane not `mine` quantizes into a shared dummy.
+__device__ __forceinline__ void attd_quantize_out(float4 v, bool mine, long long i, int k, int8_t* qout, int q_words,
+                                                  int q_rows) {
+  __shared__ __align__(16) int8_t attd_dummy_q[8];
+  __shared__ float4 attd_dummy_ds;
+  const long long values = static_cast<long long>(q_rows) * k;
+  float4* ds = reinterpret_cast<float4*>(qout + values * q_words);
+  lathe_quantize_block32_part(v, q_words == 2, mine ? qout + i : attd_dummy_q, mine ? qout + values + i : attd_dummy_q + 4,
+                              mine ? ds + (i >> 5) : &attd_dummy_ds);
+}
+
+// What a block does around its wait for the kernel before, beside the cache's first chunks: nothing
+// here (q is read from memory); rope_attention.cuh's prologue ropes q and appends the row's own k and
+// v slot in the block. before_wait(row, pos) runs before the wait; after_wait(...) after it, its
+// results visible to the block's S::threads threads once it returns (it syncs them); q_head(q, row,
+// n_head, head) is where head's D values of the row lie.
+struct attd_no_prologue {
+  __device__ __forceinline__ void before_wait(int, int) const {}
+  __device__ __forceinline__ void after_wait(int, int, int, int, int, bool) const {}
+  __device__ __forceinline__ const float* q_head(const float* q, long long row, int n_head, int head, int d) const {
+    return q + (row * n_head + head) * d;
+  }
+};
+
+template <int D, int W = ATTD_WARPS, class Prologue = attd_no_prologue>
 __device__ void attd_decode(const float* __restrict__ q, const __half* __restrict__ k_cache,
                             const __half* __restrict__ v_cache, const int* __restrict__ sequences,
                             const int* __restrict__ positions, float* __restrict__ out,
                             float* __restrict__ part_o, float2* __restrict__ part_ml, int n_head,
                             int n_head_kv, int n_ctx, int window, int split_min, int n_split,
                             float scale, float cap, const float* __restrict__ sinks, int* __restrict__ tickets,
-                            int split, int by, int row, int grid_y, int early) {
+                            int8_t* qout, int q_words, int q_rows, int split, int by, int row, int grid_y,
+                            int early, const Prologue& prologue = Prologue()) {
   typedef AttdShape<D, W> S;
   constexpr int KB = D / 32, VB = D / 64;
   extern __shared__ float4 attd_shared4[];
@@ -168,8 +197,11 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
       if (c < n_chunks && begin + (c + 1) * ATTD_CHUNK > pos) break;
       issue(issued++);
     }
-    lathe_pdl_entry();
   }
+  prologue.before_wait(row, pos);
+  if (early) lathe_pdl_entry();
+  // The split that holds slot pos (its last) appends it (set 0 of the kv head's sets).
+  prologue.after_wait(row, pos, kvh, head0, n_heads_here, begin + len > pos && set == 0);
   for (; issued < S::stages; ++issued) issue(issued);
 
   // q of head g as A fragments (hi rows g, lo rows g + 8), dims permuted as the keys'.
@@ -177,7 +209,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
   {
     const float qscale = cap > 0.0f ? scale : scale * ATTD_LOG2E;
     const bool has = g < n_heads_here;
-    const float* qh = q + ((long long)row * n_head + head0 + (has ? g : 0)) * D + t * 8;
+    const float* qh = prologue.q_head(q, row, n_head, head0 + (has ? g : 0), D) + t * 8;
 #pragma unroll
     for (int b = 0; b < KB; ++b) {
       float4 x0 = make_float4(0.f, 0.f, 0.f, 0.f), x1 = x0;
@@ -286,18 +318,26 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
   }
   lathe_sync_first(S::threads);
   const bool finish = len >= pos - first + 1;  // the row's only split: no merge (it skips the row)
-  for (int idx = threadIdx.x; idx < n_heads_here * D; idx += S::threads) {
-    const int hi = idx / D, dim = idx % D;
+  // 4 consecutive dims of one head a thread (float4 stores; the int8 form's part quantizer), over
+  // whole warps: lanes past the block's values compute on dim 0 and write nothing.
+  const int n4 = n_heads_here * D / 4, n4_warps = (n4 + 31) & ~31;
+  for (int i4 = threadIdx.x; i4 < n4_warps; i4 += S::threads) {
+    const bool mine = i4 < n4;
+    const int idx = mine ? 4 * i4 : 0, hi = idx / D, dim = idx % D;
     float m = ATTD_NEG_INF;
 #pragma unroll
     for (int w = 0; w < S::warps; ++w) m = fmaxf(m, mls[(w * ATTD_HEADS + hi) * 2]);
-    float l = 0.0f, o = 0.0f;
+    float l = 0.0f, o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int w = 0; w < S::warps; ++w) {
       const float mw = mls[(w * ATTD_HEADS + hi) * 2];
       const float f = mw == ATTD_NEG_INF ? 0.0f : exp2f(mw - m);  // a warp with no chunk adds nothing
       l += f * mls[(w * ATTD_HEADS + hi) * 2 + 1];
-      o += f * ob[(w * ATTD_HEADS + hi) * S::out_stride + dim];
+      const float4 ow = *reinterpret_cast<const float4*>(ob + (w * ATTD_HEADS + hi) * S::out_stride + dim);
+      o[0] += f * ow.x;
+      o[1] += f * ow.y;
+      o[2] += f * ow.z;
+      o[3] += f * ow.w;
     }
     const int h = head0 + hi;
     const long long head_row = (long long)row * n_head + h;
@@ -305,12 +345,15 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
       if (sinks) {
         const float sk = sinks[h] * ATTD_LOG2E, m_all = fmaxf(m, sk), f = exp2f(m - m_all);
         l = l * f + exp2f(sk - m_all);
-        o *= f;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) o[e] *= f;
       }
-      out[head_row * D + dim] = o / l;
-    } else {
+      const float4 r = make_float4(o[0] / l, o[1] / l, o[2] / l, o[3] / l);
+      if (mine) *reinterpret_cast<float4*>(out + head_row * D + dim) = r;
+      if (qout) attd_quantize_out(r, mine, head_row * D + dim, n_head * D, qout, q_words, q_rows);
+    } else if (mine) {
       const long long at = head_row * n_split + split;
-      part_o[at * D + dim] = o;
+      *reinterpret_cast<float4*>(part_o + at * D + dim) = make_float4(o[0], o[1], o[2], o[3]);
       if (dim == 0) part_ml[at] = make_float2(m, l);
     }
   }
@@ -329,22 +372,29 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
   lathe_sync_first(S::threads);
   if (!attd_is_last) return;
   __threadfence();
-  for (int idx = threadIdx.x; idx < n_heads_here * D; idx += S::threads) {
-    const int h = head0 + idx / D, dim = idx % D;
+  for (int i4 = threadIdx.x; i4 < n4_warps; i4 += S::threads) {  // as above: 4 dims a thread, whole warps
+    const bool mine = i4 < n4;
+    const int idx = mine ? 4 * i4 : 0, h = head0 + idx / D, dim = idx % D;
     const long long head_row = (long long)row * n_head + h;
     const float2* ml = part_ml + head_row * n_split;
     const float sk = sinks ? sinks[h] * ATTD_LOG2E : ATTD_NEG_INF;
     float m = sk;
     for (int s = 0; s < used; ++s) m = fmaxf(m, __ldcg(&ml[s].x));
-    float l = sinks ? exp2f(sk - m) : 0.0f, o = 0.0f;
+    float l = sinks ? exp2f(sk - m) : 0.0f, o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     const float* po = part_o + head_row * n_split * D + dim;
     for (int s = 0; s < used; ++s) {
       const float2 v = __ldcg(&ml[s]);
       const float e = exp2f(v.x - m);
       l = fmaf(e, v.y, l);
-      o = fmaf(e, __ldcg(po + (long long)s * D), o);
+      const float4 p = __ldcg(reinterpret_cast<const float4*>(po + (long long)s * D));
+      o[0] = fmaf(e, p.x, o[0]);
+      o[1] = fmaf(e, p.y, o[1]);
+      o[2] = fmaf(e, p.z, o[2]);
+      o[3] = fmaf(e, p.w, o[3]);
     }
-    out[head_row * D + dim] = o / l;
+    const float4 r = make_float4(o[0] / l, o[1] / l, o[2] / l, o[3] / l);
+    if (mine) *reinterpret_cast<float4*>(out + head_row * D + dim) = r;
+    if (qout) attd_quantize_out(r, mine, head_row * D + dim, n_head * D, qout, q_words, q_rows);
   }
 }
 
@@ -353,10 +403,12 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
       const float* q, const __half* k_cache, const __half* v_cache, const int* sequences,           \
       const int* positions, float* out, float* part_o, float2* part_ml, int n_head, int n_head_kv,  \
       int n_ctx, int window, int split_min, int n_split, float scale, float cap,                    \
-      const float* sinks, int* tickets) {                                                           \
+      const float* sinks, int* tickets, int8_t* qout, int q_words, int q_rows) {                    \
+    const int early = gridDim.z == 1;                                                               \
+    if (!early) lathe_pdl_entry(); /* several rows: this step appends their slots before it */     \
     attd_decode<D, W>(q, k_cache, v_cache, sequences, positions, out, part_o, part_ml, n_head,     \
-                   n_head_kv, n_ctx, window, split_min, n_split, scale, cap, sinks, tickets,       \
-                   blockIdx.x, blockIdx.y, blockIdx.z, gridDim.y, gridDim.z == 1);                 \
+                   n_head_kv, n_ctx, window, split_min, n_split, scale, cap, sinks, tickets, qout, \
+                   q_words, q_rows, blockIdx.x, blockIdx.y, blockIdx.z, gridDim.y, early);         \
   }
 ATTD_DECODE_ENTRY(64, 4, lathe_attn_decode_64)
 ATTD_DECODE_ENTRY(128, 4, lathe_attn_decode_128)

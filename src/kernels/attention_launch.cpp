@@ -1,5 +1,6 @@
 #include "kernels/attention_launch.h"
 
+#include "kernels/gemv_launch.h"
 #include "kernels/library.h"
 
 #include <algorithm>
@@ -82,9 +83,11 @@ size_t attention_ticket_bytes(const AttentionShape& shape) {
 void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr v_cache,
                       CUdeviceptr sequences, CUdeviceptr positions, const AttentionShape& shape,
                       const AttentionOptionsGpu& options, const AttentionSplit& split,
-                      CUdeviceptr workspace, CUstream stream, CUdeviceptr tickets) {
+                      CUdeviceptr workspace, CUstream stream, CUdeviceptr tickets, const QuantizedOut& qout,
+                      const AttentionRope* rope) {
   check_shape(shape, options);
   LATHE_CHECK(split.split_len % kChunk == 0 && split.split_len > 0 && split.n_split >= 1);
+  LATHE_CHECK(out % 16 == 0);  // the finishing loops store 4 dims at a time
   LATHE_CHECK(split.n_split == 1 || workspace != 0);
   if (shape.rows == 0) return;
   int n_head = static_cast<int>(shape.n_head), n_head_kv = static_cast<int>(shape.n_head_kv);
@@ -98,20 +101,44 @@ void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdev
   CUdeviceptr part_ml =
       split.n_split > 1 ? workspace + static_cast<CUdeviceptr>(shape.rows * shape.n_head * split.n_split * shape.d) * sizeof(float)
                         : 0;
+  // The output's int8 form in the kernel's finishing loops (its own rows, or the last split's merge);
+  // after the merge kernel (the held-back merge) by the quantizer.
+  const bool merge_kernel = split.n_split > 1 && tickets == 0;
+  if (qout.q) LATHE_CHECK(qout.a != Activations::f32 && qout.q % 16 == 0);
+  CUdeviceptr q_out = qout.q && !merge_kernel ? qout.q : 0;
+  int q_words = qout.a == Activations::int8x2 ? 2 : 1, q_rows = static_cast<int>(shape.rows);
   const int w = warps_for(shape.d);
-  const std::string name = "lathe_attn_decode_" + std::to_string(shape.d) + (w == 8 ? "_w8" : "");
-  cuda::launch(kernel(name), {static_cast<unsigned>(split.n_split), static_cast<unsigned>(shape.n_head_kv * head_sets(shape)),
-                              static_cast<unsigned>(shape.rows)},
-               {32 * static_cast<unsigned>(w)}, static_cast<unsigned>(shared_bytes(shape.d, w)),
-               stream,
-               {&q, &k_cache, &v_cache, &sequences, &positions, &out, &part_o, &part_ml, &n_head, &n_head_kv,
-                &n_ctx, &window, &split_len, &n_split, &scale, &cap, &sinks, &tickets},
-               "decode attention");
-  if (split.n_split > 1 && tickets == 0)
+  const cuda::Dim3 grid{static_cast<unsigned>(split.n_split), static_cast<unsigned>(shape.n_head_kv * head_sets(shape)),
+                  static_cast<unsigned>(shape.rows)};
+  if (rope) {
+    LATHE_CHECK(rope->table && rope->table->n_rot <= shape.d && rope->table->n_rot % 2 == 0 && rope->k && rope->v);
+    const std::string name = "lathe_attn_decode_rope_" + std::to_string(shape.d) + (w == 8 ? "_w8" : "");
+    CUdeviceptr k = rope->k, v = rope->v, freq = rope->table->freq.ptr(), qw = rope->q_weight, kw = rope->k_weight;
+    double position_scale = rope->table->position_scale;
+    int n_rot = static_cast<int>(rope->table->n_rot), neox = rope->order == RopeOrder::neox ? 1 : 0;
+    int norm = rope->norm ? 1 : 0;
+    float eps = rope->eps;
+    const size_t bytes = shared_bytes(shape.d, w) + static_cast<size_t>((10 + w) * shape.d * 4);  // attd_rope_shared_bytes
+    cuda::launch(kernel(name), grid, {32 * static_cast<unsigned>(w)}, static_cast<unsigned>(bytes), stream,
+                 {&q, &k_cache, &v_cache, &sequences, &positions, &out, &part_o, &part_ml, &n_head, &n_head_kv, &n_ctx,
+                  &window, &split_len, &n_split, &scale, &cap, &sinks, &tickets, &q_out, &q_words, &q_rows, &k, &v,
+                  &freq, &position_scale, &n_rot, &neox, &qw, &kw, &norm, &eps},
+                 "decode attention with rope and the cache append");
+  } else {
+    const std::string name = "lathe_attn_decode_" + std::to_string(shape.d) + (w == 8 ? "_w8" : "");
+    cuda::launch(kernel(name), grid, {32 * static_cast<unsigned>(w)}, static_cast<unsigned>(shared_bytes(shape.d, w)),
+                 stream,
+                 {&q, &k_cache, &v_cache, &sequences, &positions, &out, &part_o, &part_ml, &n_head, &n_head_kv,
+                  &n_ctx, &window, &split_len, &n_split, &scale, &cap, &sinks, &tickets, &q_out, &q_words, &q_rows},
+                 "decode attention");
+  }
+  if (merge_kernel) {
     cuda::launch(kernel("lathe_attn_merge"), {static_cast<unsigned>(shape.n_head), static_cast<unsigned>(shape.rows)},
                  {kMergeThreads}, static_cast<unsigned>((2 * split.n_split + 32 + kMergeThreads) * sizeof(float)), stream,
                  {&part_o, &part_ml, &positions, &out, &n_head, &d, &window, &split_len, &n_split, &sinks},
                  "attention merge");
+    if (qout.q) quantize_activations(out, shape.rows, shape.n_head * shape.d, qout.a, qout.q, stream);
+  }
 }
 
 }  // namespace lathe::kernels

@@ -2,6 +2,8 @@
 // on tensor cores with f32-accurate arithmetic (each f32 operand split into two f16).
 #pragma once
 
+#include "kernels/activations.h"
+#include "kernels/rope_launch.h"
 #include "runtime/cuda_driver.h"
 
 #include <cstdint>
@@ -41,20 +43,42 @@ struct AttentionSplit {
 AttentionSplit plan_attention_split(const AttentionShape& shape, const AttentionOptionsGpu& options,
                                     int64_t target_blocks = 0);
 
+// What decode_attention's rope prologue reads: the product's k and v ([rows, n_head_kv, d] f32), the
+// table, the order, and the per-head norm's weights (0: 1) and epsilon when `norm`.
+struct AttentionRope {
+  CUdeviceptr k = 0, v = 0;
+  const RopeTable* table = nullptr;
+  RopeOrder order = RopeOrder::normal;
+  bool norm = false;
+  CUdeviceptr q_weight = 0, k_weight = 0;
+  float eps = 1e-6f;
+};
+
 // out [rows, n_head, d] f32 = attention of q [rows, n_head, d] f32 over k_cache and v_cache
 // ([sequences, n_ctx, n_head_kv, d] f16), row r reading sequence sequences[r] up to positions[r]
 // inclusive (int32 device arrays), as the interpreter's attention. The rows' slots must already be
-// in the cache. workspace: split.workspace_bytes of device memory (any contents). q, the caches and
-// the workspace 16-byte aligned. Refuses shapes the kernels do not cover (d, group > 32).
+// in the cache. workspace: split.workspace_bytes of device memory (any contents). q, out, the caches
+// and the workspace 16-byte aligned. Refuses shapes the kernels do not cover (d, group > 32).
 // tickets: attention_ticket_bytes(shape) of device memory, ZERO before the first call and left zero
 // by every call (the last split of a row merges the row's splits in its block and resets the row's
 // ticket), reusable by any later call of no more rows and heads on the same stream; or 0: the
 // splits are merged by a second launch (lathe_attn_merge; the held-back form). Both forms compute
 // the same sums in a different order (bound-equal, test_gpu_attention_gpu).
+// rope (fusion rule rope_attention; rope_attention.cuh): q is the product's, not yet rotated; each
+// block norms (rope->norm: each head, by q_weight / k_weight or 1) and rotates the query heads it
+// reads in its shared memory, and the split that holds a row's slot writes that row's rotated k and
+// its v into the caches first, as rope_append would: one launch for rope_append and the attention,
+// the same bits. Only for rows of distinct sequences (each row's new slot read by that row alone).
+// qout (quantize_epilogue): out also in qout.a's int8 form ([rows][n_head * d], quantize_activations'
+// layout, bit for bit; 16-byte aligned) for the product that reads it next: written by the blocks
+// that finish a row (its only split, or the last split's merge), or by the quantizer after the merge
+// kernel.
 void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr v_cache,
                       CUdeviceptr sequences, CUdeviceptr positions, const AttentionShape& shape,
                       const AttentionOptionsGpu& options, const AttentionSplit& split,
-                      CUdeviceptr workspace, CUstream stream, CUdeviceptr tickets = 0);
+                      CUdeviceptr workspace, CUstream stream, CUdeviceptr tickets = 0,
+                      const QuantizedOut& qout = {}, const AttentionRope* rope = nullptr);
+
 size_t attention_ticket_bytes(const AttentionShape& shape);
 
 // Warps a block of the decode kernel for head sizes <= 128: 8 by default, or 4 (LATHE_ATTN_WARPS=4,

@@ -67,6 +67,59 @@ struct lathe_gemvm_list {
   }
 };
 
+// Which output rows a group of warps walks: its walk's items first, first + step, ... below count,
+// item i standing for row ((off + mul * (i >> sh)) << sh) + (i & ((1 << sh) - 1)) (no branch).
+// - Dealt over the grid (the default): items g0, g0 + n_groups, ... of all n items, row i.
+// - By block (a product that quantizes its output in its epilogue, qout != 0): block b owns the
+//   32-row blocks b, b + gridDim.x, ... (n % 32 == 0), which its groups walk: items j, j +
+//   groups_per_block, ... of its own 32 * owned rows. Every block's most rows are the dealt form's
+//   (qwen3-8b gate/up: 96 either way), and a group's arithmetic an item is the same: y is the same
+//   bits in both.
+// ByBlock is a compile-time form (the kernel's entry picks it by qout): the dealt form's loops are
+// then the same instructions as before the by-block form existed (a row formula in them measured
+// slower on qwen3-0.6b's short products).
+template <bool ByBlock>
+struct lathe_gemvm_deal {
+  int first, step, count;
+  __device__ __forceinline__ int row(int i) const {
+    if constexpr (ByBlock) return ((static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) * (i >> 5)) << 5) + (i & 31);
+    return i;
+  }
+  // The block's own 32-row blocks of n rows.
+  __device__ __forceinline__ static int owned(int n) {
+    const int nb = n >> 5;
+    return static_cast<int>(blockIdx.x) < nb ? (nb - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x : 0;
+  }
+  // Dealt: items g0, g0 + n_groups, ... of n. By block: items j, j + groups_per_block, ... of the
+  // block's own rows.
+  __device__ __forceinline__ static lathe_gemvm_deal make(int g0, int n_groups, int j, int groups_per_block, int n) {
+    if constexpr (ByBlock) return {j, groups_per_block, 32 * owned(n)};
+    return {g0, n_groups, n};
+  }
+};
+
+// The epilogue of a product dealt by block: once every group has written its rows of y (f32 [n]),
+// the block's own 32-value blocks quantized into qout for contract C (quantize_act.cuh's layout for
+// one row of n values, bit-identical to lathe_quantize_act), 8 threads a block
+// (lathe_quantize_block32_part), so the next product copies its x instead of waiting for a quantizer
+// launch. Lanes past the block's own blocks quantize zeros into a shared dummy (whole warps shuffle).
+template <int C>
+__device__ __forceinline__ void lathe_gemvm_quantize_owned(const float* y, int8_t* qout, int n) {
+  __shared__ __align__(16) int8_t dummy_q[2][4];
+  __shared__ float4 dummy_ds;
+  __syncthreads();  // every group's rows of y are written: the block's stores are visible to it after
+  const int owned = lathe_gemvm_deal<true>::owned(n), limit = (8 * owned + 31) & ~31;
+  float4* ds = reinterpret_cast<float4*>(qout + static_cast<long long>(n) * (C == 2 ? 2 : 1));
+  for (int t = threadIdx.x; t < limit; t += blockDim.x) {  // whole warps
+    const int j = t >> 3, part = 4 * (t & 7);
+    const bool mine = j < owned;
+    const long long b = static_cast<long long>(blockIdx.x) + static_cast<long long>(gridDim.x) * j;
+    const float4 v = mine ? *reinterpret_cast<const float4*>(y + 32 * b + part) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    lathe_quantize_block32_part(v, C == 2, mine ? qout + 32 * b + part : dummy_q[0],
+                                mine ? qout + n + 32 * b + part : dummy_q[1], mine ? ds + b : &dummy_ds);
+  }
+}
+
 // A lane's share of chunk c of a row (staged at s) times x.
 template <class F, int C>
 __device__ __forceinline__ float lathe_gemvm_chunk_dot(const uint8_t* s, int units, int c, const int4* sq1,
@@ -79,19 +132,20 @@ __device__ __forceinline__ float lathe_gemvm_chunk_dot(const uint8_t* s, int uni
 
 // gate and up (one format F, rows rb bytes apart) with the SwiGLU, as paired products: item o is row o
 // of gate (A) and of up (B). stage_x() stages x for every warp (after the programmatic-launch wait).
-template <class F, int C, class StageX>
+template <class F, int C, class StageX, class Deal>
 __device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, const uint8_t* wu, float* y, long long rb,
-                                                         int k, int n, int group, int sub, int n_groups, int g0,
+                                                         int k, int group, int sub, const Deal& D,
                                                          int early, uint8_t* stage, unsigned mbar, uint8_t* sx,
                                                          int x_level_bytes, float2 (*partial)[LATHE_GEMV1_WARPS],
                                                          const lathe_grid* grid, StageX& stage_x) {
   const int lane = threadIdx.x & 31;
   const int units = k / F::unit_values, n_halves = (units + lathe_gemv1_half<F>::units - 1) / lathe_gemv1_half<F>::units;
   auto rows = [&](int item, const uint8_t*& ga, const uint8_t*& gb) {
-    ga = wg + static_cast<long long>(item) * rb;
-    gb = wu + static_cast<long long>(item) * rb;
+    const long long r = D.row(item);
+    ga = wg + r * rb;
+    gb = wu + r * rb;
   };
-  lathe_gemv1_pair_ring<F, C, decltype(rows)> ring{rows, n, units, n_halves, group, sub, n_groups, g0,
+  lathe_gemv1_pair_ring<F, C, decltype(rows)> ring{rows, D.count, units, n_halves, group, sub, D.step, D.first,
                                                     lathe_smem_addr(stage), mbar, {}};
   lathe_ring_init(mbar);
   if (!early) lathe_step_wait(grid);
@@ -105,16 +159,16 @@ __device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, cons
     if (lane < LATHE_GEMV1_L2_AFTER_X) ring.prefetch(lane);
   });
   ring.run(lathe_smem_addr(sx), k, lathe_smem_addr(sx + x_level_bytes), partial,
-           [&](int item, float g, float u) { y[item] = lathe_swiglu(g, u); });
+           [&](int item, float g, float u) { y[D.row(item)] = lathe_swiglu(g, u); });
   lathe_ring_release(mbar);
 }
 
-template <class FA, class FB, int C>
+template <class FA, class FB, int C, bool ByBlock = false>
 __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0,
                                                  float* y1, float* y2, long long rb0, long long rb1, long long rb2,
                                                  int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq,
                                                  int k, int group, int early, const float* nx, const float* ny,
-                                                 const float* nw, float eps, float* nsum,
+                                                 const float* nw, float eps, float* nsum, int8_t* qout,
                                                  const lathe_grid* grid = nullptr) {
   extern __shared__ uint4 lathe_gemvm_smem[];
   __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
@@ -143,11 +197,14 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   const int groups_per_block = LATHE_GEMV1_WARPS / group, sub = warp % group;
   const int n_groups = gridDim.x * groups_per_block;
   const int g0 = blockIdx.x * groups_per_block + warp / group;
+  // qout (the SwiGLU's output quantized in the epilogue; the launcher passes it only with swiglu and
+  // n0 % 32 == 0): dealt by block.
+  const auto D = lathe_gemvm_deal<ByBlock>::make(g0, n_groups, warp / group, groups_per_block, n_items);
 
   // Fills ring slot s with (or, issue == false, only locates) chunk c of item; returns the staged
   // chunk's head (gemv_decode.cuh's bulk ring).
   auto chunk = [&](int item, int c, int s, bool issue) -> int {
-    const lathe_gemvm_at a = L.locate(item, c);
+    const lathe_gemvm_at a = L.locate(D.row(item), c);
     const uint8_t* w = lathe_gemvm_pick(a.seg, w0, w1, w2);
     const long long rb = lathe_gemvm_pick(a.seg, rb0, rb1, rb2);
     uint8_t* slot = stage + s * LATHE_GEMV1_SLOT;
@@ -231,7 +288,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     }
     __syncthreads();  // x is in place for every warp
     LATHE_STAMP_AT(stamps, 2);
-    LATHE_STAMP_FIRST(stamps, g0 < n_items, lathe_ring_wait(mbar, 0, 0));
+    LATHE_STAMP_FIRST(stamps, D.first < D.count, lathe_ring_wait(mbar, 0, 0));
   };
 
   // swiglu == 2, gate and up of one format: paired products (gemv_decode.cuh's lathe_gemv1_pair_ring),
@@ -240,14 +297,16 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   if (swiglu == 2) {  // the launcher asks for pairs only where gate and up share a format
     if constexpr (lathe_gemvm_list<FA, FB>::mixed) {
       if (L.is_b(0)) {
-        lathe_gemvm_swiglu_pairs<FB, C>(w0, w1, y0, rb0, k, n0, group, sub, n_groups, g0, early, stage, mbar, sx,
-                                        x_level_bytes, partial, grid, stage_x);
+        lathe_gemvm_swiglu_pairs<FB, C>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx, x_level_bytes,
+                                        partial, grid, stage_x);
+        if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
         LATHE_STAMP_END(stamps, w0, n_items, k);
         return;
       }
     }
-    lathe_gemvm_swiglu_pairs<FA, C>(w0, w1, y0, rb0, k, n0, group, sub, n_groups, g0, early, stage, mbar, sx,
-                                    x_level_bytes, partial, grid, stage_x);
+    lathe_gemvm_swiglu_pairs<FA, C>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx, x_level_bytes, partial,
+                                    grid, stage_x);
+    if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
     LATHE_STAMP_END(stamps, w0, n_items, k);
     return;
   }
@@ -256,13 +315,13 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   // chunks sub, sub + group, ... of each (nothing is filled past the end).
   lathe_ring_init(mbar);
   if (!early) lathe_step_wait(grid);
-  int ld_item = g0, ld_c = sub;
+  int ld_item = D.first, ld_c = sub;
   auto fill = [&](int s) {
-    if (ld_item < n_items) chunk(ld_item, ld_c, s, true);
+    if (ld_item < D.count) chunk(ld_item, ld_c, s, true);
     ld_c += group;
-    if (ld_item < n_items && ld_c >= L.chunks(ld_item)) {
+    if (ld_item < D.count && ld_c >= L.chunks(D.row(ld_item))) {
       ld_c = sub;
-      ld_item += n_groups;
+      ld_item += D.step;
     }
   };
   for (int s = 0; s < LATHE_GEMV1_BEFORE_WAIT; ++s) fill(s);
@@ -272,15 +331,15 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   // Lane i < n asks L2 for the warp's chunk i past the ring (the loader's walk i steps on).
   auto prefetch_past_ring = [&](int n) {
     int pf_item = ld_item, pf_c = ld_c;
-    for (int i = 0; i < lane && pf_item < n_items; ++i) {
+    for (int i = 0; i < lane && pf_item < D.count; ++i) {
       pf_c += group;
-      if (pf_c >= L.chunks(pf_item)) {
+      if (pf_c >= L.chunks(D.row(pf_item))) {
         pf_c = sub;
-        pf_item += n_groups;
+        pf_item += D.step;
       }
     }
-    if (lane < n && pf_item < n_items) {
-      const lathe_gemvm_at a = L.locate(pf_item, pf_c);
+    if (lane < n && pf_item < D.count) {
+      const lathe_gemvm_at a = L.locate(D.row(pf_item), pf_c);
       const uint8_t* w = lathe_gemvm_pick(a.seg, w0, w1, w2);
       const long long rb = lathe_gemvm_pick(a.seg, rb0, rb1, rb2);
       if (L.is_b(a.seg))
@@ -298,22 +357,23 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     prefetch_past_ring(LATHE_GEMV1_L2_AFTER_X);
   });
 
-  int item = g0, c = sub, parity = 0;
+  int item = D.first, c = sub, parity = 0;
   unsigned taken = 0;  // chunks consumed: chunk `taken` is fill taken / STAGES of slot taken % STAGES
   float acc0 = 0.0f, acc1 = 0.0f;
-  while (item < n_items) {
+  while (item < D.count) {
     const int slot = static_cast<int>(taken % LATHE_GEMV1_STAGES);
     lathe_ring_wait(mbar, slot, (taken / LATHE_GEMV1_STAGES) & 1);
     __syncwarp();  // every lane is past the previous chunk: its slot, refilled below, is free
     const int refill = static_cast<int>((taken + LATHE_GEMV1_STAGES - 1) % LATHE_GEMV1_STAGES);
-    if (ld_item < n_items) chunk(ld_item, ld_c, refill, true);
+    if (ld_item < D.count) chunk(ld_item, ld_c, refill, true);
     ld_c += group;
-    if (ld_item < n_items && ld_c >= L.chunks(ld_item)) {
+    if (ld_item < D.count && ld_c >= L.chunks(D.row(ld_item))) {
       ld_c = sub;
-      ld_item += n_groups;
+      ld_item += D.step;
     }
 
-    const lathe_gemvm_at a = L.locate(item, c);
+    const int row = D.row(item);
+    const lathe_gemvm_at a = L.locate(row, c);
     const uint8_t* s = stage + slot * LATHE_GEMV1_SLOT + chunk(item, c, slot, false);
     const float t = L.is_b(a.seg) ? lathe_gemvm_chunk_dot<FB, C>(s, L.units_b, a.c, sq1, sq2, sds)
                                   : lathe_gemvm_chunk_dot<FA, C>(s, L.units_a, a.c, sq1, sq2, sds);
@@ -322,24 +382,41 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     ++taken;
 
     c += group;
-    if (c >= L.chunks(item)) {  // the group's item is done
+    if (c >= L.chunks(row)) {  // the group's item is done
       float v0 = lathe_warp_sum(acc0), v1 = swiglu ? lathe_warp_sum(acc1) : 0.0f;
       acc0 = acc1 = 0.0f;
       const bool writer = lathe_gemv_group_sum2(partial, parity, warp, group, sub, lane, v0, v1);
       if (writer) {
         if (swiglu) {
-          y0[item] = lathe_swiglu(v0, v1);
+          y0[row] = lathe_swiglu(v0, v1);
         } else {
-          const lathe_gemvm_at e = L.locate(item, 0);
+          const lathe_gemvm_at e = L.locate(row, 0);
           lathe_gemvm_pick(e.seg, y0, y1, y2)[e.row] = v0;
         }
       }
       c = sub;
-      item += n_groups;
+      item += D.step;
     }
   }
   lathe_ring_release(mbar);
+  if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
   LATHE_STAMP_END(stamps, w0, n_items, k);
+}
+
+// The body in the form qout asks for: by block (gate/up's output quantized in its epilogue) or dealt.
+template <class FA, class FB, int C>
+__device__ __forceinline__ void lathe_gemvm_entry(const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0,
+                                                  float* y1, float* y2, long long rb0, long long rb1, long long rb2,
+                                                  int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq,
+                                                  int k, int group, int early, const float* nx, const float* ny,
+                                                  const float* nw, float eps, float* nsum, int8_t* qout,
+                                                  const lathe_grid* grid = nullptr) {
+  if (qout)
+    lathe_gemvm_body<FA, FB, C, true>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2, b_mask, swiglu, xq, k, group,
+                                      early, nx, ny, nw, eps, nsum, qout, grid);
+  else
+    lathe_gemvm_body<FA, FB, C, false>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2, b_mask, swiglu, xq, k, group,
+                                       early, nx, ny, nw, eps, nsum, nullptr, grid);
 }
 
 // Kernels lathe_gemvm_<FA>[_<FB>]_<contract>: one format for every segment, or Q4_K with Q6_K segments
@@ -348,10 +425,11 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_##NAME##_##CNAME(         \
       const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
       long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
-      int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum) {         \
-    lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2,   \
-                                                            b_mask, swiglu, xq, k, group, early, nx, ny, nw,     \
-                                                            eps, nsum);                                          \
+      int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
+      int8_t* qout) {                                                                                            \
+    lathe_gemvm_entry<lathe_gemv1_##FA, lathe_gemv1_##FB, C>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2,  \
+                                                             b_mask, swiglu, xq, k, group, early, nx, ny, nw,    \
+                                                             eps, nsum, qout);                                   \
   }
 
 #define LATHE_GEMVM_CONTRACTS(NAME, FA, FB)    \

@@ -81,31 +81,63 @@ int choose_group(int64_t n_items, int64_t min_chunks, int64_t max_chunks, int64_
   return best;
 }
 
-void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUdeviceptr x, const CUdeviceptr* y,
-                   CUstream stream, const NormPrologue* norm = nullptr) {
-  LATHE_CHECK(x % 16 == 0);
-  if (norm) LATHE_CHECK(norm->x % 16 == 0 && norm->y % 16 == 0 && norm->w % 16 == 0 && norm->sum % 16 == 0);
-  for (int m = 0; m < n; ++m) LATHE_CHECK(w[m].data % 16 == 0 && y[swiglu ? 0 : m] % 4 == 0);  // swiglu: one y
-  const KernelChoice kc = choose_kernel(w, n, a);
+// qout (gate/up only): the SwiGLU's output also quantized for contract a into qout, by the kernel's
+// epilogue where its rows are whole 32-value blocks (n_out % 32 == 0, y and qout 16-byte aligned),
+// else by quantize_activations after it.
+// The merged kernel's work list: paired products or not, its items and the warps an item.
+struct MergedShape {
+  bool pairs = false;
+  int64_t n_items = 0;
+  int group = 1;
+};
+MergedShape merged_shape(const WeightMatrix* w, int n, bool swiglu, int64_t sm_count) {
   const int64_t k64 = w[0].k;
-  const int64_t sm_count = cuda::Context::get().info().sm_count;
-  int64_t min_chunks = 0, max_chunks = 0, n_items = 0;
-  const bool pairs = swiglu && w[0].type == w[1].type && decode_pairs_pay(*decode_format(w[0].type), w[0].n_out, k64);
-  if (pairs) {  // the kernel's paired products: an item's half chunks
-    n_items = w[0].n_out;
+  MergedShape ms;
+  int64_t min_chunks = 0, max_chunks = 0;
+  ms.pairs = swiglu && w[0].type == w[1].type && decode_pairs_pay(*decode_format(w[0].type), w[0].n_out, k64);
+  if (ms.pairs) {  // the kernel's paired products: an item's half chunks
+    ms.n_items = w[0].n_out;
     min_chunks = max_chunks = decode_half_chunks_per_row(*decode_format(w[0].type), k64);
   } else if (swiglu) {
-    n_items = w[0].n_out;
+    ms.n_items = w[0].n_out;
     min_chunks = max_chunks = decode_chunks_per_row(*decode_format(w[0].type), k64) + decode_chunks_per_row(*decode_format(w[1].type), k64);
   } else {
     for (int m = 0; m < n; ++m) {
       const int64_t nc = decode_chunks_per_row(*decode_format(w[m].type), k64);
       min_chunks = m == 0 ? nc : std::min(min_chunks, nc);
       max_chunks = std::max(max_chunks, nc);
-      n_items += w[m].n_out;
+      ms.n_items += w[m].n_out;
     }
   }
-  int group = choose_group(n_items, min_chunks, max_chunks, sm_count);
+  ms.group = choose_group(ms.n_items, min_chunks, max_chunks, sm_count);
+  return ms;
+}
+
+// Whether gate/up's rows dealt by whole 32-row blocks (what the epilogue's quantization needs) keep
+// every block of the launch busy and load none with more rows than dealing them one by one does: the
+// widest block sets the launch's time. Measured on the H200 (docs/perf.md, 2026-12-01): qwen3-8b's
+// 12,288 rows (96 a block either way) gain; llama3-8b's 14,336 (128 against 112) and qwen3-0.6b's
+// 3,072 (96 blocks of 32 rows for 132 SMs) would lose, so they stay dealt.
+bool by_block_balanced(int64_t n_items, int group, int64_t sm_count) {
+  const int64_t per_block = kWarps / group;
+  const int64_t blocks = std::min(sm_count, (n_items + per_block - 1) / per_block);
+  const int64_t dealt = per_block * ((n_items + blocks * per_block - 1) / (blocks * per_block));
+  const int64_t by_block = 32 * ((n_items / 32 + blocks - 1) / blocks);
+  return n_items % 32 == 0 && n_items / 32 >= blocks && by_block <= dealt;
+}
+
+void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUdeviceptr x, const CUdeviceptr* y,
+                   CUstream stream, const NormPrologue* norm = nullptr, CUdeviceptr qout = 0) {
+  LATHE_CHECK(x % 16 == 0);
+  if (norm) LATHE_CHECK(norm->x % 16 == 0 && norm->y % 16 == 0 && norm->w % 16 == 0 && norm->sum % 16 == 0);
+  for (int m = 0; m < n; ++m) LATHE_CHECK(w[m].data % 16 == 0 && y[swiglu ? 0 : m] % 4 == 0);  // swiglu: one y
+  const KernelChoice kc = choose_kernel(w, n, a);
+  const int64_t k64 = w[0].k;
+  const int64_t sm_count = cuda::Context::get().info().sm_count;
+  const MergedShape ms = merged_shape(w, n, swiglu, sm_count);
+  const bool pairs = ms.pairs;
+  const int64_t n_items = ms.n_items;
+  int group = ms.group;
   const int64_t per_block = kWarps / group;
   const unsigned blocks = static_cast<unsigned>(std::min(sm_count, (n_items + per_block - 1) / per_block));
 
@@ -123,11 +155,15 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   CUdeviceptr xq = x;
   CUdeviceptr nx = norm ? norm->x : 0, ny = norm ? norm->y : 0, nw = norm ? norm->w : 0, nsum = norm ? norm->sum : 0;
   float eps = norm ? norm->eps : 0.0f;
+  const bool quantize_in_epilogue =
+      swiglu && qout && by_block_balanced(n_items, group, sm_count) && y[0] % 16 == 0 && qout % 16 == 0;
+  CUdeviceptr qk = quantize_in_epilogue ? qout : 0;
   const unsigned shared = static_cast<unsigned>(merged_shared_bytes(k64, a));
   cuda::launch(kernel(kc.name), {blocks, 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
                {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2], &n_out[0], &n_out[1],
-                &n_out[2], &b_mask, &sw, &xq, &k, &group, &early, &nx, &ny, &nw, &eps, &nsum},
+                &n_out[2], &b_mask, &sw, &xq, &k, &group, &early, &nx, &ny, &nw, &eps, &nsum, &qk},
                norm ? "launching a merged decode GEMV with the norm in its prologue" : "launching a merged decode GEMV");
+  if (swiglu && qout && !quantize_in_epilogue) quantize_activations(y[0], 1, n_out[0], a, qout, stream);
 }
 
 }  // namespace
@@ -154,14 +190,22 @@ void gemv_multi(const WeightMatrix* w, int n_matrices, Activations a, CUdevicept
   for (int m = 0; m < n_matrices; ++m) gemv(w[m], a, x, n_rows, y[m], stream);
 }
 
+namespace {
+void check_quantized_out(const QuantizedOut& qout, Activations a, int64_t n_out) {
+  if (qout.q && (qout.a != a || a == Activations::f32 || n_out % 32 != 0))
+    internal_fail("gate/up product: a quantized output needs the product's int8 contract and whole 32-value blocks");
+}
+}  // namespace
+
 void gemv_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activations a, CUdeviceptr x,
-                         CUdeviceptr y, CUstream stream, int64_t n_rows) {
+                         CUdeviceptr y, CUstream stream, int64_t n_rows, const QuantizedOut& qout) {
   if (gate.n_out != up.n_out || gate.k != up.k)
     fail("gate/up product: gate is {} x {} but up is {} x {}", gate.n_out, gate.k, up.n_out, up.k);
+  check_quantized_out(qout, a, gate.n_out);
   const WeightMatrix pair[2] = {gate, up};
   if (n_rows == 1 && applies(pair, 2, a)) {
     const CUdeviceptr ys[1] = {y};
-    launch_merged(pair, 2, true, a, x, ys, stream);
+    launch_merged(pair, 2, true, a, x, ys, stream, nullptr, qout.q);
     return;
   }
   const int64_t n = n_rows * gate.n_out;
@@ -169,6 +213,15 @@ void gemv_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activ
   gemv(gate, a, x, n_rows, y, stream);
   gemv(up, a, x, n_rows, u, stream);
   elementwise_binary(ElemBinary::swiglu, y, y, u, n, n, stream);
+  if (qout.q) quantize_activations(y, n_rows, gate.n_out, a, qout.q, stream);
+}
+
+bool gate_up_quantizes_in_epilogue(const WeightMatrix& gate, const WeightMatrix& up, Activations a) {
+  const WeightMatrix pair[2] = {gate, up};
+  if (gate.n_out != up.n_out || !applies(pair, 2, a)) return false;
+  const int64_t sm_count = cuda::Context::get().info().sm_count;
+  const MergedShape ms = merged_shape(pair, 2, true, sm_count);
+  return by_block_balanced(ms.n_items, ms.group, sm_count);
 }
 
 bool merged_norm_applies(const WeightMatrix* w, int n_matrices, Activations a) {
@@ -184,12 +237,13 @@ void gemv_multi_norm(const WeightMatrix* w, int n_matrices, Activations a, const
 }
 
 void gemv_gate_up_swiglu_norm(const WeightMatrix& gate, const WeightMatrix& up, Activations a, const NormPrologue& norm,
-                              CUdeviceptr y, CUstream stream) {
+                              CUdeviceptr y, CUstream stream, const QuantizedOut& qout) {
   const WeightMatrix pair[2] = {gate, up};
   if (gate.n_out != up.n_out || !merged_norm_applies(pair, 2, a))
     internal_fail("gemv_gate_up_swiglu_norm: the merged kernel does not take these shapes");
+  check_quantized_out(qout, a, gate.n_out);
   const CUdeviceptr ys[1] = {y};
-  launch_merged(pair, 2, true, a, 0, ys, stream, &norm);
+  launch_merged(pair, 2, true, a, 0, ys, stream, &norm, qout.q);
 }
 
 }  // namespace lathe::kernels

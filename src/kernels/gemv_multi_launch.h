@@ -42,8 +42,19 @@ void gemv_multi(const WeightMatrix* w, int n_matrices, Activations a, CUdevicept
 // 4-byte aligned. Merged: one kernel whose work item is output o (rows o of gate and up), the
 // SwiGLU in its epilogue; the fallback needs a scratch of n_rows * n_out floats, which it allocates
 // once per call (tests and odd shapes only: the decode path never takes it).
+// qout (quantize_epilogue): y also in contract qout.a's int8 form (qout.a == a, n_out % 32 == 0;
+// quantize_activations' layout, bit for bit) for the product that reads it next. The merged kernel
+// writes it in its epilogue (each block quantizes its own 32-row blocks, dealt to it whole: y's bits
+// are the dealt form's); elsewhere quantize_activations runs after.
 void gemv_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activations a, CUdeviceptr x,
-                         CUdeviceptr y, CUstream stream, int64_t n_rows = 1);
+                         CUdeviceptr y, CUstream stream, int64_t n_rows = 1, const QuantizedOut& qout = {});
+
+// Whether the merged kernel quantizes gate/up's output in its epilogue for one row (qout): where its
+// rows dealt by whole 32-row blocks keep every block busy and load none more than dealing them one by
+// one (the widest block sets the time; qwen3-8b yes, llama3-8b's 14,336 rows and qwen3-0.6b's 3,072
+// no). Elsewhere the quantizer runs after it, so a plan leaves the int8 form to the product that
+// reads it.
+bool gate_up_quantizes_in_epilogue(const WeightMatrix& gate, const WeightMatrix& up, Activations a);
 
 // Whether gemv_multi / gemv_gate_up_swiglu may take the merged kernel (default true); false forces
 // the fallback, for measurements and tests that compare the two. Not thread-safe.
@@ -74,6 +85,6 @@ bool merged_norm_applies(const WeightMatrix* w, int n_matrices, Activations a); 
 void gemv_multi_norm(const WeightMatrix* w, int n_matrices, Activations a, const NormPrologue& norm,
                      const CUdeviceptr* y, CUstream stream);
 void gemv_gate_up_swiglu_norm(const WeightMatrix& gate, const WeightMatrix& up, Activations a, const NormPrologue& norm,
-                              CUdeviceptr y, CUstream stream);
+                              CUdeviceptr y, CUstream stream, const QuantizedOut& qout = {});
 
 }  // namespace lathe::kernels

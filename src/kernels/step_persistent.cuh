@@ -70,6 +70,7 @@ struct lathe_gemvm_params {
   const float *nx, *ny, *nw;
   float eps;
   float* nsum;
+  int8_t* qout;
 };
 
 struct lathe_rope_append_params {
@@ -97,14 +98,16 @@ struct lathe_attn_decode_params {
   float scale, cap;
   const float* sinks;
   int* tickets;
+  int8_t* qout;
+  int q_words, q_rows;
 };
 
 // The host (runtime/persistent_step.cpp) checks each kernel's parameter table against these sizes.
 static_assert(sizeof(lathe_phase) == 336, "lathe_phase");
 static_assert(sizeof(lathe_gemv1_params) == 56, "lathe_gemv1_* parameters");
-static_assert(sizeof(lathe_gemvm_params) == 160, "lathe_gemvm_* parameters");
+static_assert(sizeof(lathe_gemvm_params) == 168, "lathe_gemvm_* parameters");
 static_assert(sizeof(lathe_rope_append_params) == 128, "lathe_rope_append parameters (124 bytes used)");
-static_assert(sizeof(lathe_attn_decode_params) == 112, "lathe_attn_decode_* parameters");
+static_assert(sizeof(lathe_attn_decode_params) == 128, "lathe_attn_decode_* parameters");
 
 template <class F, int C>
 __device__ __forceinline__ void lathe_step_gemv1(const lathe_phase& ph, const lathe_grid* g) {
@@ -115,9 +118,9 @@ __device__ __forceinline__ void lathe_step_gemv1(const lathe_phase& ph, const la
 template <class FA, class FB, int C>
 __device__ __forceinline__ void lathe_step_gemvm(const lathe_phase& ph, const lathe_grid* g) {
   const lathe_gemvm_params& p = *reinterpret_cast<const lathe_gemvm_params*>(ph.params);
-  lathe_gemvm_body<FA, FB, C>(p.w0, p.w1, p.w2, p.y0, p.y1, p.y2, p.rb0, p.rb1, p.rb2, p.n0, p.n1, p.n2, p.b_mask,
+  lathe_gemvm_entry<FA, FB, C>(p.w0, p.w1, p.w2, p.y0, p.y1, p.y2, p.rb0, p.rb1, p.rb2, p.n0, p.n1, p.n2, p.b_mask,
                               p.swiglu, p.xq, p.k, p.group, max(p.early, ph.early), p.nx, p.ny, p.nw, p.eps, p.nsum,
-                              g);
+                              p.qout, g);
 }
 
 // The idle warps' share (warp i of n) of the L2 requests for the next product's first bytes: the
@@ -175,11 +178,11 @@ __device__ __noinline__ void lathe_step_virtual(const lathe_phase& ph, unsigned*
       if (threads == 32 * kWide)
         attd_decode<D, kWide>(p.q, p.k_cache, p.v_cache, p.sequences, p.positions, p.out, p.part_o, p.part_ml,
                               p.n_head, p.n_head_kv, p.n_ctx, p.window, p.split_min, p.n_split, p.scale, p.cap,
-                              p.sinks, p.tickets, x, y, z, ph.grid_y, 0);
+                              p.sinks, p.tickets, p.qout, p.q_words, p.q_rows, x, y, z, ph.grid_y, 0);
       else
         attd_decode<D>(p.q, p.k_cache, p.v_cache, p.sequences, p.positions, p.out, p.part_o, p.part_ml, p.n_head,
                        p.n_head_kv, p.n_ctx, p.window, p.split_min, p.n_split, p.scale, p.cap, p.sinks, p.tickets,
-                       x, y, z, ph.grid_y, 0);
+                       p.qout, p.q_words, p.q_rows, x, y, z, ph.grid_y, 0);
     }
     lathe_sync_first(threads);  // the virtual block's shared memory is free for the next
   }

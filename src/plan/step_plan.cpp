@@ -93,8 +93,11 @@ void StepPlan::Builder::assign_storage() {
       // The sum gets its own storage: the kernel's blocks read the residual while block 0 writes the
       // sum. Every node's output is kept (the fallback launches write them all).
       for (int n : grp.nodes) own(g.nodes[static_cast<size_t>(n)].output, gi);
-    } else if (grp.rule == "rope_append") {
+    } else if (grp.rule == "rope_append" || grp.rule == "rope_attention") {
       copy_first.push_back(false);
+      // rope_attention: the attention's output its own; q and k as rope_append's (its kernel writes
+      // neither, but the storage stays the same either way).
+      if (grp.rule == "rope_attention") own(g.nodes[static_cast<size_t>(grp.nodes.back())].output, gi);
       // q's and k's paths (norm, rope) each work in place on their operand where nothing after the
       // group reads it; else on their own storage with the operand copied in first.
       const int last = grp.nodes.back();

@@ -8,6 +8,7 @@
 #include "kernels/cache_launch.h"
 #include "kernels/elementwise_launch.h"
 #include "kernels/gemv_launch.h"
+#include "kernels/gemv_multi_launch.h"
 #include "kernels/moe_launch.h"
 #include "kernels/moe_prefill_launch.h"
 #include "kernels/norm_launch.h"
@@ -20,6 +21,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 namespace lathe::plan {
 namespace {
@@ -92,16 +94,43 @@ k::WeightMatrix weight_of(const DeviceModel& m, const graph::Tensor& t) {
   return out;
 }
 
-std::vector<int> StepPlan::Builder::scratch_for(int gi) {
+// LATHE_EPILOGUE_SKIP=attention,swiglu (a measuring knob): those producers leave quantize_epilogue's
+// int8 form to the product that reads it, as when the rule is held back for them alone.
+static bool epilogue_skipped(std::string_view kind) {
+  static const std::string skip = [] {
+    std::string list = ",";
+    if (const char* v = std::getenv("LATHE_EPILOGUE_SKIP")) list.append(v);
+    return list.append(",");
+  }();
+  std::string word = ",";
+  word.append(kind).append(",");
+  return skip.find(word) != std::string::npos;
+}
+
+// Whether a group marked by quantize_epilogue writes the int8 form where it runs: the attention and
+// the SwiGLU unless skipped for a measurement; gate/up's merged kernel for one row only where its rows
+// dealt by 32-row blocks stay balanced (gemv_multi_launch.h): else the quantizer would run after it,
+// and the down product quantizing its own row (k <= 8,192) is cheaper.
+bool StepPlan::Builder::epilogue_writes(int gi) const {
   const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
-  // A norm_prologue group ending in a mixture takes the mixture's scratch (its router forms x itself).
-  const graph::Node& last_node = g.nodes[static_cast<size_t>(grp.nodes.back())];
-  const bool norm_mixture = grp.rule == "norm_prologue" && last_node.kind == OpKind::mixture;
-  const graph::Node& n = norm_mixture ? last_node : g.nodes[static_cast<size_t>(grp.nodes.front())];
-  std::vector<int> out;
-  // quantize_epilogue: this group writes its output's int8 form too; the products find it made.
-  const int last_out = g.nodes[static_cast<size_t>(grp.nodes.back())].output;
-  if (last_out >= 0 && p.fusion_.quantized_by_producer.count(last_out)) {
+  const graph::Node& last = g.nodes[static_cast<size_t>(grp.nodes.back())];
+  if (last.kind == OpKind::attention) return !epilogue_skipped("attention");
+  if (last.kind != OpKind::swiglu) return true;
+  if (epilogue_skipped("swiglu")) return false;
+  const graph::Node& gate = g.nodes[static_cast<size_t>(grp.nodes[grp.nodes.size() - 3])];
+  const graph::Node& up = g.nodes[static_cast<size_t>(grp.nodes[grp.nodes.size() - 2])];
+  if (gate.kind != OpKind::product || up.kind != OpKind::product || numel(g.tensor(last.output)) != g.tensor(last.output).shape.back())
+    return true;  // not one row of the merged kernel: the quantizer runs after the SwiGLU launch either way
+  return k::gate_up_quantizes_in_epilogue(weight_of(m, g.tensor(gate.args[1].tensor)), weight_of(m, g.tensor(up.args[1].tensor)),
+                                          o.activations);
+}
+
+std::vector<int> StepPlan::Builder::scratch_for(int gi) {
+  std::vector<int> out = scratch_for_kernels(gi);
+  // quantize_epilogue: this group writes its output's int8 form too; the products find it made. Its
+  // slot comes after the kernels' own, whose indices the emitters name.
+  const int last_out = fuse::epilogue_output(g, p.fusion_.groups[static_cast<size_t>(gi)]);
+  if (last_out >= 0 && p.fusion_.quantized_by_producer.count(last_out) && epilogue_writes(gi)) {
     const graph::Tensor& x = g.tensor(last_out);
     bool read = false;
     for (int c : x.consumers) read = read || (g.nodes[static_cast<size_t>(c)].args[0].tensor == x.id &&
@@ -113,6 +142,18 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
       out.push_back(quantized.at(last_out));
     }
   }
+  return out;
+}
+
+std::vector<int> StepPlan::Builder::scratch_for_kernels(int gi) {
+  const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
+  // A norm_prologue group ending in a mixture takes the mixture's scratch (its router forms x itself).
+  const graph::Node& last_node = g.nodes[static_cast<size_t>(grp.nodes.back())];
+  const bool norm_mixture = grp.rule == "norm_prologue" && last_node.kind == OpKind::mixture;
+  // rope_attention takes the attention's scratch (its prologue needs none).
+  const bool rope_attention = grp.rule == "rope_attention";
+  const graph::Node& n = norm_mixture || rope_attention ? last_node : g.nodes[static_cast<size_t>(grp.nodes.front())];
+  std::vector<int> out;
   if (grp.rule == "norm_prologue" && !norm_mixture) {
     // The fallback's int8 form of the norm's output (add_rms_norm writes it; the kernel's own path
     // quantizes in shared memory and leaves it unused).
@@ -121,7 +162,7 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
     return out;
   }
   const bool merged = grp.rule == "merged_products" || grp.rule == "gate_up_swiglu";
-  if (!grp.rule.empty() && !merged && !norm_mixture) return out;
+  if (!grp.rule.empty() && !merged && !norm_mixture && !rope_attention) return out;
   if (n.kind == OpKind::product && (reads_quantized(n) || reads_half(n))) {
     // The int8 form of an activation is made once, by its producer (quantize_epilogue) or the first
     // product that reads it, and kept for the others (q, k and v read one normed row; gate and up
@@ -192,6 +233,32 @@ std::vector<int> StepPlan::Builder::scratch_for(int gi) {
     if (bytes > p.workspace_.bytes()) p.workspace_ = cuda::DeviceBuffer(bytes, "argmax workspace");
   }
   return out;
+}
+
+// An attention node's decode launch: its shape, options, operands, splits and scratch (slot 0).
+StepPlan::Builder::AttentionLaunch StepPlan::Builder::attention_launch(const graph::Node& n, int gi) const {
+  const graph::Tensor& q = g.tensor(n.args[0].tensor);
+  AttentionLaunch at;
+  at.shape = k::AttentionShape{q.shape[0], q.shape[1], m.cache_shape().n_head_kv, q.shape[2], m.cache_shape().n_ctx,
+                               m.cache_shape().n_ctx};
+  at.opt.scale = static_cast<float>(number(n, ModKind::scaled_by, 0));
+  at.opt.window = static_cast<int64_t>(number(n, ModKind::window, 0));
+  at.opt.cap = static_cast<float>(number(n, ModKind::capped_at, 0));
+  if (const graph::Attr* a = n.find(ModKind::sinks)) at.opt.sinks = ptr(a->args[0].tensor);
+  at.out = ptr(n.output);
+  at.q = ptr(q.id);
+  at.kc = ptr(n.state[0]);
+  at.vc = ptr(n.state[1]);
+  at.seqs = input_ptr(lang::ValueKind::sequences);
+  at.pos = n.find(ModKind::up_to) ? ptr(n.find(ModKind::up_to)->args[0].tensor) : input_ptr(lang::ValueKind::positions);
+  at.ws = scratch_ptr(gi, 0);
+  if (!flash_prefill(n)) {
+    at.split = k::plan_attention_split(at.shape, at.opt);
+    // The splits merged by the last of them (LATHE_ATTN_MERGE=kernel: by a launch of their own).
+    const char* mv = std::getenv("LATHE_ATTN_MERGE");
+    at.tickets = mv && std::string(mv) == "kernel" ? 0 : p.tickets_.ptr();
+  }
+  return at;
 }
 
 void StepPlan::Builder::emit(int gi) {
@@ -266,7 +333,7 @@ void StepPlan::Builder::emit(int gi) {
     emit_norm_prologue(gi);
     return;
   }
-  if (grp.rule == "rope_append") {
+  if (grp.rule == "rope_append" || grp.rule == "rope_attention") {
     std::vector<const graph::Node*> ropes, norms;
     const graph::Node* appends[2] = {nullptr, nullptr};
     for (int id : grp.nodes) {
@@ -308,6 +375,21 @@ void StepPlan::Builder::emit(int gi) {
     const CUdeviceptr kc = ptr(appends[0]->state[0]), vc = ptr(appends[1]->state[0]);
     const CUdeviceptr seqs = input_ptr(lang::ValueKind::sequences), pos = ptr(rq.args[1].tensor);
     const int64_t n_ctx = m.cache_shape().n_ctx;
+    if (grp.rule == "rope_attention") {
+      // The attention rotates what the product wrote (q_in, k_in) in its blocks; q and k are not written.
+      const graph::Node& an = g.nodes[static_cast<size_t>(grp.nodes.back())];
+      const AttentionLaunch at = attention_launch(an, gi);
+      const k::AttentionRope rope{k_in, v, &table, order, norm, qw, kw, eps};
+      add(fmt::format("attention with rope{} and the cache append [{} x {} x {}] over {} slots in {} splits{}{}",
+                      norm ? ", head norms" : "", at.shape.rows, at.shape.n_head, at.shape.d, at.shape.n_ctx,
+                      at.split.n_split, at.split.n_split > 1 && !at.tickets ? ", then a merge" : "",
+                      qout.q ? ", quantized" : ""),
+          an, [=](CUstream s) {
+            k::decode_attention(at.out, q_in, at.kc, at.vc, at.seqs, at.pos, at.shape, at.opt, at.split, at.ws, s,
+                                at.tickets, qout, &rope);
+          });
+      return;
+    }
     add(fmt::format("rope{} and cache append [{} x {}+{} x {}]", norm ? " with head norms" : "", rows, hq, hk, d), rq,
         [=, &table](CUstream s) {
           if (copy_q) copy(q, q_in, rows * hq * d * 4, s);
@@ -433,33 +515,24 @@ void StepPlan::Builder::emit(int gi) {
       return;
     }
     case OpKind::attention: {
-      const graph::Tensor& q = g.tensor(n.args[0].tensor);
-      k::AttentionShape shape{q.shape[0], q.shape[1], m.cache_shape().n_head_kv, q.shape[2],
-                              m.cache_shape().n_ctx, m.cache_shape().n_ctx};
-      k::AttentionOptionsGpu opt;
-      opt.scale = static_cast<float>(number(n, ModKind::scaled_by, 0));
-      opt.window = static_cast<int64_t>(number(n, ModKind::window, 0));
-      opt.cap = static_cast<float>(number(n, ModKind::capped_at, 0));
-      opt.sinks = weight_ptr(n, ModKind::sinks);
-      const CUdeviceptr out = ptr(n.output), qp = ptr(q.id), kc = ptr(n.state[0]), vc = ptr(n.state[1]);
-      const CUdeviceptr seqs = input_ptr(lang::ValueKind::sequences);
-      const CUdeviceptr pos = n.find(ModKind::up_to) ? ptr(n.find(ModKind::up_to)->args[0].tensor) : positions;
-      const CUdeviceptr ws = scratch_ptr(gi, 0);
+      const AttentionLaunch at = attention_launch(n, gi);
       if (flash_prefill(n)) {
-        const k::PrefillSplit split = k::plan_prefill_split(shape, opt);
-        add(fmt::format("prefill attention [{} x {} x {}] over {} slots in {} splits", shape.rows, shape.n_head,
-                        shape.d, shape.n_ctx, split.n_split), n,
-            [=](CUstream s) { k::prefill_attention(out, qp, kc, vc, seqs, pos, shape, opt, split, ws, s); });
+        const k::PrefillSplit split = k::plan_prefill_split(at.shape, at.opt);
+        add(fmt::format("prefill attention [{} x {} x {}] over {} slots in {} splits{}", at.shape.rows, at.shape.n_head,
+                        at.shape.d, at.shape.n_ctx, split.n_split, qout.q ? ", then quantized" : ""), n,
+            [=](CUstream s) {
+              k::prefill_attention(at.out, at.q, at.kc, at.vc, at.seqs, at.pos, at.shape, at.opt, split, at.ws, s);
+              if (qout.q) k::quantize_activations(at.out, at.shape.rows, at.shape.n_head * at.shape.d, qout.a, qout.q, s);
+            });
         return;
       }
-      const k::AttentionSplit split = k::plan_attention_split(shape, opt);
-      // The splits merged by the last of them (LATHE_ATTN_MERGE=kernel: by a launch of their own).
-      const char* mv = std::getenv("LATHE_ATTN_MERGE");
-      const bool merge_kernel = mv && std::string(mv) == "kernel";
-      const CUdeviceptr tickets = merge_kernel ? 0 : p.tickets_.ptr();
-      add(fmt::format("attention [{} x {} x {}] over {} slots in {} splits{}", shape.rows, shape.n_head, shape.d,
-                      shape.n_ctx, split.n_split, split.n_split > 1 && merge_kernel ? ", then a merge" : ""),
-          n, [=](CUstream s) { k::decode_attention(out, qp, kc, vc, seqs, pos, shape, opt, split, ws, s, tickets); });
+      add(fmt::format("attention [{} x {} x {}] over {} slots in {} splits{}{}", at.shape.rows, at.shape.n_head,
+                      at.shape.d, at.shape.n_ctx, at.split.n_split,
+                      at.split.n_split > 1 && !at.tickets ? ", then a merge" : "", qout.q ? ", quantized" : ""),
+          n, [=](CUstream s) {
+            k::decode_attention(at.out, at.q, at.kc, at.vc, at.seqs, at.pos, at.shape, at.opt, at.split, at.ws, s,
+                                at.tickets, qout);
+          });
       return;
     }
     case OpKind::argmax: {

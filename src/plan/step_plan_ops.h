@@ -2,6 +2,7 @@
 // step_plan_ops.cpp).
 #pragma once
 
+#include "kernels/attention_launch.h"
 #include "kernels/elementwise_launch.h"
 #include "kernels/gemv_multi_launch.h"
 #include "plan/arena.h"
@@ -57,6 +58,16 @@ struct StepPlan::Builder {
   void in_place(const graph::Node& n, int group);
   int scratch(int group, int64_t bytes);
   std::vector<int> scratch_for(int group);  // step_plan_ops.cpp: what a group's kernels need
+  std::vector<int> scratch_for_kernels(int group);  // ... less its output's int8 form (quantize_epilogue)
+  kernels::QuantizedOut quantized_output(int group) const;  // that form's slot, or none
+  bool epilogue_writes(int group) const;  // a marked group writes the form where it runs
+  struct AttentionLaunch {  // a decode attention's launch (step_plan_ops.cpp)
+    kernels::AttentionShape shape;
+    kernels::AttentionOptionsGpu opt;
+    kernels::AttentionSplit split;
+    CUdeviceptr out = 0, q = 0, kc = 0, vc = 0, seqs = 0, pos = 0, ws = 0, tickets = 0;
+  };
+  AttentionLaunch attention_launch(const graph::Node& attention, int group) const;
   void assign_storage();
   void place();
   CUdeviceptr ptr(int tensor) const;

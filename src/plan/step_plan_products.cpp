@@ -185,6 +185,7 @@ void StepPlan::Builder::emit_merged(int gi) {
   }
   const bool quantize = quantize_in.count(gi) && quantize_in.at(gi);
   const k::Activations a = o.activations;
+  const k::QuantizedOut fq = swiglu ? quantized_output(gi) : k::QuantizedOut{};
   if (rows == 1 && reads_quantized(first) && k::merged_gemv_applies(ws.data(), static_cast<int>(ws.size()), a)) {
     const CUdeviceptr xp = ptr(x.id), q = scratch_ptr(gi, 0);
     const int64_t kk = x.shape.back();
@@ -194,7 +195,7 @@ void StepPlan::Builder::emit_merged(int gi) {
     add(fmt::format("{} {}", what, k::activations_name(a)), first, [=](CUstream s) {
       if (quantize) k::quantize_activations(xp, 1, kk, a, q, s);
       if (swiglu)
-        k::gemv_gate_up_swiglu(ws[0], ws[1], a, q, out, s);
+        k::gemv_gate_up_swiglu(ws[0], ws[1], a, q, out, s, 1, fq);
       else
         k::gemv_multi(ws.data(), static_cast<int>(ws.size()), a, q, ys.data(), s);
     });
@@ -226,9 +227,13 @@ void StepPlan::Builder::emit_merged(int gi) {
         add(fmt::format("{} {} [{} rows]", what, fused ? "with the swiglu in its epilogue" : "then swiglu", rows), first,
             [=](CUstream s) {
               if (quantize) k::convert_to_f16(xp, rows * kk, h, s);
-              if (fused) return k::gemm_wgmma_swiglu(ws[0], ws[1], h, rows, out, s);
-              k::gemm_wgmma_multi(ws.data(), 2, h, rows, ys.data(), s);
-              k::elementwise_binary(k::ElemBinary::swiglu, out, ys[0], ys[1], count, count, s);
+              if (fused) {
+                k::gemm_wgmma_swiglu(ws[0], ws[1], h, rows, out, s);
+              } else {
+                k::gemm_wgmma_multi(ws.data(), 2, h, rows, ys.data(), s);
+                k::elementwise_binary(k::ElemBinary::swiglu, out, ys[0], ys[1], count, count, s);
+              }
+              if (fq.q) k::quantize_activations(out, rows, ws[0].n_out, a, fq.q, s);
             });
       } else {
         int64_t outputs = 0;
@@ -249,10 +254,18 @@ void StepPlan::Builder::emit_merged(int gi) {
   if (swiglu) {
     const graph::Node& sw = g.nodes[static_cast<size_t>(grp.nodes[2])];
     const CUdeviceptr gp = ptr(sw.args[0].tensor), up = ptr(sw.args[1].tensor), out = ptr(sw.output);
-    const int64_t count = numel(g.tensor(sw.output));
-    add(fmt::format("swiglu [{}]", count), sw,
-        [=](CUstream s) { k::elementwise_binary(k::ElemBinary::swiglu, out, gp, up, count, count, s); });
+    const int64_t count = numel(g.tensor(sw.output)), n_ff = ws[0].n_out;
+    add(fmt::format("swiglu{} [{}]", fq.q ? " quantized" : "", count), sw, [=](CUstream s) {
+      k::elementwise_binary(k::ElemBinary::swiglu, out, gp, up, count, count, s);
+      if (fq.q) k::quantize_activations(out, count / n_ff, n_ff, a, fq.q, s);
+    });
   }
+}
+
+// The int8 form of the group's output it writes (quantize_epilogue), or none.
+k::QuantizedOut StepPlan::Builder::quantized_output(int gi) const {
+  const auto it = quantize_out.find(gi);
+  return it == quantize_out.end() ? k::QuantizedOut{} : k::QuantizedOut{scratch_ptr(gi, it->second), o.activations};
 }
 
 // norm_prologue: a decode row's sum, its RMS norm and the merged products reading it as one merged
@@ -296,12 +309,14 @@ void StepPlan::Builder::emit_norm_prologue(int gi) {
   const k::NormPrologue np = norm_prologue_of(grp);
   const CUdeviceptr out = swiglu ? ptr(g.nodes[static_cast<size_t>(grp.nodes.back())].output) : 0;
   const k::Activations a = o.activations;
+  const k::QuantizedOut fq = swiglu ? quantized_output(gi) : k::QuantizedOut{};
   std::string what = swiglu ? "gemv gate, up and swiglu" : fmt::format("gemv of {} matrices", ws.size());
   for (const k::WeightMatrix& w : ws) what += fmt::format(" {} [{} x {}]", ggml_type_name(w.type), w.n_out, w.k);
+  if (fq.q) what += " quantized";
   if (rows == 1 && a != k::Activations::f32 && k::merged_norm_applies(ws.data(), static_cast<int>(ws.size()), a)) {
     add(fmt::format("{} {} with the norm in its prologue", what, k::activations_name(a)), sum_node, [=](CUstream s) {
       if (swiglu)
-        k::gemv_gate_up_swiglu_norm(ws[0], ws[1], a, np, out, s);
+        k::gemv_gate_up_swiglu_norm(ws[0], ws[1], a, np, out, s, fq);
       else
         k::gemv_multi_norm(ws.data(), static_cast<int>(ws.size()), a, np, ys.data(), s);
     });
@@ -319,6 +334,7 @@ void StepPlan::Builder::emit_norm_prologue(int gi) {
     if (swiglu) {
       const int64_t count = rows * ws[0].n_out;
       k::elementwise_binary(k::ElemBinary::swiglu, out, ys[0], ys[1], count, count, s);
+      if (fq.q) k::quantize_activations(out, rows, ws[0].n_out, a, fq.q, s);
     }
   });
 }
