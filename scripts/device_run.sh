@@ -110,6 +110,8 @@
 #           checks, tg128 against build-dev/old and with each epilogue skipped (LATHE_EPILOGUE_SKIP)
 #   u4      rope and the cache append in the attention's prologue (rope_attention), gate/up by block
 #           compile-time: the tests, checks, tg128 and at 4,096 of context against build-dev/old
+#   u5      the by-block gate/up a kernel of its own: the tests it touches, checks, tg128 against old
+#   u6      qwen3-0.6b with each of the session's forms held back, against build-dev/old
 #   r14     what landed: GPU tests, the mixture's timings, checks, tg128 A/B of the 30B and qwen3-0.6b
 #   r15     the GPU tests after the review's refactors of the router and the grid count-out
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
@@ -607,16 +609,40 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  u6)  # qwen3-0.6b by piece: the session's build with each of its new forms held back, against build-dev/old
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    f=$(synth qwen3-0.6b q8_0)
+    for rep in 1 2; do
+      echo "== old"; tg128 build-dev/old/lathe $f
+      echo "== new"; tg128 $L $f
+      echo "== skip attention"; LATHE_EPILOGUE_SKIP=attention tg128 $L $f
+      echo "== hold rope_attention"; timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold rope_attention 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+      echo "== both"; LATHE_EPILOGUE_SKIP=attention timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold rope_attention 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    done ;;
+  u5)  # the by-block gate/up a kernel of its own (lathe_gemvm_*_quantizing; u4's one kernel with both
+       # forms slowed every product): the tests it touches, checks, tg128 and at 4,096 against build-dev/old
+    timeout 300 $C/test_gpu_attention_gpu --gtest_filter='GpuAttention.*' 2>&1 | grep -E "Failure|PASSED|FAILED" | head -6
+    gpu_tests test_gemv_multi_gpu test_persistent_step_gpu test_gpu_lane_gpu
+    checks "qwen3-8b q8_0" "qwen3-0.6b q8_0" "llama3-8b q8_0"
+    tg128_ab "qwen3-8b q8_0" "qwen3-0.6b q8_0" "llama3-8b q8_0"
+    f=$(synth qwen3-8b q8_0)
+    echo "== qwen3-8b q8_0 --hold rope_attention"; timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold rope_attention 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    for bin in build-dev/old/lathe $L; do
+      echo "== depth 4096 $bin"; timeout 150 $bin bench $f -p 0 -n 128 -d 4096 -r 3 --ctx 4608 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    done
+    st=${OUT:-/tmp}/stamps-u5.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st | tail -5; xz -f $st ;;
   u4)  # rope and the cache append in the attention's prologue (rope_attention), gate/up's by-block form
        # compile-time and only where every SM owns rows: the tests, checks, tg128 against build-dev/old
     timeout 300 $C/test_gpu_attention_gpu --gtest_filter='GpuAttention.*' 2>&1 | grep -E "Failure|same bits|PASSED|FAILED" | head -16
     timeout 150 $C/test_gemv_multi_gpu --gtest_filter='-*Timing*' 2>&1 | grep -E "Failure|epilogue\)|PASSED|FAILED" | head -8
-    gpu_tests test_gemv_gpu test_persistent_step_gpu test_moe_gpu test_product_stamps_gpu
+    gpu_tests test_gemv_gpu test_persistent_step_gpu
     timeout 250 $C/test_gpu_lane_gpu 2>&1 | grep -E "rope_attention|quantize_epilogue|interpreter:|PASSED|FAILED|Failure" | head -20
-    checks "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0"
+    checks "qwen3-8b q8_0" "qwen3-0.6b q8_0" "llama3-8b q8_0"
     echo "== check --persistent qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 --persistent 2>&1 | tail -2 | head -1
     echo "== check --hold rope_attention qwen3-8b q8_0"; timeout 60 $L check $(synth qwen3-8b q8_0) --steps 16 --hold rope_attention 2>&1 | tail -2 | head -1
-    tg128_ab "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0"
+    tg128_ab "qwen3-8b q8_0" "qwen3-0.6b q8_0" "llama3-8b q8_0"
     f=$(synth qwen3-8b q8_0)
     echo "== qwen3-8b q8_0 --hold rope_attention"; timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold rope_attention 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
     for bin in build-dev/old/lathe $L; do

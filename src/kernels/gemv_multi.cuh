@@ -75,9 +75,10 @@ struct lathe_gemvm_list {
 //   groups_per_block, ... of its own 32 * owned rows. Every block's most rows are the dealt form's
 //   (qwen3-8b gate/up: 96 either way), and a group's arithmetic an item is the same: y is the same
 //   bits in both.
-// ByBlock is a compile-time form (the kernel's entry picks it by qout): the dealt form's loops are
-// then the same instructions as before the by-block form existed (a row formula in them measured
-// slower on qwen3-0.6b's short products).
+// ByBlock is a compile-time form and a kernel of its own (lathe_gemvm_*_quantizing): the dealt
+// kernels' loops are the instructions they were before it. Measured on the H200 (docs/perf.md,
+// 2026-12-01): a run-time row formula in every product's loop cost qwen3-0.6b, and both forms in one
+// kernel cost every product (q/k/v's norm prologue 3 -> 9 us).
 template <bool ByBlock>
 struct lathe_gemvm_deal {
   int first, step, count;
@@ -403,22 +404,6 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   LATHE_STAMP_END(stamps, w0, n_items, k);
 }
 
-// The body in the form qout asks for: by block (gate/up's output quantized in its epilogue) or dealt.
-template <class FA, class FB, int C>
-__device__ __forceinline__ void lathe_gemvm_entry(const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0,
-                                                  float* y1, float* y2, long long rb0, long long rb1, long long rb2,
-                                                  int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq,
-                                                  int k, int group, int early, const float* nx, const float* ny,
-                                                  const float* nw, float eps, float* nsum, int8_t* qout,
-                                                  const lathe_grid* grid = nullptr) {
-  if (qout)
-    lathe_gemvm_body<FA, FB, C, true>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2, b_mask, swiglu, xq, k, group,
-                                      early, nx, ny, nw, eps, nsum, qout, grid);
-  else
-    lathe_gemvm_body<FA, FB, C, false>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2, b_mask, swiglu, xq, k, group,
-                                       early, nx, ny, nw, eps, nsum, nullptr, grid);
-}
-
 // Kernels lathe_gemvm_<FA>[_<FB>]_<contract>: one format for every segment, or Q4_K with Q6_K segments
 // (Q4_K_M checkpoints mix them). Segments past the count have n = 0.
 #define LATHE_GEMVM_KERNEL(NAME, FA, FB, C, CNAME)                                                               \
@@ -427,9 +412,18 @@ __device__ __forceinline__ void lathe_gemvm_entry(const uint8_t* w0, const uint8
       long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
       int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
       int8_t* qout) {                                                                                            \
-    lathe_gemvm_entry<lathe_gemv1_##FA, lathe_gemv1_##FB, C>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2,  \
-                                                             b_mask, swiglu, xq, k, group, early, nx, ny, nw,    \
-                                                             eps, nsum, qout);                                   \
+    lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C, false>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, \
+                                                                   n2, b_mask, swiglu, xq, k, group, early, nx,   \
+                                                                   ny, nw, eps, nsum, nullptr);                   \
+  }                                                                                                              \
+  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_##NAME##_##CNAME##_quantizing( \
+      const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
+      long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
+      int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
+      int8_t* qout) {                                                                                            \
+    lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C, true>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1,  \
+                                                                  n2, b_mask, swiglu, xq, k, group, early, nx,    \
+                                                                  ny, nw, eps, nsum, qout);                       \
   }
 
 #define LATHE_GEMVM_CONTRACTS(NAME, FA, FB)    \

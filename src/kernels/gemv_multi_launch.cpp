@@ -159,7 +159,8 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
       swiglu && qout && by_block_balanced(n_items, group, sm_count) && y[0] % 16 == 0 && qout % 16 == 0;
   CUdeviceptr qk = quantize_in_epilogue ? qout : 0;
   const unsigned shared = static_cast<unsigned>(merged_shared_bytes(k64, a));
-  cuda::launch(kernel(kc.name), {blocks, 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
+  cuda::launch(kernel(quantize_in_epilogue ? kc.name + "_quantizing" : kc.name), {blocks, 1, 1}, {32 * kWarps, 1, 1},
+               shared, stream,
                {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2], &n_out[0], &n_out[1],
                 &n_out[2], &b_mask, &sw, &xq, &k, &group, &early, &nx, &ny, &nw, &eps, &nsum, &qk},
                norm ? "launching a merged decode GEMV with the norm in its prologue" : "launching a merged decode GEMV");

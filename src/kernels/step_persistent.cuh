@@ -118,9 +118,10 @@ __device__ __forceinline__ void lathe_step_gemv1(const lathe_phase& ph, const la
 template <class FA, class FB, int C>
 __device__ __forceinline__ void lathe_step_gemvm(const lathe_phase& ph, const lathe_grid* g) {
   const lathe_gemvm_params& p = *reinterpret_cast<const lathe_gemvm_params*>(ph.params);
-  lathe_gemvm_entry<FA, FB, C>(p.w0, p.w1, p.w2, p.y0, p.y1, p.y2, p.rb0, p.rb1, p.rb2, p.n0, p.n1, p.n2, p.b_mask,
-                              p.swiglu, p.xq, p.k, p.group, max(p.early, ph.early), p.nx, p.ny, p.nw, p.eps, p.nsum,
-                              p.qout, g);
+  // The quantizing form (lathe_gemvm_*_quantizing) is no phase kind: its launches stay launches.
+  lathe_gemvm_body<FA, FB, C, false>(p.w0, p.w1, p.w2, p.y0, p.y1, p.y2, p.rb0, p.rb1, p.rb2, p.n0, p.n1, p.n2,
+                                     p.b_mask, p.swiglu, p.xq, p.k, p.group, max(p.early, ph.early), p.nx, p.ny, p.nw,
+                                     p.eps, p.nsum, nullptr, g);
 }
 
 // The idle warps' share (warp i of n) of the L2 requests for the next product's first bytes: the
