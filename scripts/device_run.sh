@@ -112,6 +112,7 @@
 #           compile-time: the tests, checks, tg128 and at 4,096 of context against build-dev/old
 #   u5      the by-block gate/up a kernel of its own: the tests it touches, checks, tg128 against old
 #   u6      qwen3-0.6b with each of the session's forms held back, against build-dev/old
+#   u7      qwen3-30b-a3b q8_0 on the session's build: its check and tg128 against build-dev/old
 #   r14     what landed: GPU tests, the mixture's timings, checks, tg128 A/B of the 30B and qwen3-0.6b
 #   r15     the GPU tests after the review's refactors of the router and the grid count-out
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
@@ -609,6 +610,9 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  u7)  # the 30B on the session's build: its check and tg128 against build-dev/old
+    checks "qwen3-30b-a3b q8_0"
+    tg128_ab "qwen3-30b-a3b q8_0" ;;
   u6)  # qwen3-0.6b by piece: the session's build with each of its new forms held back, against build-dev/old
     [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
     f=$(synth qwen3-0.6b q8_0)
