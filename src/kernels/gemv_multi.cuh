@@ -10,7 +10,8 @@
 //   chunks gate's then up's, and its epilogue writes y0[o] = silu(gate_o . x) * (up_o . x) (the
 //   f32 formula of elementwise.cuh's swiglu), so the two products and the SwiGLU are one kernel.
 // - As in the decode kernel: blocks of 16 warps, one block an SM; a group of `group` warps owns an
-//   item at a time (items g, g + n_groups, ...), its warps taking the item's chunks round-robin;
+//   item at a time (items g, g + n_groups, ...; lathe_gemvm_*_quantizing: the block's own 32-row
+//   blocks, lathe_gemvm_deal), its warps taking the item's chunks round-robin;
 //   the launcher keeps group <= every item's chunk count, so each warp of a group has >= 1 chunk.
 //   Partial sums meet in shared memory in a fixed order: results are deterministic.
 // - early != 0: the weights do not depend on the kernel before this one, so the first STAGES - 1
@@ -68,17 +69,17 @@ struct lathe_gemvm_list {
 };
 
 // Which output rows a group of warps walks: its walk's items first, first + step, ... below count,
-// item i standing for row ((off + mul * (i >> sh)) << sh) + (i & ((1 << sh) - 1)) (no branch).
+// item i standing for row(i).
 // - Dealt over the grid (the default): items g0, g0 + n_groups, ... of all n items, row i.
-// - By block (a product that quantizes its output in its epilogue, qout != 0): block b owns the
-//   32-row blocks b, b + gridDim.x, ... (n % 32 == 0), which its groups walk: items j, j +
-//   groups_per_block, ... of its own 32 * owned rows. Every block's most rows are the dealt form's
-//   (qwen3-8b gate/up: 96 either way), and a group's arithmetic an item is the same: y is the same
-//   bits in both.
-// ByBlock is a compile-time form and a kernel of its own (lathe_gemvm_*_quantizing): the dealt
+// - By block (gate/up quantizing its output in its epilogue): block b owns the 32-row blocks b,
+//   b + gridDim.x, ... (n % 32 == 0), which its groups walk: items j, j + groups_per_block, ... of
+//   its own 32 * owned rows, item i the row 32 (b + gridDim.x (i / 32)) + i % 32. The launcher takes
+//   it where no block gets more rows than dealt (qwen3-8b gate/up: 96 either way), and a group's
+//   arithmetic an item is the same: y is the same bits in both.
+// ByBlock is a compile-time form and a kernel of its own (lathe_gemvm_*_quantizing), so the dealt
 // kernels' loops are the instructions they were before it. Measured on the H200 (docs/perf.md,
-// 2026-12-01): a run-time row formula in every product's loop cost qwen3-0.6b, and both forms in one
-// kernel cost every product (q/k/v's norm prologue 3 -> 9 us).
+// 2026-12-01): the row formula at run time in every product's loop, and both forms in one kernel
+// (q/k/v's norm prologue 3 -> 9 us), each made the step slower.
 template <bool ByBlock>
 struct lathe_gemvm_deal {
   int first, step, count;
