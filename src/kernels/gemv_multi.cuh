@@ -406,26 +406,23 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
 }
 
 // Kernels lathe_gemvm_<FA>[_<FB>]_<contract>: one format for every segment, or Q4_K with Q6_K segments
-// (Q4_K_M checkpoints mix them). Segments past the count have n = 0.
-#define LATHE_GEMVM_KERNEL(NAME, FA, FB, C, CNAME)                                                               \
-  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_##NAME##_##CNAME(         \
+// (Q4_K_M checkpoints mix them). Segments past the count have n = 0. Each in two forms of one
+// parameter list: dealt (qout unused), and _quantizing (by block, gate/up's output quantized into
+// qout in its epilogue).
+#define LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, SUFFIX, BY_BLOCK)                                                \
+  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_##NAME##_##CNAME##SUFFIX( \
       const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
       long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
       int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
       int8_t* qout) {                                                                                            \
-    lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C, false>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, \
-                                                                   n2, b_mask, swiglu, xq, k, group, early, nx,   \
-                                                                   ny, nw, eps, nsum, nullptr);                   \
-  }                                                                                                              \
-  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_##NAME##_##CNAME##_quantizing( \
-      const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
-      long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
-      int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
-      int8_t* qout) {                                                                                            \
-    lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C, true>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1,  \
-                                                                  n2, b_mask, swiglu, xq, k, group, early, nx,    \
-                                                                  ny, nw, eps, nsum, qout);                       \
+    lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C, BY_BLOCK>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0,  \
+                                                                      n1, n2, b_mask, swiglu, xq, k, group,      \
+                                                                      early, nx, ny, nw, eps, nsum,              \
+                                                                      BY_BLOCK ? qout : nullptr);               \
   }
+#define LATHE_GEMVM_KERNEL(NAME, FA, FB, C, CNAME)        \
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, , false)       \
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _quantizing, true)
 
 #define LATHE_GEMVM_CONTRACTS(NAME, FA, FB)    \
   LATHE_GEMVM_KERNEL(NAME, FA, FB, 1, int8)    \
