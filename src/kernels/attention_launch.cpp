@@ -35,6 +35,10 @@ size_t shared_bytes(int64_t d, int w) {
   return static_cast<size_t>(w * stages * (d / 8) * 32 * 16);
 }
 
+// rope_attention.cuh's prologue past the attention's shared memory: the row's cosines and sines,
+// ATTD_HEADS query heads, k, and a head's buffer a warp: (10 + w) d floats.
+size_t rope_shared_bytes(int64_t d, int w) { return static_cast<size_t>((10 + w) * d * 4); }
+
 int64_t head_sets(const AttentionShape& s) { return (s.n_head / s.n_head_kv + kSetHeads - 1) / kSetHeads; }
 
 void check_shape(const AttentionShape& s, const AttentionOptionsGpu& o) {
@@ -118,7 +122,7 @@ void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdev
     int n_rot = static_cast<int>(rope->table->n_rot), neox = rope->order == RopeOrder::neox ? 1 : 0;
     int norm = rope->norm ? 1 : 0;
     float eps = rope->eps;
-    const size_t bytes = shared_bytes(shape.d, w) + static_cast<size_t>((10 + w) * shape.d * 4);  // attd_rope_shared_bytes
+    const size_t bytes = shared_bytes(shape.d, w) + rope_shared_bytes(shape.d, w);
     cuda::launch(kernel(name), grid, {32 * static_cast<unsigned>(w)}, static_cast<unsigned>(bytes), stream,
                  {&q, &k_cache, &v_cache, &sequences, &positions, &out, &part_o, &part_ml, &n_head, &n_head_kv, &n_ctx,
                   &window, &split_len, &n_split, &scale, &cap, &sinks, &tickets, &q_out, &q_words, &q_rows, &k, &v,

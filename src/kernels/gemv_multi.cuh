@@ -199,8 +199,8 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   const int groups_per_block = LATHE_GEMV1_WARPS / group, sub = warp % group;
   const int n_groups = gridDim.x * groups_per_block;
   const int g0 = blockIdx.x * groups_per_block + warp / group;
-  // qout (the SwiGLU's output quantized in the epilogue; the launcher passes it only with swiglu and
-  // n0 % 32 == 0): dealt by block.
+  // ByBlock (lathe_gemvm_*_quantizing: gate/up's output quantized into qout in the epilogue; the
+  // launcher takes it only with swiglu, n0 % 32 == 0 and every block owning rows): dealt by block.
   const auto D = lathe_gemvm_deal<ByBlock>::make(g0, n_groups, warp / group, groups_per_block, n_items);
 
   // Fills ring slot s with (or, issue == false, only locates) chunk c of item; returns the staged

@@ -10,9 +10,8 @@
 // applies the rule only there.
 //
 // Shared memory past the attention's (attd_shared_bytes): the row's cosines and sines (D / 2 each),
-// the block's query heads (ATTD_HEADS x D), k (D), and a buffer of D floats a warp: (10 + W) D floats.
-
-__host__ __device__ constexpr int attd_rope_shared_bytes(int d, int w) { return (10 + w) * d * 4; }
+// the block's query heads (ATTD_HEADS x D), k (D), and a buffer of D floats a warp: (10 + W) D floats
+// (attention_launch.cpp's rope_shared_bytes mirrors this).
 
 template <int D, int W>
 struct attd_rope_prologue {
