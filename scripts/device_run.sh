@@ -115,6 +115,17 @@
 #   u7      qwen3-30b-a3b q8_0 on the session's build: its check and tg128 against build-dev/old
 #   r14     what landed: GPU tests, the mixture's timings, checks, tg128 A/B of the 30B and qwen3-0.6b
 #   r15     the GPU tests after the review's refactors of the router and the grid count-out
+#   v1      2026-12-01's twelfth session, the start: the 30B's step by kind run twice and its products'
+#           stamps (router, gate/up, down edges)
+#   v2      the wide router (moe_route_wide.cuh): the mixture's tests, the lane's, checks of qwen3moe-tiny
+#           and the 30B, tg128 of the 30B against build-dev/old and with LATHE_MOE_ROUTE=cluster, stamps
+#   v3      the wide router timed alone and after o (MoeGpu.Timing), the down's fills held past h
+#           (LATHE_MOE_DOWN_BEFORE_WAIT=1, a kernel-defines variant): its tests and check, tg128 of the 30B;
+#           every kernel preferring the largest shared-memory carveout (LATHE_CARVEOUT=100), 30B and 8B
+#   v4      (prepared, not run: no device was lent) the wide router's phases traced (MoeGpu.Timing) and
+#           its unit copied after the wait (LATHE_MOE_WIDE_STAGE_EARLY=0, a PREP_DEFINES variant): tg128
+#           of the 30B with LATHE_MOE_ROUTE=wide against the cluster router, and with its sorted top k
+#           (LATHE_MOE_ROUTE_FLAGS=8)
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -610,6 +621,58 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  v4)  # the wide router's phases; its unit copied after the wait; its sorted top k
+    timeout 300 $C/test_moe_gpu --gtest_filter='MoeGpu.WideRouter*' 2>&1 | grep -E "Failure|PASSED|FAILED|wide router|Expected|Which|launch" | head -12
+    timeout 300 $C/test_moe_gpu --gtest_filter='MoeGpu.Timing' 2>&1 | grep -E "int8x2 .*(route|o alone|o, 3, norm|wide)" | head -20
+    D="-DLATHE_MOE_WIDE_STAGE_EARLY=0"
+    LATHE_KERNEL_DEFINES="$D" timeout 300 $C/test_moe_gpu --gtest_filter='MoeGpu.Timing' 2>&1 | grep -E "int8x2 .*(wide)" | head -20
+    f=$(synth qwen3-30b-a3b q8_0)
+    for rep in 1 2; do
+      echo "== wide"; LATHE_MOE_ROUTE=wide tg128 $L $f
+      echo "== cluster"; tg128 $L $f
+      echo "== wide, staged after the wait"; LATHE_MOE_ROUTE=wide LATHE_KERNEL_DEFINES="$D" tg128 $L $f
+      echo "== wide, sorted top k"; LATHE_MOE_ROUTE=wide LATHE_MOE_ROUTE_FLAGS=8 tg128 $L $f
+    done ;;
+  v3)  # the wide router alone and after o; the down's fills past h (a variant since reverted): tests, check,
+       # tg128 variants (the wide router then the default, as in v2)
+    timeout 300 $C/test_moe_gpu --gtest_filter='MoeGpu.Timing' 2>&1 | grep -E "int8x2 .*(route|o alone|3 launches|o, 3, norm|down|wide)" | head -20
+    D="-DLATHE_MOE_DOWN_BEFORE_WAIT=1"
+    echo "== B=1 tests"; LATHE_KERNEL_DEFINES="$D" timeout 300 $C/test_moe_gpu --gtest_filter='-*Timing*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6
+    LATHE_KERNEL_DEFINES="$D" checks "qwen3-30b-a3b q8_0"
+    f=$(synth qwen3-30b-a3b q8_0)
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    for rep in 1 2; do
+      echo "== old"; tg128 build-dev/old/lathe $f
+      echo "== wide"; tg128 $L $f
+      echo "== cluster"; LATHE_MOE_ROUTE=cluster tg128 $L $f
+      echo "== wide, down B=1"; LATHE_KERNEL_DEFINES="$D" tg128 $L $f
+      echo "== cluster, down B=1"; LATHE_MOE_ROUTE=cluster LATHE_KERNEL_DEFINES="$D" tg128 $L $f
+      echo "== wide, carveout 100"; LATHE_CARVEOUT=100 tg128 $L $f
+      echo "== cluster, carveout 100"; LATHE_MOE_ROUTE=cluster LATHE_CARVEOUT=100 tg128 $L $f
+    done
+    f8=$(synth qwen3-8b q8_0)
+    echo "== 8b"; tg128 $L $f8
+    echo "== 8b carveout 100"; LATHE_CARVEOUT=100 tg128 $L $f8 ;;
+  v2)  # the wide router (then the step's default; LATHE_MOE_ROUTE=cluster then chose the cluster kernel): tests,
+       # checks, the 30B's tg128 against build-dev/old and on the cluster kernel, stamps
+    timeout 300 $C/test_moe_gpu --gtest_filter='MoeGpu.WideRouter*' 2>&1 | grep -E "Failure|PASSED|FAILED|wide router|Expected|Which|launch" | head -12
+    gpu_tests test_moe_gpu test_gpu_lane_gpu test_persistent_step_gpu
+    checks "qwen3moe-tiny q8_0" "qwen3-30b-a3b q8_0"
+    tg128_ab "qwen3-30b-a3b q8_0"
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== cluster router"; LATHE_MOE_ROUTE=cluster tg128 $L $f
+    st=${OUT:-/tmp}/stamps-v2.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st | tail -6; xz -f $st ;;
+  v1)  # the 30B's decode step: tg128, the mixture's kernels each run twice in the step, the stamps
+    f=$(synth qwen3-30b-a3b q8_0)
+    tg128 $L $f
+    for kind in "mixture in" "attention" "gemv"; do
+      echo "== twice: $kind"; LATHE_PROFILE_TWICE="$kind" tg128 $L $f
+    done
+    st=${OUT:-/tmp}/stamps-v1.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st | tail -12; xz -f $st ;;
   u7)  # the 30B on the session's build: its check and tg128 against build-dev/old
     checks "qwen3-30b-a3b q8_0"
     tg128_ab "qwen3-30b-a3b q8_0" ;;

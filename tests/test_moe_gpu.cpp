@@ -225,6 +225,74 @@ TEST(MoeGpu, RouteWithTheNormInItsPrologueIsAddRmsNormThenTheRouter) {
       }
 }
 
+// The wide router (moe_route_wide.cuh) against the cluster kernel: with and without the norm in its
+// prologue, every format family, shapes with one part a row and with several, each case launched
+// three times (its count must come back to zero; the third with the sorted top k, route flag 8, which
+// 256 experts and fewer take): the ids, weights, logits, x's int8 form and the norm's sum equal bit
+// for bit.
+TEST(MoeGpu, WideRouterIsTheClusterRouter) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(79);
+  const MoeShape shapes[] = {kShapes[0], kShapes[1], kShapes[2], {4096, 1536, 128, 8}, {2048, 768, 8, 2},
+                             {1024, 512, 256, 8}};
+  int cases = 0;
+  for (const MoeShape& sh : shapes)
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K})
+      for (int64_t rows : kRows)
+        for (bool norm : {false, true}) {
+          if (sh.n_embd % block_format(t).block_size != 0) continue;
+          const Stack router = make_stack(t, 1, sh.n_expert, sh.n_embd, rng);
+          if (!moe_route_wide_applies(router.weights(), rows, sh.top_k, norm)) continue;
+          const Activations a = (cases & 1) ? Activations::int8x2 : Activations::int8;
+          const bool renorm = (cases & 2) != 0;
+          const int64_t n = rows * sh.n_embd, ne = sh.n_expert, kk = sh.top_k;
+          const std::vector<float> x = random_values(n, rng), y = random_values(n, rng), w = random_values(sh.n_embd, rng);
+          DeviceBuffer xd = upload(x), yd = upload(y), wd = upload(w);
+          DeviceBuffer parts(static_cast<size_t>(moe_route_part_bytes(router.weights(), rows))), count(4);
+          count.zero();
+          struct Out {
+            std::vector<float> sum, wts, logits;
+            std::vector<int32_t> ids;
+            std::vector<uint8_t> q;
+          };
+          auto run = [&](bool wide) {
+            DeviceBuffer sumd(static_cast<size_t>(n * 4)), ids(static_cast<size_t>(rows * kk * 4));
+            DeviceBuffer wts(static_cast<size_t>(rows * kk * 4)), logits(static_cast<size_t>(rows * ne * 4));
+            DeviceBuffer xq(static_cast<size_t>(quantized_activation_bytes(rows, sh.n_embd, a)));
+            const NormPrologue np{xd.ptr(), yd.ptr(), wd.ptr(), sumd.ptr(), 1e-6f};
+            const RouteScratch rs{parts.ptr(), count.ptr()};
+            moe_route(router.weights(), xd.ptr(), rows, kk, renorm, ids.ptr(), wts.ptr(), {xq.ptr(), a}, s.handle(),
+                      logits.ptr(), norm ? &np : nullptr, wide ? &rs : nullptr);
+            s.synchronize();
+            return Out{norm ? download<float>(sumd, n) : std::vector<float>{}, download<float>(wts, rows * kk),
+                       download<float>(logits, rows * ne), download<int32_t>(ids, rows * kk),
+                       download<uint8_t>(xq, xq.bytes())};
+          };
+          const Out c = run(false);
+          for (int launch = 0; launch < 3; ++launch) {
+            set_moe_route_flags(launch == 2 ? 8 : 0);  // the third launch with the sorted top k
+            const Out o = run(true);
+            set_moe_route_flags(0);
+            const std::string what = std::string(ggml_type_name(t)) + " " + std::to_string(ne) + "x" +
+                                     std::to_string(sh.n_embd) + " rows " + std::to_string(rows) +
+                                     (norm ? " norm " : " ") + contract(a) + " launch " + std::to_string(launch);
+            EXPECT_EQ(o.ids, c.ids) << what;
+            EXPECT_EQ(std::memcmp(o.wts.data(), c.wts.data(), c.wts.size() * 4), 0) << what << ": the weights";
+            EXPECT_EQ(std::memcmp(o.logits.data(), c.logits.data(), c.logits.size() * 4), 0) << what << ": the logits";
+            EXPECT_EQ(o.q, c.q) << what << ": x's int8 form";
+            EXPECT_EQ(o.sum.size(), c.sum.size());
+            if (o.sum.size() == c.sum.size()) {
+              EXPECT_EQ(std::memcmp(o.sum.data(), c.sum.data(), c.sum.size() * 4), 0) << what << ": the sum";
+            }
+          }
+          EXPECT_EQ(download<uint32_t>(count, 1)[0], 0u) << "the count is left zero";
+          ++cases;
+        }
+  std::printf("wide router: %d cases bit-equal to the cluster kernel\n", cases);
+  EXPECT_GE(cases, 60);
+}
+
 TEST(MoeGpu, RouteMatchesInterpreter) {
   LATHE_NEED_GPU();
   cuda::Stream s;
@@ -543,8 +611,9 @@ TEST(MoeGpu, Timing) {
   DeviceBuffer xd = upload(x), ids(sh.top_k * 4 * layers), wts(sh.top_k * 4 * layers);
   DeviceBuffer h(static_cast<size_t>(sh.top_k * sh.n_ff * 4)), out(static_cast<size_t>(sh.n_embd * 4));
   DeviceBuffer parts(static_cast<size_t>(moe_single_part_bytes({GgmlType::F32, routers[0].ptr(), sh.n_expert, sh.n_embd, 1})));
-  DeviceBuffer sync(8);
+  DeviceBuffer sync(16);
   sync.zero();
+  DeviceBuffer route_parts(static_cast<size_t>(moe_route_part_bytes({GgmlType::F32, routers[0].ptr(), sh.n_expert, sh.n_embd, 1}, 1)));
   // An attention output product before the mixture, as in the decode step (qwen3-30b-a3b's o: 4,096 ->
   // 2,048, q8_0, its row quantized in each block), one matrix a layer; and the norm prologue's inputs:
   // nx = x, ny = 0, weights 1 (so the normed row is a positive multiple of x: the same experts lead).
@@ -583,23 +652,41 @@ TEST(MoeGpu, Timing) {
         moe_route(router, xd.ptr(), 1, sh.top_k, true, il, wl, {xq.ptr(), a}, s.handle(), 0, norm ? &np : nullptr);
         moe_gate_up_swiglu(gate.weights(), up.weights(), a, xq.ptr(), 1, il, sh.top_k, h.ptr(), s.handle());
         moe_down_combine(down.weights(), a, h.ptr(), false, 1, il, wl, sh.top_k, out.ptr(), s.handle(), true);
-      } else if (variant >= 11) {
+      } else if (variant >= 11 && variant <= 16) {
         moe_single_launch(router, gate.weights(), up.weights(), down.weights(), a, xd.ptr(), sh.top_k, true, il, wl, 0,
                           h.ptr(), out.ptr(), parts.ptr(), sync.ptr(), s.handle(), norm ? &np : nullptr);
+      }
+      // 17 the wide router alone; 18 o and the cluster router with the norm, 19 o and the wide router
+      // with the norm (o's 16 matrices stream through L2 between the routers, as in the step); 20 o
+      // and the three launches with the wide router and the norm.
+      if (variant >= 17) {
+        if (variant >= 18) {
+          const WeightMatrix o{t, o_mats[l].ptr(), sh.n_embd, 4096, 1};
+          ASSERT_TRUE(gemv_quantizing_row(o, a, o_in.ptr(), o_out.ptr(), s.handle()));
+        }
+        const RouteScratch rs{route_parts.ptr(), sync.ptr() + 8};
+        moe_route(router, xd.ptr(), 1, sh.top_k, true, il, wl, {xq.ptr(), a}, s.handle(), 0,
+                  variant >= 18 ? &np : nullptr, variant == 18 ? nullptr : &rs);
+        if (variant == 20) {  // o and the three launches with the wide router, with the norm
+          moe_gate_up_swiglu(gate.weights(), up.weights(), a, xq.ptr(), 1, il, sh.top_k, h.ptr(), s.handle());
+          moe_down_combine(down.weights(), a, h.ptr(), false, 1, il, wl, sh.top_k, out.ptr(), s.handle(), true);
+        }
       }
     };
     // "route fN": the router with route flags N (moe_launch.h; "route" is the default, 0).
     const char* names[] = {"8 launches", "3 launches", "route", "gate/up", "down", "down late",
                            "route f1", "route f2", "route f3", "1 launch", "o alone", "o, 3, norm", "o, 1, norm",
-                           "3, norm", "1, norm", "o, 3", "o, 1"};
+                           "3, norm", "1, norm", "o, 3", "o, 1", "route wide", "o, route, norm", "o, wide, norm",
+                           "o, 3 wide, norm"};
     const int64_t route_bytes = sh.n_expert * sh.n_embd * 4;
     const int64_t bytes[] = {expert_bytes, expert_bytes, route_bytes, expert_bytes * 2 / 3,
                              expert_bytes / 3, expert_bytes / 3, route_bytes, route_bytes, route_bytes, expert_bytes,
-                             0, expert_bytes, expert_bytes, expert_bytes, expert_bytes, expert_bytes, expert_bytes};
+                             0, expert_bytes, expert_bytes, expert_bytes, expert_bytes, expert_bytes, expert_bytes,
+                             route_bytes, route_bytes, route_bytes, expert_bytes};
     for (int l = 0; l < layers; ++l) layer(l, 1);  // the ids every variant reads
     s.synchronize();
     double o_alone = 0;
-    for (int v = 0; v < 17; ++v) {
+    for (int v = 0; v < 21; ++v) {
       set_moe_kernels_enabled(v != 0);
       set_moe_route_flags(v >= 6 && v <= 8 ? v - 5 : 0);
       const int what = v >= 6 && v <= 8 ? 2 : v;
@@ -607,7 +694,7 @@ TEST(MoeGpu, Timing) {
       const double us = graph_median_us(s, static_cast<int>(layers), [&](int l) { layer(l, what); });
       if (v == 10) o_alone = us;
       // After o: the mixture's share, the sequence's time less o's alone.
-      const bool after_o = v == 11 || v == 12 || v == 15 || v == 16;
+      const bool after_o = v == 11 || v == 12 || v == 15 || v == 16 || v >= 18;
       const double mix_us = after_o ? us - o_alone : us;
       const double gbs = static_cast<double>(bytes[v]) / (mix_us * 1e3);
       std::printf("  %-6s %-10s %7.2f us  %6.0f GB/s  %5.1f%%%s\n", contract(a).c_str(), names[v], us, gbs,
@@ -642,6 +729,35 @@ TEST(MoeGpu, Timing) {
         for (int64_t b = 0; b < sm; ++b) v.push_back((static_cast<double>(t[i * sm + b]) - static_cast<double>(t0)) / 1e3);
         std::sort(v.begin(), v.end());
         std::printf(" %s %.2f/%.2f;", edges[i], v[v.size() / 2], v.back());
+      }
+      std::printf("\n");
+    }
+    for (bool after_o : {false, true}) {  // the wide router's phases in layer 8 of 16, alone or after o with the norm
+      const int64_t blocks = (sh.n_expert + 3) / 4;
+      DeviceBuffer trace(static_cast<size_t>(kMoeWideStamps * blocks * 8));
+      for (int l = 0; l < layers; ++l) {
+        const WeightMatrix router{GgmlType::F32, routers[l].ptr(), sh.n_expert, sh.n_embd, 1};
+        if (after_o) {
+          const WeightMatrix o{t, o_mats[l].ptr(), sh.n_embd, 4096, 1};
+          ASSERT_TRUE(gemv_quantizing_row(o, a, o_in.ptr(), o_out.ptr(), s.handle()));
+        }
+        const RouteScratch rs{route_parts.ptr(), sync.ptr() + 8, l == layers / 2 ? trace.ptr() : 0};
+        moe_route(router, xd.ptr(), 1, sh.top_k, true, ids.ptr() + l * sh.top_k * 4, wts.ptr() + l * sh.top_k * 4,
+                  {xq.ptr(), a}, s.handle(), 0, after_o ? &np : nullptr, &rs);
+      }
+      s.synchronize();
+      const auto t = download<uint64_t>(trace, kMoeWideStamps * blocks);
+      const uint64_t t0 = *std::min_element(t.begin(), t.begin() + blocks);
+      const char* edges[] = {"entry", "waited", "x formed", "x quantized, unit landed", "sums written", "counted",
+                             "top k"};
+      std::printf("  %-6s wide router's phases%s (us from the first block's entry: median, last block):",
+                  contract(a).c_str(), after_o ? " after o" : "");
+      for (int i = 0; i < kMoeWideStamps; ++i) {
+        std::vector<double> v;
+        for (int64_t b = 0; b < blocks; ++b)
+          if (t[i * blocks + b] != 0) v.push_back((static_cast<double>(t[i * blocks + b]) - static_cast<double>(t0)) / 1e3);
+        std::sort(v.begin(), v.end());
+        if (!v.empty()) std::printf(" %s %.2f/%.2f;", edges[i], v[v.size() / 2], v.back());
       }
       std::printf("\n");
     }

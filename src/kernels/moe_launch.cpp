@@ -22,8 +22,13 @@ constexpr int kWarps = 16;
 
 bool g_enabled = true;
 // moe_route.cuh's options, none by default: on the H200 (MoeGpu.Timing, 2026-11-29) the router took
-// 8.1 us with none, 8.2 with the L2 prefetch, 8.7 with the register top k, 8.8 with both.
-int g_route_flags = 0;
+// 8.1 us with none, 8.2 with the L2 prefetch, 8.7 with the register top k, 8.8 with both. Flag 8 (the
+// wide router's sorted top k) is prepared, not yet measured. LATHE_MOE_ROUTE_FLAGS=N sets them at
+// start (a measuring knob).
+int g_route_flags = [] {
+  const char* v = std::getenv("LATHE_MOE_ROUTE_FLAGS");
+  return v ? std::atoi(v) & 15 : 0;
+}();
 
 const char* route_format(GgmlType t) {
   switch (t) {
@@ -53,6 +58,24 @@ int route_parts(int64_t n_expert, int64_t k) {
 int64_t route_shared_bytes(int64_t rows, int64_t n_expert, int64_t k) {
   return rows * (k + n_expert * (route_parts(n_expert, k) + 1)) * 4;
 }
+
+// moe_route_wide.cuh: blocks of kWideWarps warps, one (expert, part) unit a warp, each staged in
+// unit_stride bytes: the unit's units of the format (one more where a part starts inside one) and the
+// 16-byte line's head, in 16-byte lines.
+constexpr int kWideWarps = 4, kWideNormSets = 4;
+
+int64_t wide_unit_stride(const WeightMatrix& router) {
+  const int64_t parts = route_parts(router.n_out, router.k), pieces = router.k / 8;
+  const int64_t per_part = (pieces + parts - 1) / parts;
+  const int64_t uv = std::max<int64_t>(8, block_format(router.type).block_size), ub = lathe::row_bytes(router.type, uv);
+  const int64_t bytes = ((per_part * 8 + uv - 1) / uv + 1) * ub;  // at most; the copy adds < 31 bytes
+  return (bytes + 30 + 15) / 16 * 16;
+}
+
+int64_t wide_shared_bytes(const WeightMatrix& router, int64_t rows) {
+  return rows * router.k * 4 + kWideWarps * wide_unit_stride(router) + rows * router.n_out * 4;
+}
+
 
 
 
@@ -154,9 +177,27 @@ bool moe_down_applies(const WeightMatrix& down, Activations a, int64_t top_k) {
   return experts_apply(down, a, top_k, top_k * down.k);
 }
 
+int64_t moe_route_part_bytes(const WeightMatrix& router, int64_t rows) {
+  return rows * route_parts(router.n_out, router.k) * router.n_out * 4;
+}
+
+bool moe_route_wide_chosen() {
+  static const bool on = [] {
+    const char* v = std::getenv("LATHE_MOE_ROUTE");
+    return v && std::string(v) == "wide";
+  }();
+  return on;
+}
+
+bool moe_route_wide_applies(const WeightMatrix& router, int64_t rows, int64_t top_k, bool norm) {
+  if (!(norm ? moe_route_norm_applies(router, rows, top_k) : moe_route_applies(router, rows, top_k))) return false;
+  if (norm && block_threads(router.k) > 32 * kWideWarps * kWideNormSets) return false;
+  return wide_shared_bytes(router, rows) + 1024 <= shared_optin_bytes();
+}
+
 void moe_route(const WeightMatrix& router, CUdeviceptr x, int64_t rows, int64_t top_k, bool renormalize,
                CUdeviceptr ids, CUdeviceptr weights, const QuantizedOut& x_q, CUstream stream, CUdeviceptr logits,
-               const NormPrologue* norm) {
+               const NormPrologue* norm, const RouteScratch* wide) {
   check_rows(rows, top_k, "mixture router");
   if (top_k > router.n_out) fail("mixture router: top {} of {} experts", top_k, router.n_out);
   LATHE_CHECK(x % 16 == 0);
@@ -178,6 +219,19 @@ void moe_route(const WeightMatrix& router, CUdeviceptr x, int64_t rows, int64_t 
   float eps = norm ? norm->eps : 0.0f;
   int norm_threads = static_cast<int>(block_threads(router.k));
   LATHE_CHECK(norm_threads <= 32 * kRouteWarps);
+  if (wide && moe_route_wide_applies(router, rows, top_k, norm != nullptr)) {
+    LATHE_CHECK(wide->part_sums % 4 == 0 && wide->count % 4 == 0 && wide->count != 0);
+    CUdeviceptr ps = wide->part_sums, cnt = wide->count, tr = wide->trace;
+    int stride = static_cast<int>(wide_unit_stride(router));
+    const unsigned blocks = static_cast<unsigned>((router.n_out * parts + kWideWarps - 1) / kWideWarps);
+    cuda::launch(kernel(std::string("lathe_moe_route_wide_") + route_format(router.type)), {blocks, 1, 1},
+                 {32 * kWideWarps, 1, 1}, static_cast<unsigned>(wide_shared_bytes(router, rows)), stream,
+                 {&wp, &row_bytes, &xp, &r, &k, &ne, &parts, &kk, &renorm, &idp, &wtp, &lp, &q1, &q2, &ds, &two,
+                  &flags, &nx, &ny, &nw, &eps, &ns, &norm_threads, &ps, &cnt, &stride, &tr},
+                 norm ? "launching the wide mixture router with the norm in its prologue"
+                      : "launching the wide mixture router");
+    return;
+  }
   cuda::launch(kernel(std::string("lathe_moe_route_") + route_format(router.type)), {kRouteCluster, 1, 1},
                {32 * kRouteWarps, 1, 1}, static_cast<unsigned>(route_shared_bytes(rows, router.n_out, router.k)),
                stream, {&wp, &row_bytes, &xp, &r, &k, &ne, &parts, &kk, &renorm, &idp, &wtp, &lp, &q1, &q2, &ds, &two, &flags,

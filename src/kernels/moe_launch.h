@@ -22,7 +22,8 @@
 //           the whole block)
 //   int8x2  3 launches 31.5 (66.6); route 8.3; gate/up 10.0 (58%); down 11.1 (26%; 17.1 before)
 // The router's ~8 us is not its work (1 MB, a top k): neither an L2 prefetch nor a faster top k
-// moved it; the cluster launch itself is the suspect, not yet profiled.
+// moved it, nor dealing it over 32 blocks without a cluster (the wide router: 8.12 us alone, and
+// slower in the decode step; 2026-12-01).
 #pragma once
 
 #include "kernels/gemv_multi_launch.h"
@@ -47,9 +48,23 @@ namespace lathe::kernels {
 // norm (the kernel only, moe_route_applies): x is not read; each block forms it from the norm in
 // its prologue, x = (norm.x + norm.y) / rms * norm.w, bit for bit as add_rms_norm, and the sum is
 // written to norm.sum (fusion rule norm_prologue).
+// wide: the router's units dealt over many blocks (moe_route_wide.cuh), the same bytes out, where
+// moe_route_wide_applies; else (and when null) the cluster kernel. Its part sums take
+// moe_route_part_bytes(router, rows) bytes; its count is 4 bytes, zero before the first launch (each
+// launch leaves it zero; launches sharing one must not overlap, which launches on one stream never do).
+// The decode step passes it only under LATHE_MOE_ROUTE=wide (moe_route_wide_chosen): in the step it
+// measured slower than the cluster kernel, not yet explained (H200, 2026-12-01: docs/perf.md).
+struct RouteScratch {
+  CUdeviceptr part_sums = 0, count = 0;
+  CUdeviceptr trace = 0;  // a measurement: kMoeWideStamps x blocks u64, the phases' edges (moe_route_wide.cuh)
+};
+constexpr int kMoeWideStamps = 7;
 void moe_route(const WeightMatrix& router, CUdeviceptr x, int64_t rows, int64_t top_k, bool renormalize,
                CUdeviceptr ids, CUdeviceptr weights, const QuantizedOut& x_q, CUstream stream, CUdeviceptr logits = 0,
-               const NormPrologue* norm = nullptr);
+               const NormPrologue* norm = nullptr, const RouteScratch* wide = nullptr);
+int64_t moe_route_part_bytes(const WeightMatrix& router, int64_t rows);
+bool moe_route_wide_applies(const WeightMatrix& router, int64_t rows, int64_t top_k, bool norm);
+bool moe_route_wide_chosen();  // LATHE_MOE_ROUTE=wide, read once (a measuring knob)
 
 // ---- gate, up and SwiGLU. gate, up: stacks [n_expert][n_ff][n_embd] of one format. x: contract a's
 // form of [rows][n_embd] (int8 / int8x2: quantize_activations' layout, 16-byte aligned; f32: f32).
@@ -114,9 +129,10 @@ bool moe_down_applies(const WeightMatrix& down, Activations a, int64_t top_k);
 void set_moe_kernels_enabled(bool enabled);
 
 // The router kernel's options, for measurements (moe_route.cuh: 1 requests the router's rows into L2
-// before waiting for the kernel before it, 2 picks the top k in registers; default none, the fastest
-// measured). No option changes a result. LATHE_MOE_GAPS=1 adds the near-tie report (2 | 4). Not
-// thread-safe.
+// before waiting for the kernel before it, 2 picks the top k in registers; moe_route_wide.cuh: 8 picks
+// it from keys sorted in registers, in the wide router only; default none, the fastest measured; the
+// environment's LATHE_MOE_ROUTE_FLAGS=N at start). No option changes a result. LATHE_MOE_GAPS=1 adds
+// the near-tie report (2 | 4). Not thread-safe.
 void set_moe_route_flags(int flags);
 
 }  // namespace lathe::kernels

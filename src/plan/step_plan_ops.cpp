@@ -217,11 +217,14 @@ std::vector<int> StepPlan::Builder::scratch_for_kernels(int gi) {
     } else {
       out.push_back(scratch(gi, std::max(gemv_quantized_bytes(std::min(rows, kGemvRows), embd, o.activations),
                                          gemv_quantized_bytes(std::min(rows, kGemvRows) * kk, ff, o.activations))));
-      // The one-launch mixture's router part sums (mixture_one_launch), and its grid barriers' counters:
-      // one pair serves every layer (each launch leaves them zero; the launches run in order).
-      out.push_back(scratch(gi, k::moe_single_part_bytes(weight_of(m, g.tensor(n.find(ModKind::routed_by)->args[0].tensor)))));
+      // The router's part sums (the wide router's, or the one-launch mixture's), and the counters: the
+      // one launch's two grid-barrier words, then the wide router's count. One set serves every layer
+      // (each launch leaves them zero; the launches run in order).
+      const k::WeightMatrix router = weight_of(m, g.tensor(n.find(ModKind::routed_by)->args[0].tensor));
+      out.push_back(scratch(gi, std::max(k::moe_single_part_bytes(router),
+                                         k::moe_route_part_bytes(router, std::min(rows, kGemvRows)))));
       if (p.moe_sync_.bytes() == 0) {
-        p.moe_sync_ = cuda::DeviceBuffer(8, "mixture grid barriers");
+        p.moe_sync_ = cuda::DeviceBuffer(16, "mixture counters");
         p.moe_sync_.zero();
       }
     }

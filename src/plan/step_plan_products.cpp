@@ -384,6 +384,9 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
   // LATHE_MOE_ONE_LAUNCH=1 (a measuring knob: slower in the step, docs/perf.md 2026-12-01).
   const bool single_marked = three && moe_one_launch_enabled() && p.fusion_.one_launch_mixtures.count(n.id) > 0;
   const CUdeviceptr parts = single_marked ? scratch_ptr(gi, 6) : 0, sync = p.moe_sync_.ptr();
+  // The wide router only under LATHE_MOE_ROUTE=wide (moe_launch.h says why).
+  const k::RouteScratch wide{scratch_ptr(gi, 6), sync + 8};
+  const bool use_wide = k::moe_route_wide_chosen();
   if (norm_prologue) {
     const graph::Node& sum_node = g.nodes[static_cast<size_t>(grp.nodes[0])];
     const k::NormPrologue np = norm_prologue_of(grp);
@@ -398,7 +401,8 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
     if (three && k::moe_route_norm_applies(router, rows, top_k)) {
       add(fmt::format("mixture in three kernels with the norm in the router's prologue, {} of {} experts {} [{} x {}] "
                       "ff {}", top_k, n_expert, ggml_type_name(gate.type), rows, embd, ff), sum_node, [=](CUstream s) {
-        k::moe_route(router, xp, rows, top_k, renorm, ids, wts, k::QuantizedOut{q, a}, s, logits, &np);
+        k::moe_route(router, xp, rows, top_k, renorm, ids, wts, k::QuantizedOut{q, a}, s, logits, &np,
+                     use_wide ? &wide : nullptr);
         k::moe_gate_up_swiglu(gate, up, a, q, rows, ids, top_k, gbuf, s);
         k::moe_down_combine(down, a, gbuf, false, rows, ids, wts, top_k, out, s, true);
       });
@@ -422,7 +426,8 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
   if (three) {
     add(fmt::format("mixture in three kernels, {} of {} experts {} [{} x {}] ff {}", top_k, n_expert,
                     ggml_type_name(gate.type), rows, embd, ff), n, [=](CUstream s) {
-      k::moe_route(router, xp, rows, top_k, renorm, ids, wts, k::QuantizedOut{q, a}, s, logits);
+      k::moe_route(router, xp, rows, top_k, renorm, ids, wts, k::QuantizedOut{q, a}, s, logits, nullptr,
+                   use_wide ? &wide : nullptr);
       k::moe_gate_up_swiglu(gate, up, a, q, rows, ids, top_k, gbuf, s);
       k::moe_down_combine(down, a, gbuf, false, rows, ids, wts, top_k, out, s, true);
     });

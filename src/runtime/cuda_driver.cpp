@@ -5,11 +5,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 
 namespace lathe::cuda {
 
@@ -390,10 +392,28 @@ int max_resident_blocks(CUfunction f, int threads, unsigned shared_bytes) {
 }
 
 namespace {
+// LATHE_CARVEOUT=N (a measuring knob, 0..100): every kernel's preferred shared-memory carveout, in
+// percent of the most (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT), set once a function; unset
+// leaves the driver's choice. An SM changes its split between L1 and shared memory only when idle, so
+// a small kernel between two large ones may hold the next one's blocks off its SM.
+void prefer_carveout(CUfunction f, const char* what) {
+  static const int carveout = [] {
+    const char* v = std::getenv("LATHE_CARVEOUT");
+    return v ? std::clamp(std::atoi(v), 0, 100) : -1;
+  }();
+  if (carveout < 0) return;
+  static std::mutex mu;
+  static std::set<CUfunction> done;
+  std::lock_guard<std::mutex> lock(mu);
+  if (done.insert(f).second)
+    check(D().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout), what);
+}
+
 // cuLaunchKernelEx with at most one launch attribute (CU_LAUNCH_ATTRIBUTE_IGNORE: none), after opting f in to its
 // dynamic shared memory.
 void launch_with(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, std::vector<void*>& args,
                  const CUlaunchAttribute& attr, const char* what) {
+  prefer_carveout(f, what);
   if (shared_bytes > 48 * 1024)
     check(D().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes)),
           what);

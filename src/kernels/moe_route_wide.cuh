@@ -1,0 +1,308 @@
+// The mixture router over many SMs (decode, 1..8 rows): moe_route.cuh's router, the same bytes out
+// (logits, ids, weights, x's int8 form, the norm's sum), with its (expert, part) units dealt one a
+// warp over ceil(units / LATHE_MOE_WIDE_WARPS) blocks instead of one cluster of 8 blocks.
+// Why: in the decode step the router's rows are not in L2 (the layer's other ~60 MB streamed through
+// it), and the cluster's 8 SMs read them from DRAM, 128 KB each for qwen3-30b-a3b's 1 MB: 11.4 us
+// from the o product's end to gate/up's start (the H200, 2026-12-01). Here
+// - each warp copies its unit's bytes into shared memory before the programmatic-launch wait (the
+//   router is a constant), overlapping the kernel before;
+// - every block forms x (the norm in its prologue, or a copy) and its warps' sums, in the cluster
+//   kernel's order, into part sums in global memory;
+// - the last block to finish (a count in global memory, which it sets back to zero) adds each
+//   expert's parts in part order and picks the top k, as the cluster kernel's block 0 does.
+// Dynamic shared memory: rows * k floats (x), LATHE_MOE_WIDE_WARPS * unit_stride bytes (the units),
+// rows * n_expert floats (the last block's logits). Blocks of 32 * LATHE_MOE_WIDE_WARPS threads.
+
+#define LATHE_MOE_WIDE_WARPS 4
+// Whether each warp's unit is copied in before the programmatic-launch wait (1) or after it (0): a
+// compile-time choice for measurements (LATHE_KERNEL_DEFINES).
+#ifndef LATHE_MOE_WIDE_STAGE_EARLY
+#define LATHE_MOE_WIDE_STAGE_EARLY 1
+#endif
+// The norm kernel's threads a block thread plays at most (norm_threads <= 4 * 32 * WARPS; the
+// launcher checks it).
+#define LATHE_MOE_WIDE_NORM_SETS 4
+
+// lathe_moe_norm_row's bits (lathe_add_rms_norm's) by a block with fewer threads than the norm
+// kernel's norm_threads: warp w plays the norm kernel's warps w, w + WARPS, ... (set m is warp
+// w + m WARPS), each lane its 8 values and their sum of squares in that kernel's order; the warps'
+// sums meet as lathe_block_sum adds them (warp j's in lane j, zeros past the last). The values stay in
+// registers; nw's values (loaded before the wait by lathe_moe_wide_load_norm_w) are this thread's.
+__device__ __forceinline__ void lathe_moe_wide_norm_row(const float* x, const float* y,
+                                                        const float (&wn)[LATHE_MOE_WIDE_NORM_SETS][8], int k,
+                                                        int norm_threads, float eps, float* sr, float* sum_out,
+                                                        float* scratch) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, vwarps = norm_threads >> 5;
+  float v[LATHE_MOE_WIDE_NORM_SETS][8];
+#pragma unroll
+  for (int m = 0; m < LATHE_MOE_WIDE_NORM_SETS; ++m) {
+    const int t = (warp + m * LATHE_MOE_WIDE_WARPS) * 32 + lane;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int i = t + j * norm_threads;
+      v[m][j] = t < norm_threads && i < k ? x[i] + y[i] : 0.0f;
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < LATHE_MOE_WIDE_NORM_SETS; ++m) {
+    const int vw = warp + m * LATHE_MOE_WIDE_WARPS;
+    if (vw < vwarps) {  // warp-uniform
+      const int t = vw * 32 + lane;
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        if (t + j * norm_threads < k) sum += v[m][j] * v[m][j];
+      sum = lathe_warp_sum(sum);
+      if (lane == 0) scratch[vw] = sum;
+    }
+  }
+  __syncthreads();
+  const float inv = rsqrtf(lathe_warp_sum(lane < vwarps ? scratch[lane] : 0.0f) / float(k) + eps);
+#pragma unroll
+  for (int m = 0; m < LATHE_MOE_WIDE_NORM_SETS; ++m) {
+    const int t = (warp + m * LATHE_MOE_WIDE_WARPS) * 32 + lane;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int i = t + j * norm_threads;
+      if (t < norm_threads && i < k) {
+        if (sum_out) sum_out[i] = v[m][j];
+        sr[i] = v[m][j] * inv * wn[m][j];
+      }
+    }
+  }
+}
+
+// The norm's weights of the values this thread forms (lathe_moe_wide_norm_row's layout), 1.0 where
+// there is no norm or no value: a constant, so loaded before the wait.
+__device__ __forceinline__ void lathe_moe_wide_load_norm_w(float (&wn)[LATHE_MOE_WIDE_NORM_SETS][8], const float* nw,
+                                                           int k, int norm_threads) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+  for (int m = 0; m < LATHE_MOE_WIDE_NORM_SETS; ++m) {
+    const int t = (warp + m * LATHE_MOE_WIDE_WARPS) * 32 + lane;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int i = t + j * norm_threads;
+      wn[m][j] = nw && t < norm_threads && i < k ? nw[i] : 1.0f;
+    }
+  }
+}
+
+// A flag of the route kernels' (moe_route.cuh's flags), honoured by this kernel only: pick the top k
+// with lathe_moe_top_k_sorted_warp where n_expert <= 32 LATHE_MOE_SORTED_KEYS (prepared for a
+// measurement; it does not change a result).
+#define LATHE_MOE_ROUTE_SORTED_TOP_K 8
+#define LATHE_MOE_SORTED_KEYS 8
+
+// lathe_route_top_k_warp's ids and weights, the same bits, for n_expert <= 32 LATHE_MOE_SORTED_KEYS and
+// k <= 32: each lane's keys (experts lane, lane + 32, ...) sorted once, falling, in registers; a pick
+// is two 32-bit warp maxima over the lanes' first keys (the value half, then the index half among the
+// lanes holding that value), and the lane holding it drops it. Then lane i works out pick i's
+// probability, and their sum is taken in pick order, as that function adds them.
+__device__ __forceinline__ void lathe_moe_top_k_sorted_warp(const float* sl, int n_expert, int k, int renormalize,
+                                                            int* ids, float* weights) {
+  const int lane = threadIdx.x & 31;
+  float max, sum;
+  lathe_route_softmax_warp(sl, n_expert, max, sum);
+  unsigned long long key[LATHE_MOE_SORTED_KEYS];
+#pragma unroll
+  for (int i = 0; i < LATHE_MOE_SORTED_KEYS; ++i) {
+    const int e = lane + 32 * i;
+    key[i] = e < n_expert ? lathe_route_key(sl[e], static_cast<unsigned>(e)) : 0ull;
+  }
+#pragma unroll
+  for (int i = 0; i < LATHE_MOE_SORTED_KEYS - 1; ++i)
+#pragma unroll
+    for (int j = 0; j < LATHE_MOE_SORTED_KEYS - 1 - i; ++j)
+      if (key[j] < key[j + 1]) {
+        const unsigned long long t = key[j];
+        key[j] = key[j + 1];
+        key[j + 1] = t;
+      }
+  int mine = 0;  // lane i: pick i's expert
+  for (int i = 0; i < k; ++i) {
+    const unsigned head_hi = static_cast<unsigned>(key[0] >> 32), head_lo = static_cast<unsigned>(key[0]);
+    const unsigned hi = lathe_moe_warp_max_u32(head_hi);
+    const unsigned lo = lathe_moe_warp_max_u32(head_hi == hi ? head_lo : 0u);
+    if (lane == i) mine = static_cast<int>(~lo);
+    if (head_hi == hi && head_lo == lo) {  // this lane's first key was the pick: drop it
+#pragma unroll
+      for (int j = 0; j < LATHE_MOE_SORTED_KEYS - 1; ++j) key[j] = key[j + 1];
+      key[LATHE_MOE_SORTED_KEYS - 1] = 0ull;
+    }
+  }
+  const float p = lane < k ? expf(sl[mine] - max) / sum : 0.0f;
+  float kept = 0.0f;
+  for (int i = 0; i < k; ++i) kept += __shfl_sync(0xffffffffu, p, i);
+  if (lane < k) {
+    ids[lane] = mine;
+    weights[lane] = renormalize ? p / kept : p;
+  }
+}
+
+template <class F>
+__device__ __forceinline__ void lathe_moe_route_wide_body(const uint8_t* w, long long row_bytes, const float* x,
+                                                          int rows, int k, int n_expert, int parts, int top_k,
+                                                          int renormalize, int* ids, float* weights, float* logits,
+                                                          int8_t* q1, int8_t* q2, float4* ds, int two_words, int flags,
+                                                          const float* nx, const float* ny, const float* nw, float eps,
+                                                          float* nsum, int norm_threads, float* part_sums,
+                                                          unsigned* count, int unit_stride, unsigned long long* trace) {
+  // trace (a measurement, usually null): thread 0 stamps the globaltimer at trace[i * grid + block]:
+  // 0 entry, 1 waited, 2 x formed, 3 x quantized and the unit landed (warp 0), 4 its sums written,
+  // 5 counted out, 6 the top k picked (the last block; 0 in the others).
+  auto stamp = [&](int i) {
+    if (trace && threadIdx.x == 0) trace[i * gridDim.x + blockIdx.x] = lathe_globaltimer();
+  };
+  stamp(0);
+  extern __shared__ float4 lathe_moe_wide_smem[];
+  __shared__ float norm_scratch[32];
+  __shared__ int last_block;
+  float* sx = reinterpret_cast<float*>(lathe_moe_wide_smem);  // [rows][k]
+  uint8_t* units_s = reinterpret_cast<uint8_t*>(sx + rows * k);
+  float* sl = reinterpret_cast<float*>(units_s + LATHE_MOE_WIDE_WARPS * unit_stride);  // [rows][n_expert]
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int u = blockIdx.x * LATHE_MOE_WIDE_WARPS + warp, n_warps = gridDim.x * LATHE_MOE_WIDE_WARPS;
+  const int pieces_row = k >> 3, per_part = (pieces_row + parts - 1) / parts;
+  const bool has_unit = u < n_expert * parts;
+  const int e = u % n_expert, p = u / n_expert;
+  const int first = p * per_part, end = has_unit ? min(pieces_row, first + per_part) : first;
+  // The unit's bytes [b0, b1) of row e, copied as 16-byte lines from the one holding b0 (so the
+  // staged bytes keep their global address's alignment): a constant, before the wait.
+  const long long b0 = static_cast<long long>((first << 3) / F::unit_values) * F::unit_bytes;
+  const long long b1 = static_cast<long long>(((end << 3) + F::unit_values - 1) / F::unit_values) * F::unit_bytes;
+  const uint8_t* g = w + e * row_bytes + b0;
+  const uint8_t* g16 = reinterpret_cast<const uint8_t*>(reinterpret_cast<uint64_t>(g) & ~15ull);
+  const int head = static_cast<int>(g - g16);
+  uint8_t* su = units_s + warp * unit_stride;
+  auto stage_unit = [&]() {
+    if (first < end) {
+      const int n16 = static_cast<int>((head + (b1 - b0) + 15) >> 4);
+      for (int i = lane; i < n16; i += 32) lathe_gemv1_cp16(su + 16 * i, g16 + 16 * i);
+    }
+    lathe_gemv1_commit();
+  };
+  if (LATHE_MOE_WIDE_STAGE_EARLY) stage_unit();
+  float norm_w[LATHE_MOE_WIDE_NORM_SETS][8];
+  lathe_moe_wide_load_norm_w(norm_w, nx ? nw : nullptr, k, norm_threads);
+  lathe_pdl_entry();
+  stamp(1);
+  if (!LATHE_MOE_WIDE_STAGE_EARLY) stage_unit();
+
+  if (nx) {  // the norm in the prologue (fusion rule norm_prologue); block 0 writes the sum
+    for (int r = 0; r < rows; ++r) {
+      const long long o = static_cast<long long>(r) * k;
+      lathe_moe_wide_norm_row(nx + o, ny + o, norm_w, k, norm_threads, eps, sx + o,
+                              blockIdx.x == 0 ? nsum + o : nullptr, norm_scratch);
+      __syncthreads();  // norm_scratch is reused by the next row
+    }
+  } else {
+    for (int i = threadIdx.x; i < (rows * k) >> 2; i += blockDim.x)
+      reinterpret_cast<float4*>(sx)[i] = reinterpret_cast<const float4*>(x)[i];
+    __syncthreads();
+  }
+
+  stamp(2);
+  // x's int8 form: 32-value blocks dealt over every warp of the grid (rows are contiguous).
+  if (q1) {
+    const int n_blocks = rows * (k >> 5);
+    for (int b = u; b < n_blocks; b += n_warps) {
+      const long long i = static_cast<long long>(b) * 32 + lane;
+      lathe_quantize_block32(sx[i], i, two_words, q1, q2, ds);
+    }
+  }
+
+  lathe_gemv1_wait<0>();
+  __syncwarp();  // every lane's lines of the unit have landed
+  stamp(3);
+  if (first < end) {
+    // moe_route_body's loop and order, on the staged bytes (su + head stands for global address g).
+    const uint8_t* row = su + head - b0;
+    float acc[LATHE_MOE_MAX_ROWS];
+#pragma unroll
+    for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) acc[r] = 0.0f;
+#pragma unroll 4
+    for (int q = first + lane; q < end; q += 32) {
+      const int vi = q << 3;
+      float wv[8];
+      lathe_gemv_dequant8<F>(row + static_cast<long long>(vi / F::unit_values) * F::unit_bytes,
+                             (vi % F::unit_values) >> 3, wv);
+#pragma unroll
+      for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) {
+        if (r < rows) {
+          const float4 a = reinterpret_cast<const float4*>(sx + r * k + vi)[0];
+          const float4 b = reinterpret_cast<const float4*>(sx + r * k + vi)[1];
+          float t = acc[r];
+          t = fmaf(wv[0], a.x, t); t = fmaf(wv[1], a.y, t); t = fmaf(wv[2], a.z, t); t = fmaf(wv[3], a.w, t);
+          t = fmaf(wv[4], b.x, t); t = fmaf(wv[5], b.y, t); t = fmaf(wv[6], b.z, t); t = fmaf(wv[7], b.w, t);
+          acc[r] = t;
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) {
+      if (r < rows) {
+        const float v = lathe_warp_sum(acc[r]);
+        if (lane == 0) part_sums[(r * parts + p) * n_expert + e] = v;
+      }
+    }
+  }
+
+  stamp(4);
+  // The last block out adds the parts: the fence publishes this block's sums before its count.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last_block = atomicAdd(count, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  stamp(5);
+  if (!last_block) {
+    if (trace && threadIdx.x == 0) trace[6 * gridDim.x + blockIdx.x] = 0;
+    return;
+  }
+  __threadfence();
+  for (int i = threadIdx.x; i < rows * n_expert; i += blockDim.x) {
+    const int r = i / n_expert, ee = i - r * n_expert;
+    float s = 0.0f;
+    for (int pp = 0; pp < parts; ++pp) s += __ldcg(part_sums + (r * parts + pp) * n_expert + ee);
+    sl[i] = s;
+    if (logits) logits[i] = s;
+  }
+  if (threadIdx.x == 0) *count = 0u;  // every block has counted: the next launch starts from zero
+  __syncthreads();
+  const bool sorted = (flags & LATHE_MOE_ROUTE_SORTED_TOP_K) && n_expert <= 32 * LATHE_MOE_SORTED_KEYS && top_k <= 32;
+  for (int r = warp; r < rows; r += LATHE_MOE_WIDE_WARPS) {
+    if (sorted)
+      lathe_moe_top_k_sorted_warp(sl + r * n_expert, n_expert, top_k, renormalize, ids + r * top_k, weights + r * top_k);
+    else if (flags & LATHE_MOE_ROUTE_REGISTER_TOP_K)
+      lathe_moe_top_k_warp(sl + r * n_expert, n_expert, top_k, renormalize, ids + r * top_k, weights + r * top_k,
+                           flags & LATHE_MOE_ROUTE_REPORT_GAP);
+    else
+      lathe_route_top_k_warp(sl + r * n_expert, n_expert, top_k, renormalize, ids + r * top_k, weights + r * top_k);
+  }
+  stamp(6);
+}
+
+#define LATHE_MOE_ROUTE_WIDE_KERNEL(FMT)                                                                            \
+  extern "C" __global__ void __launch_bounds__(32 * LATHE_MOE_WIDE_WARPS) lathe_moe_route_wide_##FMT(               \
+      const uint8_t* w, long long row_bytes, const float* x, int rows, int k, int n_expert, int parts, int top_k,  \
+      int renormalize, int* ids, float* weights, float* logits, int8_t* q1, int8_t* q2, float4* ds, int two_words, \
+      int flags, const float* nx, const float* ny, const float* nw, float eps, float* nsum, int norm_threads,      \
+      float* part_sums, unsigned* count, int unit_stride, unsigned long long* trace) {                              \
+    lathe_moe_route_wide_body<lathe_gemv_##FMT>(w, row_bytes, x, rows, k, n_expert, parts, top_k, renormalize,     \
+                                                ids, weights, logits, q1, q2, ds, two_words, flags, nx, ny, nw, eps, \
+                                                nsum, norm_threads, part_sums, count, unit_stride, trace);          \
+  }
+
+LATHE_MOE_ROUTE_WIDE_KERNEL(f32)
+LATHE_MOE_ROUTE_WIDE_KERNEL(f16)
+LATHE_MOE_ROUTE_WIDE_KERNEL(bf16)
+LATHE_MOE_ROUTE_WIDE_KERNEL(q8_0)
+LATHE_MOE_ROUTE_WIDE_KERNEL(q4_0)
+LATHE_MOE_ROUTE_WIDE_KERNEL(q4_1)
+LATHE_MOE_ROUTE_WIDE_KERNEL(q5_0)
+LATHE_MOE_ROUTE_WIDE_KERNEL(q5_1)
+LATHE_MOE_ROUTE_WIDE_KERNEL(q4_k)
+LATHE_MOE_ROUTE_WIDE_KERNEL(q5_k)
+LATHE_MOE_ROUTE_WIDE_KERNEL(q6_k)
