@@ -222,6 +222,41 @@ __device__ __forceinline__ void lathe_moe_load_norm_w(float (&w)[8], const float
   }
 }
 
+// A router unit's sums, one a row: the pieces first .. end - 1 (8 values each) of the row at `row` (its
+// global address, or a copy keeping that address's alignment), lane's pieces first + lane, + 32, ...,
+// against x staged at sx ([rows][k] f32), in this order, then the warp's sum; done(r, sum) for each row
+// r < rows, by every lane. The cluster and the wide router both sum with it: their logits are one
+// arithmetic.
+template <class F, class Done>
+__device__ __forceinline__ void lathe_moe_unit_sums(const uint8_t* row, int first, int end, const float* sx, int rows,
+                                                    int k, Done done) {
+  const int lane = threadIdx.x & 31;
+  float acc[LATHE_MOE_MAX_ROWS];
+#pragma unroll
+  for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) acc[r] = 0.0f;
+#pragma unroll 4
+  for (int q = first + lane; q < end; q += 32) {
+    const int vi = q << 3;
+    float wv[8];
+    lathe_gemv_dequant8<F>(row + static_cast<long long>(vi / F::unit_values) * F::unit_bytes,
+                           (vi % F::unit_values) >> 3, wv);
+#pragma unroll
+    for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) {
+      if (r < rows) {
+        const float4 a = reinterpret_cast<const float4*>(sx + r * k + vi)[0];
+        const float4 b = reinterpret_cast<const float4*>(sx + r * k + vi)[1];
+        float t = acc[r];
+        t = fmaf(wv[0], a.x, t); t = fmaf(wv[1], a.y, t); t = fmaf(wv[2], a.z, t); t = fmaf(wv[3], a.w, t);
+        t = fmaf(wv[4], b.x, t); t = fmaf(wv[5], b.y, t); t = fmaf(wv[6], b.z, t); t = fmaf(wv[7], b.w, t);
+        acc[r] = t;
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r)
+    if (r < rows) done(r, lathe_warp_sum(acc[r]));
+}
+
 template <class F>
 __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long row_bytes, const float* x, int rows,
                                                      int k, int n_expert, int parts, int top_k, int renormalize,
@@ -280,35 +315,9 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   for (int u = gw; u < n_expert * parts; u += n_warps) {
     const int e = u % n_expert, p = u / n_expert;
     const int first = p * per_part, end = min(pieces_row, first + per_part);
-    const uint8_t* row = w + e * row_bytes;
-    float acc[LATHE_MOE_MAX_ROWS];
-#pragma unroll
-    for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) acc[r] = 0.0f;
-#pragma unroll 4
-    for (int q = first + lane; q < end; q += 32) {
-      const int vi = q << 3;
-      float wv[8];
-      lathe_gemv_dequant8<F>(row + static_cast<long long>(vi / F::unit_values) * F::unit_bytes,
-                             (vi % F::unit_values) >> 3, wv);
-#pragma unroll
-      for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) {
-        if (r < rows) {
-          const float4 a = reinterpret_cast<const float4*>(sx + r * k + vi)[0];
-          const float4 b = reinterpret_cast<const float4*>(sx + r * k + vi)[1];
-          float t = acc[r];
-          t = fmaf(wv[0], a.x, t); t = fmaf(wv[1], a.y, t); t = fmaf(wv[2], a.z, t); t = fmaf(wv[3], a.w, t);
-          t = fmaf(wv[4], b.x, t); t = fmaf(wv[5], b.y, t); t = fmaf(wv[6], b.z, t); t = fmaf(wv[7], b.w, t);
-          acc[r] = t;
-        }
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) {
-      if (r < rows) {
-        const float v = lathe_warp_sum(acc[r]);
-        if (lane == 0) lathe_moe_store_remote(part + (r * parts + p) * n_expert + e, 0u, v);
-      }
-    }
+    lathe_moe_unit_sums<F>(w + e * row_bytes, first, end, sx, rows, k, [&](int r, float v) {
+      if (lane == 0) lathe_moe_store_remote(part + (r * parts + p) * n_expert + e, 0u, v);
+    });
   }
   lathe_moe_cluster_arrive();  // release: the stores above are visible to block 0 after its wait
   lathe_moe_cluster_wait();

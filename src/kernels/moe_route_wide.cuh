@@ -23,11 +23,19 @@
 // launcher checks it).
 #define LATHE_MOE_WIDE_NORM_SETS 4
 
+// Value j of set m of this thread: set m plays the norm kernel's warp (warp + m WARPS), whose lane
+// takes values t, t + norm_threads, ... (t its thread); -1 where it has none.
+__device__ __forceinline__ int lathe_moe_wide_index(int m, int j, int k, int norm_threads) {
+  const int t = ((static_cast<int>(threadIdx.x) >> 5) + m * LATHE_MOE_WIDE_WARPS) * 32 + (threadIdx.x & 31);
+  const int i = t + j * norm_threads;
+  return t < norm_threads && i < k ? i : -1;
+}
+
 // lathe_moe_norm_row's bits (lathe_add_rms_norm's) by a block with fewer threads than the norm
-// kernel's norm_threads: warp w plays the norm kernel's warps w, w + WARPS, ... (set m is warp
-// w + m WARPS), each lane its 8 values and their sum of squares in that kernel's order; the warps'
-// sums meet as lathe_block_sum adds them (warp j's in lane j, zeros past the last). The values stay in
-// registers; nw's values (loaded before the wait by lathe_moe_wide_load_norm_w) are this thread's.
+// kernel's norm_threads: each thread plays the norm kernel's threads of lathe_moe_wide_index, each
+// its 8 values and their sum of squares in that kernel's order; the warps' sums meet as
+// lathe_block_sum adds them (warp j's in lane j, zeros past the last). The values stay in registers;
+// wn holds their norm weights (loaded before the wait by lathe_moe_wide_load_norm_w).
 __device__ __forceinline__ void lathe_moe_wide_norm_row(const float* x, const float* y,
                                                         const float (&wn)[LATHE_MOE_WIDE_NORM_SETS][8], int k,
                                                         int norm_threads, float eps, float* sr, float* sum_out,
@@ -35,23 +43,20 @@ __device__ __forceinline__ void lathe_moe_wide_norm_row(const float* x, const fl
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, vwarps = norm_threads >> 5;
   float v[LATHE_MOE_WIDE_NORM_SETS][8];
 #pragma unroll
-  for (int m = 0; m < LATHE_MOE_WIDE_NORM_SETS; ++m) {
-    const int t = (warp + m * LATHE_MOE_WIDE_WARPS) * 32 + lane;
+  for (int m = 0; m < LATHE_MOE_WIDE_NORM_SETS; ++m)
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const int i = t + j * norm_threads;
-      v[m][j] = t < norm_threads && i < k ? x[i] + y[i] : 0.0f;
+      const int i = lathe_moe_wide_index(m, j, k, norm_threads);
+      v[m][j] = i >= 0 ? x[i] + y[i] : 0.0f;
     }
-  }
 #pragma unroll
   for (int m = 0; m < LATHE_MOE_WIDE_NORM_SETS; ++m) {
     const int vw = warp + m * LATHE_MOE_WIDE_WARPS;
     if (vw < vwarps) {  // warp-uniform
-      const int t = vw * 32 + lane;
       float sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < 8; ++j)
-        if (t + j * norm_threads < k) sum += v[m][j] * v[m][j];
+        if (lathe_moe_wide_index(m, j, k, norm_threads) >= 0) sum += v[m][j] * v[m][j];
       sum = lathe_warp_sum(sum);
       if (lane == 0) scratch[vw] = sum;
     }
@@ -59,33 +64,28 @@ __device__ __forceinline__ void lathe_moe_wide_norm_row(const float* x, const fl
   __syncthreads();
   const float inv = rsqrtf(lathe_warp_sum(lane < vwarps ? scratch[lane] : 0.0f) / float(k) + eps);
 #pragma unroll
-  for (int m = 0; m < LATHE_MOE_WIDE_NORM_SETS; ++m) {
-    const int t = (warp + m * LATHE_MOE_WIDE_WARPS) * 32 + lane;
+  for (int m = 0; m < LATHE_MOE_WIDE_NORM_SETS; ++m)
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const int i = t + j * norm_threads;
-      if (t < norm_threads && i < k) {
+      const int i = lathe_moe_wide_index(m, j, k, norm_threads);
+      if (i >= 0) {
         if (sum_out) sum_out[i] = v[m][j];
         sr[i] = v[m][j] * inv * wn[m][j];
       }
     }
-  }
 }
 
-// The norm's weights of the values this thread forms (lathe_moe_wide_norm_row's layout), 1.0 where
-// there is no norm or no value: a constant, so loaded before the wait.
+// The norm's weights of the values this thread forms (lathe_moe_wide_index), 1.0 where there is no
+// norm or no value: a constant, so loaded before the wait.
 __device__ __forceinline__ void lathe_moe_wide_load_norm_w(float (&wn)[LATHE_MOE_WIDE_NORM_SETS][8], const float* nw,
                                                            int k, int norm_threads) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 #pragma unroll
-  for (int m = 0; m < LATHE_MOE_WIDE_NORM_SETS; ++m) {
-    const int t = (warp + m * LATHE_MOE_WIDE_WARPS) * 32 + lane;
+  for (int m = 0; m < LATHE_MOE_WIDE_NORM_SETS; ++m)
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const int i = t + j * norm_threads;
-      wn[m][j] = nw && t < norm_threads && i < k ? nw[i] : 1.0f;
+      const int i = lathe_moe_wide_index(m, j, k, norm_threads);
+      wn[m][j] = nw && i >= 0 ? nw[i] : 1.0f;
     }
-  }
 }
 
 // A flag of the route kernels' (moe_route.cuh's flags), honoured by this kernel only: pick the top k
@@ -216,36 +216,10 @@ __device__ __forceinline__ void lathe_moe_route_wide_body(const uint8_t* w, long
   __syncwarp();  // every lane's lines of the unit have landed
   stamp(3);
   if (first < end) {
-    // moe_route_body's loop and order, on the staged bytes (su + head stands for global address g).
-    const uint8_t* row = su + head - b0;
-    float acc[LATHE_MOE_MAX_ROWS];
-#pragma unroll
-    for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) acc[r] = 0.0f;
-#pragma unroll 4
-    for (int q = first + lane; q < end; q += 32) {
-      const int vi = q << 3;
-      float wv[8];
-      lathe_gemv_dequant8<F>(row + static_cast<long long>(vi / F::unit_values) * F::unit_bytes,
-                             (vi % F::unit_values) >> 3, wv);
-#pragma unroll
-      for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) {
-        if (r < rows) {
-          const float4 a = reinterpret_cast<const float4*>(sx + r * k + vi)[0];
-          const float4 b = reinterpret_cast<const float4*>(sx + r * k + vi)[1];
-          float t = acc[r];
-          t = fmaf(wv[0], a.x, t); t = fmaf(wv[1], a.y, t); t = fmaf(wv[2], a.z, t); t = fmaf(wv[3], a.w, t);
-          t = fmaf(wv[4], b.x, t); t = fmaf(wv[5], b.y, t); t = fmaf(wv[6], b.z, t); t = fmaf(wv[7], b.w, t);
-          acc[r] = t;
-        }
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < LATHE_MOE_MAX_ROWS; ++r) {
-      if (r < rows) {
-        const float v = lathe_warp_sum(acc[r]);
-        if (lane == 0) part_sums[(r * parts + p) * n_expert + e] = v;
-      }
-    }
+    // The cluster kernel's sums, on the staged bytes (su + head stands for global address g).
+    lathe_moe_unit_sums<F>(su + head - b0, first, end, sx, rows, k, [&](int r, float v) {
+      if (lane == 0) part_sums[(r * parts + p) * n_expert + e] = v;
+    });
   }
 
   stamp(4);
