@@ -215,8 +215,9 @@ __device__ __forceinline__ void lathe_moe_route_wide_body(const uint8_t* w, long
   lathe_gemv1_wait<0>();
   __syncwarp();  // every lane's lines of the unit have landed
   stamp(3);
-  if (first < end) {
-    // The cluster kernel's sums, on the staged bytes (su + head stands for global address g).
+  if (has_unit) {
+    // The cluster kernel's sums, on the staged bytes (su + head stands for global address g); an empty
+    // part writes its zero, as there.
     lathe_moe_unit_sums<F>(su + head - b0, first, end, sx, rows, k, [&](int r, float v) {
       if (lane == 0) part_sums[(r * parts + p) * n_expert + e] = v;
     });
