@@ -125,7 +125,7 @@
 #   v4      (prepared, not run: no device was lent) the wide router's phases traced (MoeGpu.Timing) and
 #           its unit copied after the wait (LATHE_MOE_WIDE_STAGE_EARLY=0, a PREP_DEFINES variant): tg128
 #           of the 30B with LATHE_MOE_ROUTE=wide against the cluster router, and with its sorted top k
-#           (LATHE_MOE_ROUTE_FLAGS=8)
+#           (LATHE_MOE_ROUTE_FLAGS=8); both routers' stamps in the step (they stamp as the products do)
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -621,7 +621,8 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
-  v4)  # the wide router's phases; its unit copied after the wait; its sorted top k
+  v4)  # the wide router's phases; its unit copied after the wait; its sorted top k. Prepare with
+       # PREP_DEFINES="-DLATHE_MOE_WIDE_STAGE_EARLY=0" SKIP_EMITTED=1 scripts/device_prepare.sh
     timeout 300 $C/test_moe_gpu --gtest_filter='MoeGpu.WideRouter*' 2>&1 | grep -E "Failure|PASSED|FAILED|wide router|Expected|Which|launch" | head -12
     timeout 300 $C/test_moe_gpu --gtest_filter='MoeGpu.Timing' 2>&1 | grep -E "int8x2 .*(route|o alone|o, 3, norm|wide)" | head -20
     D="-DLATHE_MOE_WIDE_STAGE_EARLY=0"
@@ -632,6 +633,11 @@ for part in "$@"; do
       echo "== cluster"; tg128 $L $f
       echo "== wide, staged after the wait"; LATHE_MOE_ROUTE=wide LATHE_KERNEL_DEFINES="$D" tg128 $L $f
       echo "== wide, sorted top k"; LATHE_MOE_ROUTE=wide LATHE_MOE_ROUTE_FLAGS=8 tg128 $L $f
+    done
+    for route in cluster wide; do  # the router's own stamps beside the products'
+      st=${OUT:-/tmp}/stamps-v4-$route.csv
+      LATHE_MOE_ROUTE=$route LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+      echo "== stamps, $route router"; python3 scripts/product_stamps.py $st | tail -6; xz -f $st
     done ;;
   v3)  # the wide router alone and after o; the down's fills past h (a variant since reverted): tests, check,
        # tg128 variants (the wide router then the default, as in v2)

@@ -14,6 +14,10 @@ and prints, per product shape, where a launch's time goes, in microseconds (medi
   span     first wait return -> last block end
   period   previous product's last end -> this one's (other kernels between them included)
 
+The mixture's router stamps too (its row: n_out = the experts, k = the row's width): there `first` is
+x in place -> the block's sums written, and `stream` those -> the block's end (the cluster barrier or
+the count, and in the block that picks, the top k).
+
 Usage: scripts/product_stamps.py FILE.csv"""
 import csv
 import statistics

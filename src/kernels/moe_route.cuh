@@ -271,6 +271,7 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   const unsigned rank = lathe_moe_ctarank();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   lathe_moe_cluster_arrive();  // this block has started
+  LATHE_BLOCK_STAMPS(stamps);  // (LATHE_STAMPS) x in place, the sums written, the block's end
   const int gw = static_cast<int>(rank) * LATHE_MOE_ROUTE_WARPS + warp;
   constexpr int n_warps = LATHE_MOE_ROUTE_CLUSTER * LATHE_MOE_ROUTE_WARPS;
   const int pieces_row = k >> 3, per_part = (pieces_row + parts - 1) / parts;
@@ -283,6 +284,7 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   float norm_w[8];
   lathe_moe_load_norm_w(norm_w, nx, nw, k);
   lathe_pdl_entry();
+  LATHE_STAMP_AT(stamps, 1);
 
   if (nx) {
     // The norm in the prologue (fusion rule norm_prologue): s = nx + ny, x = s / rms(s) * nw, with
@@ -301,6 +303,7 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
       reinterpret_cast<float4*>(sx)[i] = reinterpret_cast<const float4*>(x)[i];
   }
   __syncthreads();
+  LATHE_STAMP_AT(stamps, 2);
 
   // x's int8 form: 32-value blocks dealt over the cluster's warps (rows are contiguous).
   if (q1) {
@@ -319,9 +322,13 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
       if (lane == 0) lathe_moe_store_remote(part + (r * parts + p) * n_expert + e, 0u, v);
     });
   }
+  LATHE_STAMP_AT(stamps, 3);
   lathe_moe_cluster_arrive();  // release: the stores above are visible to block 0 after its wait
   lathe_moe_cluster_wait();
-  if (rank != 0) return;
+  if (rank != 0) {
+    LATHE_STAMP_END(stamps, w, n_expert, k);
+    return;
+  }
 
   for (int i = threadIdx.x; i < rows * n_expert; i += blockDim.x) {
     const int r = i / n_expert, e = i - r * n_expert;
@@ -338,6 +345,7 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
     else
       lathe_route_top_k_warp(sl + warp * n_expert, n_expert, top_k, renormalize, ids + warp * top_k, weights + warp * top_k);
   }
+  LATHE_STAMP_END(stamps, w, n_expert, k);
 }
 
 #define LATHE_MOE_ROUTE_KERNEL(FMT)                                                                              \

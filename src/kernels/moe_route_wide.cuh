@@ -155,6 +155,7 @@ __device__ __forceinline__ void lathe_moe_route_wide_body(const uint8_t* w, long
     if (trace && threadIdx.x == 0) trace[i * gridDim.x + blockIdx.x] = lathe_globaltimer();
   };
   stamp(0);
+  LATHE_BLOCK_STAMPS(stamps);  // (LATHE_STAMPS) as the cluster kernel's
   extern __shared__ float4 lathe_moe_wide_smem[];
   __shared__ float norm_scratch[32];
   __shared__ int last_block;
@@ -187,6 +188,7 @@ __device__ __forceinline__ void lathe_moe_route_wide_body(const uint8_t* w, long
   lathe_moe_wide_load_norm_w(norm_w, nx ? nw : nullptr, k, norm_threads);
   lathe_pdl_entry();
   stamp(1);
+  LATHE_STAMP_AT(stamps, 1);
   if (!LATHE_MOE_WIDE_STAGE_EARLY) stage_unit();
 
   if (nx) {  // the norm in the prologue (fusion rule norm_prologue); block 0 writes the sum
@@ -203,6 +205,7 @@ __device__ __forceinline__ void lathe_moe_route_wide_body(const uint8_t* w, long
   }
 
   stamp(2);
+  LATHE_STAMP_AT(stamps, 2);
   // x's int8 form: 32-value blocks dealt over every warp of the grid (rows are contiguous).
   if (q1) {
     const int n_blocks = rows * (k >> 5);
@@ -224,6 +227,7 @@ __device__ __forceinline__ void lathe_moe_route_wide_body(const uint8_t* w, long
   }
 
   stamp(4);
+  LATHE_STAMP_AT(stamps, 3);
   // The last block out adds the parts: the fence publishes this block's sums before its count.
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -234,6 +238,7 @@ __device__ __forceinline__ void lathe_moe_route_wide_body(const uint8_t* w, long
   stamp(5);
   if (!last_block) {
     if (trace && threadIdx.x == 0) trace[6 * gridDim.x + blockIdx.x] = 0;
+    LATHE_STAMP_END(stamps, w, n_expert, k);
     return;
   }
   __threadfence();
@@ -257,6 +262,7 @@ __device__ __forceinline__ void lathe_moe_route_wide_body(const uint8_t* w, long
       lathe_route_top_k_warp(sl + r * n_expert, n_expert, top_k, renormalize, ids + r * top_k, weights + r * top_k);
   }
   stamp(6);
+  LATHE_STAMP_END(stamps, w, n_expert, k);
 }
 
 #define LATHE_MOE_ROUTE_WIDE_KERNEL(FMT)                                                                            \
