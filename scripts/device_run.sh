@@ -125,7 +125,8 @@
 #   v4      (prepared, not run: no device was lent) the wide router's phases traced (MoeGpu.Timing) and
 #           its unit copied after the wait (LATHE_MOE_WIDE_STAGE_EARLY=0, a PREP_DEFINES variant): tg128
 #           of the 30B with LATHE_MOE_ROUTE=wide against the cluster router, and with its sorted top k
-#           (LATHE_MOE_ROUTE_FLAGS=8); both routers' stamps in the step (they stamp as the products do)
+#           (LATHE_MOE_ROUTE_FLAGS=8) and the cluster kernel's (LATHE_MOE_CLUSTER_SORTED_TOP_K=1): tests,
+#           check; both routers' stamps in the step (they stamp as the products do)
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -621,18 +622,24 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
-  v4)  # the wide router's phases; its unit copied after the wait; its sorted top k. Prepare with
-       # PREP_DEFINES="-DLATHE_MOE_WIDE_STAGE_EARLY=0" SKIP_EMITTED=1 scripts/device_prepare.sh
+  v4)  # the wide router's phases; its unit copied after the wait; its sorted top k, and the cluster
+       # kernel's (a compile-time variant). Prepare with PREP_DEFINES="-DLATHE_MOE_WIDE_STAGE_EARLY=0;
+       # -DLATHE_MOE_CLUSTER_SORTED_TOP_K=1" (no space after the ';') SKIP_EMITTED=1 scripts/device_prepare.sh
     timeout 300 $C/test_moe_gpu --gtest_filter='MoeGpu.WideRouter*' 2>&1 | grep -E "Failure|PASSED|FAILED|wide router|Expected|Which|launch" | head -12
     timeout 300 $C/test_moe_gpu --gtest_filter='MoeGpu.Timing' 2>&1 | grep -E "int8x2 .*(route|o alone|o, 3, norm|wide)" | head -20
-    D="-DLATHE_MOE_WIDE_STAGE_EARLY=0"
+    D="-DLATHE_MOE_WIDE_STAGE_EARLY=0" S="-DLATHE_MOE_CLUSTER_SORTED_TOP_K=1"
     LATHE_KERNEL_DEFINES="$D" timeout 300 $C/test_moe_gpu --gtest_filter='MoeGpu.Timing' 2>&1 | grep -E "int8x2 .*(wide)" | head -20
+    echo "== the cluster kernel's sorted top k: tests, alone"
+    LATHE_KERNEL_DEFINES="$S" timeout 300 $C/test_moe_gpu --gtest_filter='-*Timing*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6
+    LATHE_KERNEL_DEFINES="$S" timeout 300 $C/test_moe_gpu --gtest_filter='MoeGpu.Timing' 2>&1 | grep -E "int8x2 .*(route  |o, route)" | head -4
+    LATHE_KERNEL_DEFINES="$S" checks "qwen3-30b-a3b q8_0"
     f=$(synth qwen3-30b-a3b q8_0)
     for rep in 1 2; do
       echo "== wide"; LATHE_MOE_ROUTE=wide tg128 $L $f
       echo "== cluster"; tg128 $L $f
       echo "== wide, staged after the wait"; LATHE_MOE_ROUTE=wide LATHE_KERNEL_DEFINES="$D" tg128 $L $f
       echo "== wide, sorted top k"; LATHE_MOE_ROUTE=wide LATHE_MOE_ROUTE_FLAGS=8 tg128 $L $f
+      echo "== cluster, sorted top k"; LATHE_KERNEL_DEFINES="$S" tg128 $L $f
     done
     for route in cluster wide; do  # the router's own stamps beside the products'
       st=${OUT:-/tmp}/stamps-v4-$route.csv

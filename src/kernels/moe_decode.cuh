@@ -249,6 +249,7 @@ __device__ __forceinline__ void lathe_moe_quantize_h(const float* hf, int K, int
     float m = fabsf(v[0]);
 #pragma unroll
     for (int i = 1; i < 16; ++i) m = fmaxf(m, fabsf(v[i]));
+    if (base == 0) LATHE_STAMP_X(0);  // (LATHE_STAMPS, thread 0) h's lines have landed
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
     const float d1 = lathe_quantize_scale(m);
     int l1[16], l2[16], s1 = 0, s2 = 0;
@@ -289,6 +290,7 @@ __device__ __forceinline__ void lathe_moe_quantize_h(const float* hf, int K, int
         ds[t >> 1] = make_float4(d1, d2, fmaf(d1, static_cast<float>(s1), d2 * static_cast<float>(s2)), 0.0f);
     }
   }
+  LATHE_STAMP_X(2);  // (LATHE_STAMPS, thread 0) its share quantized
 }
 
 // The down/combine's chunks and dot (shared with moe_single_launch.cuh): item o is output row o, its

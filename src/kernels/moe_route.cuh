@@ -26,6 +26,9 @@
 // A diagnostic (with REGISTER_TOP_K): each row's k-th and (k+1)-th logits and its largest are printed
 // (device printf, "lathe-moe-gap k K next N max M"), to tell a near-tie in the router from a bug.
 #define LATHE_MOE_ROUTE_REPORT_GAP 4
+#ifndef LATHE_MOE_CLUSTER_SORTED_TOP_K
+#define LATHE_MOE_CLUSTER_SORTED_TOP_K 0
+#endif
 
 __device__ __forceinline__ unsigned lathe_moe_ctarank() {
   unsigned r;
@@ -107,6 +110,59 @@ __device__ __forceinline__ void lathe_moe_top_k_warp(const float* sl, int n_expe
   __syncwarp();  // lane 0's weights are visible to the lanes that renormalize them
   if (renormalize)
     for (int i = lane; i < k; i += 32) weights[i] /= kept;
+}
+
+// A route flag the wide router honours (moe_route_wide.cuh), and a compile-time choice of the cluster
+// kernel's (LATHE_MOE_CLUSTER_SORTED_TOP_K=1, LATHE_KERNEL_DEFINES): pick the top k with
+// lathe_moe_top_k_sorted_warp where n_expert <= 32 LATHE_MOE_SORTED_KEYS and k <= 32 (prepared for a
+// measurement; it does not change a result).
+#define LATHE_MOE_ROUTE_SORTED_TOP_K 8
+#define LATHE_MOE_SORTED_KEYS 8
+
+// lathe_route_top_k_warp's ids and weights, the same bits, for n_expert <= 32 LATHE_MOE_SORTED_KEYS and
+// k <= 32: each lane's keys (experts lane, lane + 32, ...) sorted once, falling, in registers; a pick
+// is two 32-bit warp maxima over the lanes' first keys (the value half, then the index half among the
+// lanes holding that value), and the lane holding it drops it. Then lane i works out pick i's
+// probability, and their sum is taken in pick order, as that function adds them.
+__device__ __forceinline__ void lathe_moe_top_k_sorted_warp(const float* sl, int n_expert, int k, int renormalize,
+                                                            int* ids, float* weights) {
+  const int lane = threadIdx.x & 31;
+  float max, sum;
+  lathe_route_softmax_warp(sl, n_expert, max, sum);
+  unsigned long long key[LATHE_MOE_SORTED_KEYS];
+#pragma unroll
+  for (int i = 0; i < LATHE_MOE_SORTED_KEYS; ++i) {
+    const int e = lane + 32 * i;
+    key[i] = e < n_expert ? lathe_route_key(sl[e], static_cast<unsigned>(e)) : 0ull;
+  }
+#pragma unroll
+  for (int i = 0; i < LATHE_MOE_SORTED_KEYS - 1; ++i)
+#pragma unroll
+    for (int j = 0; j < LATHE_MOE_SORTED_KEYS - 1 - i; ++j)
+      if (key[j] < key[j + 1]) {
+        const unsigned long long t = key[j];
+        key[j] = key[j + 1];
+        key[j + 1] = t;
+      }
+  int mine = 0;  // lane i: pick i's expert
+  for (int i = 0; i < k; ++i) {
+    const unsigned head_hi = static_cast<unsigned>(key[0] >> 32), head_lo = static_cast<unsigned>(key[0]);
+    const unsigned hi = lathe_moe_warp_max_u32(head_hi);
+    const unsigned lo = lathe_moe_warp_max_u32(head_hi == hi ? head_lo : 0u);
+    if (lane == i) mine = static_cast<int>(~lo);
+    if (head_hi == hi && head_lo == lo) {  // this lane's first key was the pick: drop it
+#pragma unroll
+      for (int j = 0; j < LATHE_MOE_SORTED_KEYS - 1; ++j) key[j] = key[j + 1];
+      key[LATHE_MOE_SORTED_KEYS - 1] = 0ull;
+    }
+  }
+  const float p = lane < k ? expf(sl[mine] - max) / sum : 0.0f;
+  float kept = 0.0f;
+  for (int i = 0; i < k; ++i) kept += __shfl_sync(0xffffffffu, p, i);
+  if (lane < k) {
+    ids[lane] = mine;
+    weights[lane] = renormalize ? p / kept : p;
+  }
 }
 
 // lathe_route_top_k_warp's choices and weights (the same bits) for `rows` rows by the whole block at
@@ -339,6 +395,12 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   }
   __syncthreads();
   if (warp < rows) {
+#if LATHE_MOE_CLUSTER_SORTED_TOP_K
+    if (n_expert <= 32 * LATHE_MOE_SORTED_KEYS && top_k <= 32 && !(flags & LATHE_MOE_ROUTE_REPORT_GAP))
+      lathe_moe_top_k_sorted_warp(sl + warp * n_expert, n_expert, top_k, renormalize, ids + warp * top_k,
+                                  weights + warp * top_k);
+    else
+#endif
     if (flags & LATHE_MOE_ROUTE_REGISTER_TOP_K)
       lathe_moe_top_k_warp(sl + warp * n_expert, n_expert, top_k, renormalize, ids + warp * top_k, weights + warp * top_k,
                            flags & LATHE_MOE_ROUTE_REPORT_GAP);

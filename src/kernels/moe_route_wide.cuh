@@ -88,58 +88,6 @@ __device__ __forceinline__ void lathe_moe_wide_load_norm_w(float (&wn)[LATHE_MOE
     }
 }
 
-// A flag of the route kernels' (moe_route.cuh's flags), honoured by this kernel only: pick the top k
-// with lathe_moe_top_k_sorted_warp where n_expert <= 32 LATHE_MOE_SORTED_KEYS (prepared for a
-// measurement; it does not change a result).
-#define LATHE_MOE_ROUTE_SORTED_TOP_K 8
-#define LATHE_MOE_SORTED_KEYS 8
-
-// lathe_route_top_k_warp's ids and weights, the same bits, for n_expert <= 32 LATHE_MOE_SORTED_KEYS and
-// k <= 32: each lane's keys (experts lane, lane + 32, ...) sorted once, falling, in registers; a pick
-// is two 32-bit warp maxima over the lanes' first keys (the value half, then the index half among the
-// lanes holding that value), and the lane holding it drops it. Then lane i works out pick i's
-// probability, and their sum is taken in pick order, as that function adds them.
-__device__ __forceinline__ void lathe_moe_top_k_sorted_warp(const float* sl, int n_expert, int k, int renormalize,
-                                                            int* ids, float* weights) {
-  const int lane = threadIdx.x & 31;
-  float max, sum;
-  lathe_route_softmax_warp(sl, n_expert, max, sum);
-  unsigned long long key[LATHE_MOE_SORTED_KEYS];
-#pragma unroll
-  for (int i = 0; i < LATHE_MOE_SORTED_KEYS; ++i) {
-    const int e = lane + 32 * i;
-    key[i] = e < n_expert ? lathe_route_key(sl[e], static_cast<unsigned>(e)) : 0ull;
-  }
-#pragma unroll
-  for (int i = 0; i < LATHE_MOE_SORTED_KEYS - 1; ++i)
-#pragma unroll
-    for (int j = 0; j < LATHE_MOE_SORTED_KEYS - 1 - i; ++j)
-      if (key[j] < key[j + 1]) {
-        const unsigned long long t = key[j];
-        key[j] = key[j + 1];
-        key[j + 1] = t;
-      }
-  int mine = 0;  // lane i: pick i's expert
-  for (int i = 0; i < k; ++i) {
-    const unsigned head_hi = static_cast<unsigned>(key[0] >> 32), head_lo = static_cast<unsigned>(key[0]);
-    const unsigned hi = lathe_moe_warp_max_u32(head_hi);
-    const unsigned lo = lathe_moe_warp_max_u32(head_hi == hi ? head_lo : 0u);
-    if (lane == i) mine = static_cast<int>(~lo);
-    if (head_hi == hi && head_lo == lo) {  // this lane's first key was the pick: drop it
-#pragma unroll
-      for (int j = 0; j < LATHE_MOE_SORTED_KEYS - 1; ++j) key[j] = key[j + 1];
-      key[LATHE_MOE_SORTED_KEYS - 1] = 0ull;
-    }
-  }
-  const float p = lane < k ? expf(sl[mine] - max) / sum : 0.0f;
-  float kept = 0.0f;
-  for (int i = 0; i < k; ++i) kept += __shfl_sync(0xffffffffu, p, i);
-  if (lane < k) {
-    ids[lane] = mine;
-    weights[lane] = renormalize ? p / kept : p;
-  }
-}
-
 template <class F>
 __device__ __forceinline__ void lathe_moe_route_wide_body(const uint8_t* w, long long row_bytes, const float* x,
                                                           int rows, int k, int n_expert, int parts, int top_k,
