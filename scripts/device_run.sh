@@ -126,7 +126,9 @@
 #           its unit copied after the wait (LATHE_MOE_WIDE_STAGE_EARLY=0, a PREP_DEFINES variant): tg128
 #           of the 30B with LATHE_MOE_ROUTE=wide against the cluster router, and with its sorted top k
 #           (LATHE_MOE_ROUTE_FLAGS=8) and the cluster kernel's (LATHE_MOE_CLUSTER_SORTED_TOP_K=1): tests,
-#           check; both routers' stamps in the step (they stamp as the products do)
+#           check; the cluster kernel in 8-warp blocks (LATHE_MOE_ROUTE_WARPS=8: beside o's blocks) with
+#           and without its rows asked into L2 before the wait (LATHE_MOE_ROUTE_FLAGS=1); the routers'
+#           stamps in the step (they stamp as the products do)
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -640,10 +642,14 @@ for part in "$@"; do
       echo "== wide, staged after the wait"; LATHE_MOE_ROUTE=wide LATHE_KERNEL_DEFINES="$D" tg128 $L $f
       echo "== wide, sorted top k"; LATHE_MOE_ROUTE=wide LATHE_MOE_ROUTE_FLAGS=8 tg128 $L $f
       echo "== cluster, sorted top k"; LATHE_KERNEL_DEFINES="$S" tg128 $L $f
+      echo "== cluster of 8-warp blocks"; LATHE_MOE_ROUTE_WARPS=8 tg128 $L $f
+      echo "== cluster of 8-warp blocks, rows asked into L2 before the wait"; LATHE_MOE_ROUTE_WARPS=8 LATHE_MOE_ROUTE_FLAGS=1 tg128 $L $f
     done
-    for route in cluster wide; do  # the router's own stamps beside the products'
+    for route in cluster wide cluster8; do  # the router's own stamps beside the products'
       st=${OUT:-/tmp}/stamps-v4-$route.csv
-      LATHE_MOE_ROUTE=$route LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+      w=16; [ $route = cluster8 ] && w=8
+      LATHE_MOE_ROUTE=${route%8} LATHE_MOE_ROUTE_WARPS=$w LATHE_MOE_ROUTE_FLAGS=$([ $w = 8 ] && echo 1 || echo 0) \
+        LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
       echo "== stamps, $route router"; python3 scripts/product_stamps.py $st | tail -6; xz -f $st
     done ;;
   v3)  # the wide router alone and after o; the down's fills past h (a variant since reverted): tests, check,

@@ -228,8 +228,8 @@ TEST(MoeGpu, RouteWithTheNormInItsPrologueIsAddRmsNormThenTheRouter) {
 // The wide router (moe_route_wide.cuh) against the cluster kernel: with and without the norm in its
 // prologue, every format family, shapes with one part a row and with several, each case launched
 // three times (its count must come back to zero; the third with the sorted top k, route flag 8, which
-// 256 experts and fewer take): the ids, weights, logits, x's int8 form and the norm's sum equal bit
-// for bit.
+// 256 experts and fewer take), and the cluster kernel in blocks of 8 warps: the ids, weights, logits,
+// x's int8 form and the norm's sum equal bit for bit.
 TEST(MoeGpu, WideRouterIsTheClusterRouter) {
   LATHE_NEED_GPU();
   cuda::Stream s;
@@ -287,9 +287,19 @@ TEST(MoeGpu, WideRouterIsTheClusterRouter) {
             }
           }
           EXPECT_EQ(download<uint32_t>(count, 1)[0], 0u) << "the count is left zero";
+          set_moe_route_cluster_warps(8);  // the cluster kernel in blocks of 8 warps where it takes them
+          const Out c8 = run(false);
+          set_moe_route_cluster_warps(16);
+          EXPECT_EQ(c8.ids, c.ids) << "8 warps a block";
+          EXPECT_EQ(std::memcmp(c8.wts.data(), c.wts.data(), c.wts.size() * 4), 0) << "8 warps a block: the weights";
+          EXPECT_EQ(std::memcmp(c8.logits.data(), c.logits.data(), c.logits.size() * 4), 0) << "8 warps: the logits";
+          EXPECT_EQ(c8.q, c.q) << "8 warps a block: x's int8 form";
+          if (c8.sum.size() == c.sum.size()) {
+            EXPECT_EQ(std::memcmp(c8.sum.data(), c.sum.data(), c.sum.size() * 4), 0) << "8 warps a block: the sum";
+          }
           ++cases;
         }
-  std::printf("wide router: %d cases bit-equal to the cluster kernel\n", cases);
+  std::printf("wide router and 8-warp cluster: %d cases bit-equal to the cluster kernel\n", cases);
   EXPECT_GE(cases, 60);
 }
 

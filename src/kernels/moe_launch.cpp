@@ -142,7 +142,15 @@ void check_rows(int64_t rows, int64_t top_k, const char* what) {
 
 }  // namespace
 
+// The cluster router's warps a block (LATHE_MOE_ROUTE_WARPS=8 at start, a measuring knob): 16, or 8
+// where the norm prologue's threads and weights fit 8 warps (the lathe_moe_route8_ kernels).
+int g_route_cluster_warps = [] {
+  const char* v = std::getenv("LATHE_MOE_ROUTE_WARPS");
+  return v && std::string(v) == "8" ? 8 : kRouteWarps;
+}();
+
 void set_moe_kernels_enabled(bool enabled) { g_enabled = enabled; }
+void set_moe_route_cluster_warps(int warps) { g_route_cluster_warps = warps == 8 ? 8 : kRouteWarps; }
 void set_moe_route_flags(int flags) { g_route_flags = flags; }
 
 namespace {
@@ -232,8 +240,11 @@ void moe_route(const WeightMatrix& router, CUdeviceptr x, int64_t rows, int64_t 
                       : "launching the wide mixture router");
     return;
   }
-  cuda::launch(kernel(std::string("lathe_moe_route_") + route_format(router.type)), {kRouteCluster, 1, 1},
-               {32 * kRouteWarps, 1, 1}, static_cast<unsigned>(route_shared_bytes(rows, router.n_out, router.k)),
+  // 8 warps a block take the norm prologue where its threads and its 8 weights a thread fit them.
+  const bool eight = g_route_cluster_warps == 8 && (!norm || (norm_threads <= 256 && router.k <= 8 * 256));
+  cuda::launch(kernel(std::string(eight ? "lathe_moe_route8_" : "lathe_moe_route_") + route_format(router.type)),
+               {kRouteCluster, 1, 1}, {32u * (eight ? 8u : kRouteWarps), 1, 1},
+               static_cast<unsigned>(route_shared_bytes(rows, router.n_out, router.k)),
                stream, {&wp, &row_bytes, &xp, &r, &k, &ne, &parts, &kk, &renorm, &idp, &wtp, &lp, &q1, &q2, &ds, &two, &flags,
                         &nx, &ny, &nw, &eps, &ns, &norm_threads},
                norm ? "launching the mixture router with the norm in its prologue" : "launching the mixture router");

@@ -134,5 +134,9 @@ void set_moe_kernels_enabled(bool enabled);
 // environment's LATHE_MOE_ROUTE_FLAGS=N at start). No option changes a result. LATHE_MOE_GAPS=1 adds
 // the near-tie report (2 | 4). Not thread-safe.
 void set_moe_route_flags(int flags);
+// The cluster router's warps a block: 16 (the default), or 8 (lathe_moe_route8_: its blocks fit beside a
+// decode product's block, so route flag 1's L2 requests overlap the product; the same bytes). The
+// environment's LATHE_MOE_ROUTE_WARPS=8 at start. Where the norm prologue needs more threads, 16.
+void set_moe_route_cluster_warps(int warps);
 
 }  // namespace lathe::kernels

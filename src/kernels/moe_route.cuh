@@ -313,7 +313,10 @@ __device__ __forceinline__ void lathe_moe_unit_sums(const uint8_t* row, int firs
     if (r < rows) done(r, lathe_warp_sum(acc[r]));
 }
 
-template <class F>
+// WARPS: the cluster's blocks' warps (LATHE_MOE_ROUTE_WARPS; 8 for the lathe_moe_route8_ kernels, whose
+// blocks fit beside a decode product's on one SM, so their rows' L2 requests, route flag 1, overlap it).
+// The units' sums and their order do not depend on it.
+template <class F, int WARPS>
 __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long row_bytes, const float* x, int rows,
                                                      int k, int n_expert, int parts, int top_k, int renormalize,
                                                      int* ids, float* weights, float* logits, int8_t* q1, int8_t* q2,
@@ -328,8 +331,8 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   lathe_moe_cluster_arrive();  // this block has started
   LATHE_BLOCK_STAMPS(stamps);  // (LATHE_STAMPS) x in place, the sums written, the block's end
-  const int gw = static_cast<int>(rank) * LATHE_MOE_ROUTE_WARPS + warp;
-  constexpr int n_warps = LATHE_MOE_ROUTE_CLUSTER * LATHE_MOE_ROUTE_WARPS;
+  const int gw = static_cast<int>(rank) * WARPS + warp;
+  constexpr int n_warps = LATHE_MOE_ROUTE_CLUSTER * WARPS;
   const int pieces_row = k >> 3, per_part = (pieces_row + parts - 1) / parts;
   // The router is a constant: its rows are requested into L2 before waiting for the kernel that
   // writes x, so the products below read L2, not DRAM, and the requests overlap that kernel's tail.
@@ -410,17 +413,20 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   LATHE_STAMP_END(stamps, w, n_expert, k);
 }
 
-#define LATHE_MOE_ROUTE_KERNEL(FMT)                                                                              \
+#define LATHE_MOE_ROUTE_KERNEL_WARPS(NAME, FMT, WARPS)                                                           \
   extern "C" __global__ void __cluster_dims__(LATHE_MOE_ROUTE_CLUSTER, 1, 1)                                     \
-      __launch_bounds__(32 * LATHE_MOE_ROUTE_WARPS, 1) lathe_moe_route_##FMT(                                    \
+      __launch_bounds__(32 * WARPS, 1) NAME##FMT(                                                                \
           const uint8_t* w, long long row_bytes, const float* x, int rows, int k, int n_expert, int parts,       \
           int top_k, int renormalize, int* ids, float* weights, float* logits, int8_t* q1, int8_t* q2,          \
           float4* ds, int two_words, int flags, const float* nx, const float* ny, const float* nw, float eps,    \
           float* nsum, int norm_threads) {                                                                       \
-    lathe_moe_route_body<lathe_gemv_##FMT>(w, row_bytes, x, rows, k, n_expert, parts, top_k, renormalize, ids,   \
-                                           weights, logits, q1, q2, ds, two_words, flags, nx, ny, nw, eps, nsum, \
-                                           norm_threads);                                                        \
+    lathe_moe_route_body<lathe_gemv_##FMT, WARPS>(w, row_bytes, x, rows, k, n_expert, parts, top_k, renormalize, \
+                                                  ids, weights, logits, q1, q2, ds, two_words, flags, nx, ny, nw, \
+                                                  eps, nsum, norm_threads);                                      \
   }
+#define LATHE_MOE_ROUTE_KERNEL(FMT)                                           \
+  LATHE_MOE_ROUTE_KERNEL_WARPS(lathe_moe_route_, FMT, LATHE_MOE_ROUTE_WARPS) \
+  LATHE_MOE_ROUTE_KERNEL_WARPS(lathe_moe_route8_, FMT, 8)
 
 LATHE_MOE_ROUTE_KERNEL(f32)
 LATHE_MOE_ROUTE_KERNEL(f16)
