@@ -76,9 +76,6 @@ int64_t wide_shared_bytes(const WeightMatrix& router, int64_t rows) {
   return rows * router.k * 4 + kWideWarps * wide_unit_stride(router) + rows * router.n_out * 4;
 }
 
-
-
-
 bool experts_apply(const WeightMatrix& w, Activations a, int64_t top_k, int64_t staged_values) {
   if (!g_enabled || a == Activations::f32 || !decode_format(w.type) || top_k < 1 || top_k > kMaxTopK) return false;
   if (w.k % block_format(w.type).block_size != 0 || w.k % 32 != 0 || w.n_out <= 0 || w.n_out > (1 << 24)) return false;
