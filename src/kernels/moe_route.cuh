@@ -255,14 +255,33 @@ __device__ __forceinline__ void lathe_moe_norm_row(const float* x, const float* 
 // The router's unit u = (expert u % n_expert, part u / n_expert) asks L2 for its row's lines (128-byte
 // lines from lane's on): the router is a constant, so this goes before the programmatic-launch wait.
 // pieces_row and per_part as the router's loop cuts the rows.
+// The bytes [b0, b1) of a router row that hold its pieces first .. end - 1 (8 values each): whole
+// units of the format. The cluster kernel's L2 requests and the wide router's copies take these.
+template <class F>
+__device__ __forceinline__ void lathe_moe_unit_bytes(int first, int end, long long& b0, long long& b1) {
+  b0 = static_cast<long long>((first << 3) / F::unit_values) * F::unit_bytes;
+  b1 = static_cast<long long>(((end << 3) + F::unit_values - 1) / F::unit_values) * F::unit_bytes;
+}
+
+// x's int8 form (quantize_act.cuh's layout) from x staged at sx ([rows][k], rows contiguous), its 32-value
+// blocks dealt over warps w, w + n_warps, ... (w: this warp's index among them).
+__device__ __forceinline__ void lathe_moe_quantize_x(const float* sx, int rows, int k, int w, int n_warps,
+                                                     int two_words, int8_t* q1, int8_t* q2, float4* ds) {
+  const int lane = threadIdx.x & 31, n_blocks = rows * (k >> 5);
+  for (int b = w; b < n_blocks; b += n_warps) {
+    const long long i = static_cast<long long>(b) * 32 + lane;
+    lathe_quantize_block32(sx[i], i, two_words, q1, q2, ds);
+  }
+}
+
 template <class F>
 __device__ __forceinline__ void lathe_moe_prefetch_unit(const uint8_t* w, long long row_bytes, int u, int n_expert,
                                                         int pieces_row, int per_part, int lane) {
   const int e = u % n_expert, p = u / n_expert;
   const int first = p * per_part, end = min(pieces_row, first + per_part);
   if (first >= end) return;
-  const long long b0 = static_cast<long long>((first << 3) / F::unit_values) * F::unit_bytes;
-  const long long b1 = static_cast<long long>(((end << 3) + F::unit_values - 1) / F::unit_values) * F::unit_bytes;
+  long long b0, b1;
+  lathe_moe_unit_bytes<F>(first, end, b0, b1);
   const uint8_t* row = w + e * row_bytes;
   for (long long off = (b0 & ~127ll) + 128 * lane; off < b1; off += 32 * 128)
     asm volatile("prefetch.global.L2 [%0];" ::"l"(row + off));
@@ -364,14 +383,8 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   __syncthreads();
   LATHE_STAMP_AT(stamps, 2);
 
-  // x's int8 form: 32-value blocks dealt over the cluster's warps (rows are contiguous).
-  if (q1) {
-    const int n_blocks = rows * (k >> 5);
-    for (int b = gw; b < n_blocks; b += n_warps) {
-      const long long i = static_cast<long long>(b) * 32 + lane;
-      lathe_quantize_block32(sx[i], i, two_words, q1, q2, ds);
-    }
-  }
+  // x's int8 form: 32-value blocks dealt over the cluster's warps.
+  if (q1) lathe_moe_quantize_x(sx, rows, k, gw, n_warps, two_words, q1, q2, ds);
 
   lathe_moe_cluster_wait();  // every block of the cluster has started: block 0's shared memory is live
   for (int u = gw; u < n_expert * parts; u += n_warps) {

@@ -118,8 +118,8 @@ __device__ __forceinline__ void lathe_moe_route_wide_body(const uint8_t* w, long
   const int first = p * per_part, end = has_unit ? min(pieces_row, first + per_part) : first;
   // The unit's bytes [b0, b1) of row e, copied as 16-byte lines from the one holding b0 (so the
   // staged bytes keep their global address's alignment): a constant, before the wait.
-  const long long b0 = static_cast<long long>((first << 3) / F::unit_values) * F::unit_bytes;
-  const long long b1 = static_cast<long long>(((end << 3) + F::unit_values - 1) / F::unit_values) * F::unit_bytes;
+  long long b0, b1;
+  lathe_moe_unit_bytes<F>(first, end, b0, b1);
   const uint8_t* g = w + e * row_bytes + b0;
   const uint8_t* g16 = reinterpret_cast<const uint8_t*>(reinterpret_cast<uint64_t>(g) & ~15ull);
   const int head = static_cast<int>(g - g16);
@@ -154,14 +154,8 @@ __device__ __forceinline__ void lathe_moe_route_wide_body(const uint8_t* w, long
 
   stamp(2);
   LATHE_STAMP_AT(stamps, 2);
-  // x's int8 form: 32-value blocks dealt over every warp of the grid (rows are contiguous).
-  if (q1) {
-    const int n_blocks = rows * (k >> 5);
-    for (int b = u; b < n_blocks; b += n_warps) {
-      const long long i = static_cast<long long>(b) * 32 + lane;
-      lathe_quantize_block32(sx[i], i, two_words, q1, q2, ds);
-    }
-  }
+  // x's int8 form: 32-value blocks dealt over every warp of the grid.
+  if (q1) lathe_moe_quantize_x(sx, rows, k, u, n_warps, two_words, q1, q2, ds);
 
   lathe_gemv1_wait<0>();
   __syncwarp();  // every lane's lines of the unit have landed
