@@ -129,6 +129,12 @@
 #           check; the cluster kernel in 8-warp blocks (LATHE_MOE_ROUTE_WARPS=8: beside o's blocks) with
 #           and without its rows asked into L2 before the wait (LATHE_MOE_ROUTE_FLAGS=1); the routers'
 #           stamps in the step (they stamp as the products do)
+#   w3      the router epilogue's rows kept for the block's end, gate/up writing h's int8 form: tests, checks,
+#           the 30B's tg128 with both, with h quantized in down and with the router held back; stamps
+#   w2      the router in the o product's epilogue (router_epilogue): tests, checks, the 30B's tg128 on and
+#           held back, its stamps, qwen3-8b's tg128
+#   w1      2026-12-01's thirteenth session: v4 cut down: the routers' phases (MoeGpu.Timing), the cluster
+#           kernel's sorted top k (tests, tg128) and its 8-warp blocks, the wide router's tg128, the stamps
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
@@ -624,6 +630,59 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  w3)  # the router epilogue's rows kept for the block's end, and gate/up writing h's int8 form (down copies it):
+       # their tests, the lane's, checks, the 30B's tg128 with both, with h quantized in down
+       # (LATHE_EPILOGUE_SKIP=moe) and with the router held back, alternated; stamps; qwen3-8b and 0.6b
+    gpu_tests test_route_epilogue_gpu test_moe_gpu test_gpu_lane_gpu
+    $C/test_route_epilogue_gpu 2>&1 | grep -E "router epilogue:|Failure" | head -8
+    $C/test_moe_gpu --gtest_filter='*ExpertsMatch*' 2>&1 | grep -E "Failure|int8 form" | head -8
+    $C/test_gpu_lane_gpu --gtest_filter='*RouterEpilogue*:*Mixture*' 2>&1 | grep -E "\[ lane \]|Failure" | head -8
+    checks "qwen3moe-tiny q8_0" "qwen3-30b-a3b q8_0"
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30B, h quantized in down"; LATHE_EPILOGUE_SKIP=moe timeout 60 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    for rep in 1 2; do
+      echo "== 30B both"; tg128 $L $f
+      echo "== 30B h quantized in down"; LATHE_EPILOGUE_SKIP=moe tg128 $L $f
+      echo "== 30B router held back"; timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold router_epilogue 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    done
+    st=${OUT:-/tmp}/stamps-w3.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st > ${OUT:-/tmp}/stamps-w3.txt 2>&1; tail -6 ${OUT:-/tmp}/stamps-w3.txt; xz -f $st
+    for m in qwen3-8b qwen3-0.6b; do echo "== $m"; tg128 $L $(synth $m q8_0); done ;;
+  w2)  # the router in o's epilogue (router_epilogue): its kernel test, the lane's, the mixture's and the GEMV's
+       # tests, checks of qwen3moe-tiny and the 30B (also held back), tg128 of the 30B on and held back,
+       # alternated, the stamps with it; qwen3-8b's tg128 (the decode GEMV's row walk now takes an epilogue)
+    gpu_tests test_route_epilogue_gpu test_gpu_lane_gpu test_moe_gpu test_gemv_gpu
+    $C/test_route_epilogue_gpu 2>&1 | grep -E "router epilogue:|Failure" | head -8
+    $C/test_gpu_lane_gpu --gtest_filter='*RouterEpilogue*:*Mixture*:*NormPrologue*' 2>&1 | grep -E "\[ lane \]|Failure" | head -8
+    checks "qwen3moe-tiny q8_0" "qwen3-30b-a3b q8_0"
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30B held back"; timeout 60 $L check $f --steps 16 --hold router_epilogue 2>&1 | tail -2 | head -1
+    for rep in 1 2; do
+      echo "== 30B router_epilogue"; tg128 $L $f
+      echo "== 30B held back"; timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold router_epilogue 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    done
+    st=${OUT:-/tmp}/stamps-w2.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st > ${OUT:-/tmp}/stamps-w2.txt 2>&1; tail -8 ${OUT:-/tmp}/stamps-w2.txt; xz -f $st
+    f8=$(synth qwen3-8b q8_0)
+    echo "== 8b"; tg128 $L $f8 ;;
+  w1)  # v4 cut to what the next changes need: the router's phases alone and after o (both kernels), the
+       # cluster kernel's sorted top k (its tests and tg128) and 8-warp blocks with its rows asked into L2,
+       # the stamps of the step with the router's and down's inside-x stamps. Prepared as v4 is.
+    timeout 300 $C/test_moe_gpu --gtest_filter='MoeGpu.WideRouter*' 2>&1 | grep -E "Failure|PASSED|FAILED|wide router" | head -6
+    timeout 300 $C/test_moe_gpu --gtest_filter='MoeGpu.Timing' > ${OUT:-/tmp}/timing-w1.txt 2>&1
+    grep -E "int8x2 .*(route|o alone|o, 3, norm|wide)" ${OUT:-/tmp}/timing-w1.txt | head -24
+    S="-DLATHE_MOE_CLUSTER_SORTED_TOP_K=1"
+    LATHE_KERNEL_DEFINES="$S" timeout 300 $C/test_moe_gpu --gtest_filter='-*Timing*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -4
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== cluster"; tg128 $L $f
+    echo "== cluster, sorted top k"; LATHE_KERNEL_DEFINES="$S" tg128 $L $f
+    echo "== cluster of 8-warp blocks, rows into L2 first"; LATHE_MOE_ROUTE_WARPS=8 LATHE_MOE_ROUTE_FLAGS=1 tg128 $L $f
+    echo "== wide"; LATHE_MOE_ROUTE=wide tg128 $L $f
+    st=${OUT:-/tmp}/stamps-w1.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st > ${OUT:-/tmp}/stamps-w1.txt 2>&1; tail -8 ${OUT:-/tmp}/stamps-w1.txt; xz -f $st ;;
   v4)  # the wide router's phases; its unit copied after the wait; its sorted top k, and the cluster
        # kernel's (a compile-time variant). Prepare with PREP_DEFINES="-DLATHE_MOE_WIDE_STAGE_EARLY=0;
        # -DLATHE_MOE_CLUSTER_SORTED_TOP_K=1" (no space after the ';') SKIP_EMITTED=1 scripts/device_prepare.sh

@@ -165,6 +165,31 @@ TEST(Fuse, NormPrologueTakesSumNormAndProducts) {
   }
 }
 
+// router_epilogue: in a decode cut of a mixture model, each layer's o product (the attention's output
+// projection, right before the [add, norm, mixture] group) is marked with that layer's mixture; never
+// in a chunk; held back, nothing; with norm_prologue held (no such group), nothing.
+TEST(Fuse, RouterEpilogueMarksTheProductBeforeEachMixture) {
+  const graph::Graph g = lift_shape("qwen3moe-tiny", "decode");
+  const fuse::FusionPlan all = fuse::fuse(g);
+  int mixtures = 0;
+  for (const graph::Node& n : g.nodes) mixtures += n.kind == lang::OpKind::mixture;
+  ASSERT_GT(mixtures, 0);
+  EXPECT_EQ(static_cast<int>(all.router_epilogues.size()), mixtures);
+  for (const auto& [product, mixture] : all.router_epilogues) {
+    const graph::Node& p = g.nodes[static_cast<size_t>(product)];
+    EXPECT_EQ(p.kind, lang::OpKind::product);
+    EXPECT_EQ(g.nodes[static_cast<size_t>(mixture)].kind, lang::OpKind::mixture);
+    const fuse::Group& mg = all.groups[static_cast<size_t>(all.group_of[static_cast<size_t>(mixture)])];
+    EXPECT_EQ(mg.rule, "norm_prologue");
+    EXPECT_EQ(all.group_of[static_cast<size_t>(product)] + 1, all.group_of[static_cast<size_t>(mixture)]);
+    EXPECT_EQ(g.nodes[static_cast<size_t>(mg.nodes[0])].args[1].tensor, p.output);  // the add reads it
+  }
+  EXPECT_TRUE(fuse::fuse(g, {"router_epilogue"}).router_epilogues.empty());
+  EXPECT_TRUE(fuse::fuse(g, {"norm_prologue"}).router_epilogues.empty());
+  EXPECT_TRUE(fuse::fuse(lift_shape("qwen3moe-tiny", "prefill:16")).router_epilogues.empty());
+  EXPECT_TRUE(fuse::fuse(lift_shape("qwen3-tiny", "decode")).router_epilogues.empty());  // no mixture
+}
+
 // The names of the values a plan quantizes in their producers' epilogue.
 std::set<std::string> quantized_names(const graph::Graph& g, const fuse::FusionPlan& p) {
   std::set<std::string> out;
@@ -241,7 +266,8 @@ TEST(Fuse, UnknownRuleIsRefusedByName) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: norm_prologue, add_norm, rope_append, rope_attention, qk_norm_rope, "
                                          "kv_append, "
-                                         "gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue, mixture_one_launch)"),
+                                         "gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue, mixture_one_launch, "
+                                         "router_epilogue)"),
               std::string::npos) << e.what();
   }
 }

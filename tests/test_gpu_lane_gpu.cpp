@@ -142,11 +142,12 @@ TEST(GpuLaneNormPrologue, AgreesWithHeldBackAndInterpreter) {
     GpuEngineOptions go;
     go.n_ctx = 64;
     go.max_chunk = 8;
+    go.held = {"router_epilogue"};  // which takes the mixture's norm prologue over (GpuLaneRouterEpilogue)
     GpuEngine fused(f, go);
     const std::vector<float> got = trace(fused);
     const std::string plan = fused.plan(1).describe();
     GpuEngineOptions held_options = go;
-    held_options.held = {"norm_prologue"};
+    held_options.held = {"norm_prologue", "router_epilogue"};
     GpuEngine held(f, held_options);
     const std::vector<float> base = trace(held);
     CpuEngine cpu(f, 64, 8);
@@ -160,6 +161,34 @@ TEST(GpuLaneNormPrologue, AgreesWithHeldBackAndInterpreter) {
     EXPECT_LT(vs_held, 2.5e-4);  // as add_norm: the norm's sum of squares in another order
     EXPECT_LT(vs_cpu, 2e-3);
   }
+}
+
+// router_epilogue (on by default): the mixture's router in the o product's epilogue, against the plan
+// without it (the o product, then the router kernel with the norm in its prologue) and the interpreter.
+TEST(GpuLaneRouterEpilogue, AgreesWithHeldBackAndInterpreter) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  const GgufFile f = synthetic("qwen3moe-tiny", "router-epilogue");
+  GpuEngineOptions go;
+  go.n_ctx = 64;
+  go.max_chunk = 8;
+  GpuEngine fused(f, go);
+  const std::string plan = fused.plan(1).describe();
+  const std::vector<float> got = trace(fused);
+  GpuEngineOptions held_options = go;
+  held_options.held = {"router_epilogue"};
+  GpuEngine held(f, held_options);
+  const std::string held_plan = held.plan(1).describe();
+  const std::vector<float> base = trace(held);
+  CpuEngine cpu(f, 64, 8);
+  const double vs_held = normalized(got, base), vs_cpu = normalized(got, trace(cpu));
+  std::printf("[ lane ] qwen3moe-tiny router in o's epilogue: vs held back %.2e, vs interpreter %.2e\n", vs_held,
+              vs_cpu);
+  EXPECT_NE(plan.find("in its epilogue"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("the router in the product's epilogue"), std::string::npos) << plan;
+  EXPECT_EQ(held_plan.find("in its epilogue"), std::string::npos) << held_plan;
+  EXPECT_LT(vs_held, 2.5e-4);  // the norm's squares and the logits added in another order
+  EXPECT_LT(vs_cpu, 2e-3);
 }
 
 // A prompt whose caller reads only the last row's logits runs the chunk's prompt variant (the output
@@ -262,6 +291,7 @@ TEST(GpuLaneMixture, ThreeKernelsAgree) {
   const std::vector<float> base = trace(eight);
   ASSERT_EQ(eight.plan(1).describe().find("mixture in three kernels"), std::string::npos);
   ::unsetenv("LATHE_MOE_KERNELS");
+  go.held = {"router_epilogue"};  // the three kernels as such (the router in o's epilogue: GpuLaneRouterEpilogue)
   GpuEngine three(f, go);
   const std::string plan = three.plan(1).describe();
   ASSERT_NE(plan.find("mixture in three kernels"), std::string::npos) << plan;

@@ -361,6 +361,7 @@ TEST(MoeGpu, RouteTiesGoToTheLowerIndex) {
 struct ExpertErrors {
   double gate_up = 0, gate_up_fallback = 0, down = 0, down_fallback = 0;
   bool deterministic = true, quantized_h_identical = true;
+  bool h_form_identical = true;  // gate/up's own int8 form of h (h_q) is the quantizer's bytes, twice
 };
 
 ExpertErrors check_experts(const Stack& gate, const Stack& up, const Stack& down, int64_t rows, const MoeShape& sh,
@@ -408,6 +409,21 @@ ExpertErrors check_experts(const Stack& gate, const Stack& up, const Stack& down
   std::vector<uint8_t> hbytes;
   DeviceBuffer hq = quantize_on_device(h.ptr(), slots, ff, a, s, hbytes);
   const std::vector<float> hh = rebuilt_x(hbytes, slots, ff, a);
+  {
+    DeviceBuffer hq2(hbytes.size()), counts(static_cast<size_t>(moe_h_count_bytes(rows, kk, ff)));
+    counts.zero();
+    settle(counts);
+    for (int launch = 0; launch < 2; ++launch) {  // the counts come back to zero: the second is the same
+      DeviceBuffer h3(static_cast<size_t>(slots * ff * 4));
+      moe_gate_up_swiglu(gate.weights(), up.weights(), a, xq.ptr(), rows, idd.ptr(), kk, h3.ptr(), s.handle(),
+                         QuantizedOut{hq2.ptr(), a}, counts.ptr());
+      s.synchronize();
+      e.h_form_identical = e.h_form_identical && download<uint8_t>(hq2, hbytes.size()) == hbytes &&
+                           download<float>(h3, slots * ff) == hg;
+    }
+    const std::vector<uint32_t> left = download<uint32_t>(counts, static_cast<size_t>(rows * kk * ff / 32));
+    e.h_form_identical = e.h_form_identical && std::all_of(left.begin(), left.end(), [](uint32_t c) { return c == 0; });
+  }
   std::vector<double> out_ref(static_cast<size_t>(rows * n), 0.0), out_scale(static_cast<size_t>(rows * n), 0.0);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < kk; ++j) {
@@ -460,6 +476,7 @@ TEST(MoeGpu, ExpertsMatchInterpreter) {
           EXPECT_LE(e.down_fallback, kBoundFallback) << what;
           EXPECT_TRUE(e.deterministic) << what;
           EXPECT_TRUE(e.quantized_h_identical) << what;
+          EXPECT_TRUE(e.h_form_identical) << what << ": gate/up's int8 form of h";
           std::printf("  %-40s %s gate/up %.1e / %.1e  %s down %.1e / %.1e\n", what.c_str(),
                       moe_gate_up_applies(gate.weights(), up.weights(), a, sh.top_k) ? "kernel" : "fallbk",
                       e.gate_up, e.gate_up_fallback, moe_down_applies(down.weights(), a, sh.top_k) ? "kernel" : "fallbk",

@@ -9,6 +9,7 @@
 
 #include "graph/graph.h"
 
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -26,6 +27,7 @@ struct FusionPlan {
   std::vector<int> group_of;     // node id -> group index
   std::set<int> quantized_by_producer;  // tensors whose producing group also writes their int8 form
   std::set<int> one_launch_mixtures;    // mixture nodes a back end may run as one launch
+  std::map<int, int> router_epilogues;  // product node -> the mixture whose router its launch may run
   int count(std::string_view rule) const;
 };
 

@@ -480,10 +480,23 @@ __device__ __forceinline__ void lathe_gemv1_stage_x(uint8_t* sx, const int8_t* x
   __syncthreads();  // x is in place for every warp
 }
 
+// What the row walk does with a finished row (its epilogue). The plain one stores it: row(o, v) is
+// called by the one lane holding the group's total. An epilogue with kWarp = true has row(o, v)
+// called by every lane of the writing warp (all holding the total), before_wait(g0, n_groups, sub)
+// once before the programmatic-launch wait, and finish() by every thread once the ring is released
+// (moe_route_epilogue.cuh: the mixture's router in the o product's epilogue).
+struct lathe_gemv1_store {
+  static constexpr bool kWarp = false;
+  float* y;
+  __device__ __forceinline__ void before_wait(int, int, int) const {}
+  __device__ __forceinline__ void row(int o, float v) const { y[o] = v; }
+  __device__ __forceinline__ void finish(uint8_t*) const {}
+};
+
 // The decode GEMV one row an item: a group of warps owns a row, its warps taking the row's chunks
 // round-robin; each warp's walk carries its chunks' addresses.
-template <class F, int C>
-__device__ __forceinline__ void lathe_gemv1_row_body(const uint8_t* w, long long row_bytes, const int8_t* xq, float* y,
+template <class F, int C, class Epi>
+__device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long row_bytes, const int8_t* xq, Epi& epi,
                                                      int k, int n_out, int group, int early, const float* xf,
                                                      const lathe_grid* grid) {
   extern __shared__ uint4 lathe_gemv1_smem[];
@@ -505,6 +518,7 @@ __device__ __forceinline__ void lathe_gemv1_row_body(const uint8_t* w, long long
   // launch wait (with B = STAGES - 1, lane i < early also asks L2 for the warp's (STAGES - 1 + i)-th
   // chunk), the rest once x's reads are asked for. early == 0 waits first.
   lathe_ring_init(mbar);
+  if constexpr (Epi::kWarp) epi.before_wait(g0, n_groups, sub);
   if (early == 0) lathe_step_wait(grid);
   if (early == 0) LATHE_STAMP_AT(stamps, 1);
   const unsigned stage_a = lathe_smem_addr(stage);
@@ -560,16 +574,16 @@ __device__ __forceinline__ void lathe_gemv1_row_body(const uint8_t* w, long long
       const float v = lathe_warp_sum(acc);
       acc = 0.0f;
       if (group == 1) {
-        if (lane == 0) y[at.row] = v;
+        if (Epi::kWarp || lane == 0) epi.row(at.row, v);
       } else {
         // Double-buffered partials: a warp writes buffer `parity` again only after the next barrier,
         // which the group's first warp reaches only after reading it.
         if (lane == 0) partial[parity][warp] = v;
         asm volatile("bar.sync %0, %1;\n" ::"r"(1 + warp / group), "r"(32 * group) : "memory");
-        if (sub == 0 && lane == 0) {
+        if (sub == 0 && (Epi::kWarp || lane == 0)) {
           float sum = 0.0f;
           for (int i = 0; i < group; ++i) sum += partial[parity][warp + i];
-          y[at.row] = sum;
+          epi.row(at.row, sum);
         }
         parity ^= 1;
       }
@@ -577,7 +591,16 @@ __device__ __forceinline__ void lathe_gemv1_row_body(const uint8_t* w, long long
     at.next(w, row_bytes, sub, group, n_groups, n_chunks);
   }
   lathe_ring_release(mbar);
+  if constexpr (Epi::kWarp) epi.finish(reinterpret_cast<uint8_t*>(lathe_gemv1_smem));
   LATHE_STAMP_END(stamps, w, n_out, k);
+}
+
+template <class F, int C>
+__device__ __forceinline__ void lathe_gemv1_row_body(const uint8_t* w, long long row_bytes, const int8_t* xq, float* y,
+                                                     int k, int n_out, int group, int early, const float* xf,
+                                                     const lathe_grid* grid) {
+  lathe_gemv1_store st{y};
+  lathe_gemv1_row_walk<F, C>(w, row_bytes, xq, st, k, n_out, group, early, xf, grid);
 }
 
 // The paired products, the kernels' entry (lathe_gemv1_body: row or paired items) and the

@@ -119,29 +119,16 @@ bool g_decode_enabled = true;
 // x_f32: x is the f32 row, quantized by each block (x then unused).
 bool launch_decode_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUdeviceptr x, CUdeviceptr y,
                         CUstream stream, CUdeviceptr x_f32 = 0) {
-  const DecodeFormat* f = decode_format(w.type);
-  const int chunk_units = f ? f->chunk_units : 0;
-  if (!g_decode_enabled || chunk_units == 0 || a == Activations::f32) return false;
-  const int64_t shared = kDecodeStageBytes + staged_levels_bytes(w.k, a);
-  const int64_t sm_count = cuda::Context::get().info().sm_count;  // the driver is initialized from here on
-  if (shared + kDecodeStaticBytes > shared_optin_bytes()) return false;
-  // Items: rows cut into chunks, or (decode_pairs_pay) row pairs cut into half chunks. Warps per
-  // item: split items (each warp at least one of its chunks) until the items fill every warp.
-  const bool pairs = decode_pairs_pay(*f, w.n_out, w.k);
-  const int64_t n_chunks = pairs ? decode_half_chunks_per_row(*f, w.k) : decode_chunks_per_row(*f, w.k);
-  const int64_t n_items = pairs ? (w.n_out + 1) / 2 : w.n_out;
-  int group = 1;
-  while (group < kDecodeWarps && 2 * group <= n_chunks && n_items * group < kDecodeWarps * sm_count) group *= 2;
-  const int64_t items_per_block = kDecodeWarps / group;
-  const unsigned blocks = static_cast<unsigned>(std::min(sm_count, (n_items + items_per_block - 1) / items_per_block));
-  int mode = group | (pairs ? kDecodePairs : 0);
+  DecodeGemvLaunch l;
+  if (!decode_gemv_launch(w, a, l)) return false;
+  int mode = l.mode;
   long long row_bytes = lathe::row_bytes(w.type, w.k);
   int k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out);
   CUdeviceptr wp = w.data;
   int early = decode_early_requests();
   const std::string name = std::string("lathe_gemv1_") + u.name + "_" + std::string(activations_name(a));
-  cuda::launch(kernel(name), {blocks, 1, 1}, {32 * kDecodeWarps, 1, 1}, static_cast<unsigned>(shared), stream,
-               {&wp, &row_bytes, &x, &y, &k, &n_out, &mode, &early, &x_f32}, "launching the decode GEMV");
+  cuda::launch(kernel(name), {l.blocks, 1, 1}, {32 * kDecodeWarps, 1, 1}, static_cast<unsigned>(l.shared_bytes),
+               stream, {&wp, &row_bytes, &x, &y, &k, &n_out, &mode, &early, &x_f32}, "launching the decode GEMV");
   return true;
 }
 
@@ -166,6 +153,28 @@ void launch_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUdevicept
 }
 
 }  // namespace
+
+bool decode_gemv_launch(const WeightMatrix& w, Activations a, DecodeGemvLaunch& out, bool allow_pairs) {
+  const DecodeFormat* f = decode_format(w.type);
+  const int chunk_units = f ? f->chunk_units : 0;
+  if (!g_decode_enabled || chunk_units == 0 || a == Activations::f32) return false;
+  const int64_t shared = kDecodeStageBytes + staged_levels_bytes(w.k, a);
+  const int64_t sm_count = cuda::Context::get().info().sm_count;  // the driver is initialized from here on
+  if (shared + kDecodeStaticBytes > shared_optin_bytes()) return false;
+  // Items: rows cut into chunks, or (decode_pairs_pay) row pairs cut into half chunks. Warps per
+  // item: split items (each warp at least one of its chunks) until the items fill every warp.
+  const bool pairs = allow_pairs && decode_pairs_pay(*f, w.n_out, w.k);
+  const int64_t n_chunks = pairs ? decode_half_chunks_per_row(*f, w.k) : decode_chunks_per_row(*f, w.k);
+  const int64_t n_items = pairs ? (w.n_out + 1) / 2 : w.n_out;
+  int group = 1;
+  while (group < kDecodeWarps && 2 * group <= n_chunks && n_items * group < kDecodeWarps * sm_count) group *= 2;
+  const int64_t items_per_block = kDecodeWarps / group;
+  out.blocks = static_cast<unsigned>(std::min(sm_count, (n_items + items_per_block - 1) / items_per_block));
+  out.mode = group | (pairs ? kDecodePairs : 0);
+  out.pairs = pairs;
+  out.shared_bytes = shared;
+  return true;
+}
 
 std::string_view activations_name(Activations a) {
   switch (a) {

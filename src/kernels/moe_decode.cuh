@@ -14,7 +14,8 @@
 // lathe_moe_gate_up_<fmt>_<contract>: item (j, o) of row r is output o of slot j (expert ids[r][j]):
 // gate row o's chunks, then up row o's; epilogue h[r * top_k + j][o] = silu(g) * u with
 // silu(g) = g / (1 + exp(-g)) (gemv_multi.cuh's formula). The ids come from the kernel just before
-// (the router), so nothing is requested before the programmatic-launch wait.
+// (the router), so nothing is requested before the programmatic-launch wait. With hq, h's int8 form
+// too, each 32-value block quantized by the block that completes it (lathe_moe_h_quantized).
 //
 // lathe_moe_down_<fmt>_<contract>: item o of row r is output o; its chunks are row o of each slot's
 // expert, slot by slot, several slots' rows to a chunk when they fit (`segs`, below);
@@ -87,10 +88,46 @@ __device__ __forceinline__ void lathe_moe_stage_row_x(uint8_t* sx, const int8_t*
   lathe_gemv1_commit();
 }
 
+// h's int8 form made where h is written (hq != 0): row r's K = top_k n_ff values as quantize_act.cuh
+// lays out `rows` rows of K (q1, q2, ds), each 32-item block quantized once, by the block (CTA) that
+// completes it. This block's items are its groups' (g0 .. g0 + gpb - 1 of each round of n_groups);
+// once its warps are done it adds, for each 32-item block it wrote into, how many of its items it
+// wrote to that block's count; the block whose count completes 32 reads the block's h back (from L2,
+// after the fences), quantizes it as the quantizer does (lathe_quantize_block32: the same bytes) and
+// sets the count back to zero. counts: rows K / 32 u32, zero between launches. Every thread calls it.
+template <int C>
+__device__ __forceinline__ void lathe_moe_h_quantized(const float* hr, int r, int rows, int K, int first_group,
+                                                      int gpb, int n_groups, int8_t* hq, unsigned* counts) {
+  __syncthreads();  // every warp's items are written
+  __threadfence();  // ... and visible before this block counts them
+  __syncthreads();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n_warps = blockDim.x >> 5;
+  int8_t* q1 = hq + static_cast<long long>(r) * K;
+  int8_t* q2 = hq + static_cast<long long>(rows + r) * K;
+  float4* ds = reinterpret_cast<float4*>(hq + static_cast<long long>(rows) * K * C) + static_cast<long long>(r) * (K >> 5);
+  unsigned* cr = counts + static_cast<long long>(r) * (K >> 5);
+  // Round t's items [lo, lo + gpb) touch blocks lo / 32 .. (hi - 1) / 32: warp w takes rounds w, w + n_warps, ...
+  for (int lo = first_group + warp * n_groups; lo < K; lo += n_warps * n_groups) {
+    const int hi = min(lo + gpb, K);
+    for (int b = lo >> 5; b <= (hi - 1) >> 5; ++b) {
+      const int n = min(hi, 32 * b + 32) - max(lo, 32 * b);
+      unsigned done = 0;
+      if (lane == 0) done = atomicAdd(cr + b, static_cast<unsigned>(n)) + n == 32u;
+      if (__shfl_sync(0xffffffffu, done, 0)) {
+        __threadfence();
+        const int i = 32 * b + lane;
+        lathe_quantize_block32(__ldcg(hr + i), i, C == 2, q1, q2, ds);
+        if (lane == 0) cr[b] = 0;
+      }
+    }
+  }
+}
+
 template <class F, int C>
 __device__ __forceinline__ void lathe_moe_gate_up_pairs(const uint8_t* wg, const uint8_t* wu, long long row_bytes,
                                                        long long expert_bytes, const int* ids, const int8_t* xq,
-                                                       float* h, int k, int n_ff, int rows, int top_k, int group) {
+                                                       float* h, int k, int n_ff, int rows, int top_k, int group,
+                                                       int8_t* hq, unsigned* counts) {
   extern __shared__ uint4 lathe_moe_smem[];
   __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
   __shared__ __align__(8) unsigned long long ring_bars[LATHE_GEMV1_WARPS][LATHE_GEMV1_STAGES];
@@ -131,6 +168,7 @@ __device__ __forceinline__ void lathe_moe_gate_up_pairs(const uint8_t* wg, const
   ring.run(lathe_smem_addr(sx), k, lathe_smem_addr(sx + k * C), partial,
            [&](int item, float g, float u) { hr[item] = lathe_swiglu(g, u); });
   lathe_ring_release(mbar);
+  if (hq) lathe_moe_h_quantized<C>(hr, r, rows, n_items, br * gpb, gpb, n_groups, hq, counts);
   LATHE_STAMP_END(stamps, wg, n_items, k);
 }
 
@@ -162,7 +200,8 @@ struct lathe_moe_gu_rows {
 template <class F, int C>
 __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const uint8_t* wu, long long row_bytes,
                                                        long long expert_bytes, const int* ids, const int8_t* xq,
-                                                       float* h, int k, int n_ff, int rows, int top_k, int group) {
+                                                       float* h, int k, int n_ff, int rows, int top_k, int group,
+                                                       int8_t* hq, unsigned* counts) {
   extern __shared__ uint4 lathe_moe_smem[];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int units = k / F::unit_values, nc = (units + F::chunk_units - 1) / F::chunk_units;
@@ -201,6 +240,9 @@ __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const 
     h[static_cast<long long>(r) * top_k * n_ff + item] = lathe_swiglu(g, u);
   };
   lathe_moe_stream(g0, sub, group, n_groups, n_items, 2 * nc, stage, ld_item, ld_c, chunk, dot, done);
+  if (hq)
+    lathe_moe_h_quantized<C>(h + static_cast<long long>(r) * top_k * n_ff, r, rows, n_items, br * gpb, gpb, n_groups,
+                             hq, counts);
   LATHE_STAMP_END(stamps, wg, n_items, k);
 }
 
@@ -209,11 +251,14 @@ __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const 
 template <class F, int C>
 __device__ __forceinline__ void lathe_moe_gate_up_body(const uint8_t* wg, const uint8_t* wu, long long row_bytes,
                                                        long long expert_bytes, const int* ids, const int8_t* xq,
-                                                       float* h, int k, int n_ff, int rows, int top_k, int mode) {
+                                                       float* h, int k, int n_ff, int rows, int top_k, int mode,
+                                                       int8_t* hq, unsigned* counts) {
   if (mode & LATHE_GEMV1_PAIRS)
-    lathe_moe_gate_up_pairs<F, C>(wg, wu, row_bytes, expert_bytes, ids, xq, h, k, n_ff, rows, top_k, mode & 255);
+    lathe_moe_gate_up_pairs<F, C>(wg, wu, row_bytes, expert_bytes, ids, xq, h, k, n_ff, rows, top_k, mode & 255, hq,
+                                  counts);
   else
-    lathe_moe_gate_up_rows<F, C>(wg, wu, row_bytes, expert_bytes, ids, xq, h, k, n_ff, rows, top_k, mode & 255);
+    lathe_moe_gate_up_rows<F, C>(wg, wu, row_bytes, expert_bytes, ids, xq, h, k, n_ff, rows, top_k, mode & 255, hq,
+                                 counts);
 }
 
 // Down chunks: with segs == 1, chunk c of item o is chunk c % nc of row o of slot c / nc's expert.
@@ -447,9 +492,10 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
 #define LATHE_MOE_KERNELS(FMT, C, CNAME)                                                                          \
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_moe_gate_up_##FMT##_##CNAME(      \
       const uint8_t* wg, const uint8_t* wu, long long row_bytes, long long expert_bytes, const int* ids,         \
-      const int8_t* xq, float* h, int k, int n_ff, int rows, int top_k, int group) {                             \
+      const int8_t* xq, float* h, int k, int n_ff, int rows, int top_k, int group, int8_t* hq,                   \
+      unsigned* counts) {                                                                                        \
     lathe_moe_gate_up_body<lathe_gemv1_##FMT, C>(wg, wu, row_bytes, expert_bytes, ids, xq, h, k, n_ff, rows,     \
-                                                 top_k, group);                                                  \
+                                                 top_k, group, hq, counts);                                      \
   }                                                                                                              \
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_moe_down_##FMT##_##CNAME(         \
       const uint8_t* w, long long row_bytes, long long expert_bytes, const int* ids, const float* route_w,       \

@@ -248,7 +248,8 @@ void moe_route(const WeightMatrix& router, CUdeviceptr x, int64_t rows, int64_t 
 }
 
 void moe_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activations a, CUdeviceptr x, int64_t rows,
-                        CUdeviceptr ids, int64_t top_k, CUdeviceptr h, CUstream stream) {
+                        CUdeviceptr ids, int64_t top_k, CUdeviceptr h, CUstream stream, const QuantizedOut& h_q,
+                        CUdeviceptr counts) {
   check_rows(rows, top_k, "mixture gate/up");
   if (gate.n_out != up.n_out || gate.k != up.k || gate.n_expert != up.n_expert)
     fail("mixture gate/up: gate is {} x {} x {} but up is {} x {} x {}", gate.n_expert, gate.n_out, gate.k,
@@ -261,8 +262,10 @@ void moe_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activa
     gemv_experts(gate, a, x, rows, route, h, stream);
     gemv_experts(up, a, x, rows, route, u, stream);
     elementwise_binary(ElemBinary::swiglu, h, h, u, n, n, stream);
+    if (h_q.q && a != Activations::f32) quantize_activations(h, rows * top_k, gate.n_out, a, h_q.q, stream);
     return;
   }
+  LATHE_CHECK(!h_q.q || (h_q.a == a && a != Activations::f32 && h_q.q % 16 == 0 && counts != 0 && counts % 4 == 0));
   const int64_t n_items = top_k * gate.n_out;
   // Items (slot, row): gate's and up's row, as chunks of each, or (decode_pairs_pay) as the paired
   // products' half chunks of both.
@@ -270,13 +273,13 @@ void moe_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activa
   const bool pairs = decode_pairs_pay(f, n_items, gate.k);
   const ExpertShape s = expert_shape(rows, n_items,
                                      pairs ? decode_half_chunks_per_row(f, gate.k) : 2 * decode_chunks_per_row(f, gate.k));
-  CUdeviceptr wg = gate.data, wu = up.data, idp = ids, xp = x, hp = h;
+  CUdeviceptr wg = gate.data, wu = up.data, idp = ids, xp = x, hp = h, hq = h_q.q, cp = counts;
   long long row_bytes = lathe::row_bytes(gate.type, gate.k), expert_bytes = row_bytes * gate.n_out;
   int k = static_cast<int>(gate.k), n_ff = static_cast<int>(gate.n_out), r = static_cast<int>(rows);
   int kk = static_cast<int>(top_k), group = s.group | (pairs ? kDecodePairs : 0);
   const unsigned shared = static_cast<unsigned>(kDecodeStageBytes + staged_levels_bytes(gate.k, a));
   cuda::launch(kernel(expert_kernel("gate_up", gate.type, a)), {s.blocks, 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
-               {&wg, &wu, &row_bytes, &expert_bytes, &idp, &xp, &hp, &k, &n_ff, &r, &kk, &group},
+               {&wg, &wu, &row_bytes, &expert_bytes, &idp, &xp, &hp, &k, &n_ff, &r, &kk, &group, &hq, &cp},
                "launching the mixture's gate/up/SwiGLU");
 }
 

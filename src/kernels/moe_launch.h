@@ -75,8 +75,15 @@ bool moe_route_wide_chosen();  // LATHE_MOE_ROUTE=wide, read once (a measuring k
 // Reads each slot's rows (two rows choosing one expert read it twice: L2 usually holds it).
 // Fallback: gemv_experts for gate and for up (a scratch of rows * top_k * n_ff floats the launcher
 // owns) and elementwise swiglu.
+// h_q (h_q.q != 0, contract a, 16-byte aligned): h's int8 form too, quantize_activations' bytes for
+// [rows * top_k][n_ff], each 32-value block quantized by the kernel's block that completes it
+// (moe_decode.cuh's lathe_moe_h_quantized), so moe_down_combine copies it instead of every block
+// quantizing h. counts: moe_h_count_bytes(rows, top_k, n_ff) bytes, zero before the first launch (each
+// launch leaves them zero). The fallback runs the quantizer.
 void moe_gate_up_swiglu(const WeightMatrix& gate, const WeightMatrix& up, Activations a, CUdeviceptr x, int64_t rows,
-                        CUdeviceptr ids, int64_t top_k, CUdeviceptr h, CUstream stream);
+                        CUdeviceptr ids, int64_t top_k, CUdeviceptr h, CUstream stream, const QuantizedOut& h_q = {},
+                        CUdeviceptr counts = 0);
+inline int64_t moe_h_count_bytes(int64_t rows, int64_t top_k, int64_t n_ff) { return rows * top_k * n_ff / 32 * 4; }
 
 // ---- down and the weighted combine. down: stack [n_expert][n_embd][n_ff]. h: [rows * top_k][n_ff],
 // one row per slot: f32 (h_quantized false; under int8 / int8x2 each block quantizes its row's slots

@@ -12,7 +12,7 @@ namespace lathe::plan {
 
 DeviceModel::DeviceModel(const GgufFile& file, const std::set<std::string>& tensors,
                          const CacheShape& caches, size_t reserve, size_t device_cap)
-    : cache_shape_(caches) {
+    : file_(&file), cache_shape_(caches) {
   cuda::Context& ctx = cuda::Context::get();
   std::vector<const GgufTensor*> list;
   for (const std::string& name : tensors) {
@@ -95,6 +95,13 @@ const std::vector<float>& DeviceModel::host_vector(const std::string& name) cons
   auto it = host_vectors_.find(name);
   if (it == host_vectors_.end()) internal_fail("vector '{}' was not uploaded", name);
   return it->second;
+}
+
+std::vector<float> DeviceModel::host_f32(const std::string& name) const {
+  const GgufTensor& t = file_->tensor(name);
+  std::vector<float> out(static_cast<size_t>(t.n_elements()));
+  dequantize_row(t.type, t.data, out.data(), t.n_elements());
+  return out;
 }
 
 }  // namespace lathe::plan

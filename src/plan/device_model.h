@@ -40,6 +40,10 @@ class DeviceModel {
   // The f32 values of an uploaded vector, kept on the host for what the plan computes there (rope
   // frequency factors); InternalError if no vector of that name was uploaded.
   const std::vector<float>& host_vector(const std::string& name) const;
+  // The f32 values of a checkpoint tensor, dequantized on the host from the file, for constants the
+  // plan forms from a matrix (the router's columns: route_epilogue_launch.h). The file outlives the
+  // model (the engine and the recorder hold it).
+  std::vector<float> host_f32(const std::string& name) const;
   CUdeviceptr keys(int64_t layer) const { return caches_.at(static_cast<size_t>(2 * layer)).ptr(); }
   CUdeviceptr values(int64_t layer) const { return caches_.at(static_cast<size_t>(2 * layer + 1)).ptr(); }
   const CacheShape& cache_shape() const { return cache_shape_; }
@@ -50,6 +54,7 @@ class DeviceModel {
   const std::string& residence() const { return residence_; }  // a line: what lives where
 
  private:
+  const GgufFile* file_ = nullptr;
   std::map<std::string, DeviceWeight> weights_;
   std::map<std::string, std::vector<float>> host_vectors_;
   std::vector<cuda::DeviceBuffer> device_;

@@ -144,6 +144,21 @@ void StepPlan::Builder::assign_storage() {
       if (r >= 0) stores.at(r).last = std::max(stores.at(r).last, gi);
     }
   }
+  // router_epilogue: the product's launch writes the mixture group's sum and scratch (ids, weights, x's
+  // int8 form), so they live from the product's group on.
+  for (const auto& [product, mixture] : p.fusion_.router_epilogues) {
+    const int go = p.fusion_.group_of[static_cast<size_t>(product)], gm = p.fusion_.group_of[static_cast<size_t>(mixture)];
+    if (!takes_router_epilogue(go, gm)) continue;
+    router_epi_of_mixture[gm] = go;
+    router_epi_of_product[go] = gm;
+    for (int r : group_scratch[static_cast<size_t>(gm)])
+      scratch_requests[static_cast<size_t>(r)].first = std::min(scratch_requests[static_cast<size_t>(r)].first, go);
+    for (int n : p.fusion_.groups[static_cast<size_t>(gm)].nodes) {
+      const int out = g.nodes[static_cast<size_t>(n)].output;
+      const int r = out >= 0 ? root[static_cast<size_t>(out)] : -1;
+      if (r >= 0) stores.at(r).first = std::min(stores.at(r).first, go);
+    }
+  }
 }
 
 void StepPlan::Builder::place() {

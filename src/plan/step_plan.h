@@ -75,9 +75,11 @@ class StepPlan {
   cuda::DeviceBuffer arena_, io_, workspace_;
   cuda::DeviceBuffer tickets_;  // the decode attention's, zero between launches (attention_launch.h)
   cuda::DeviceBuffer moe_sync_;  // the one-launch mixture's barriers, the wide router's count: zero between launches
+  cuda::DeviceBuffer moe_h_counts_;  // gate/up's counts of h's blocks (moe_launch.h): zero between launches
   CUdeviceptr tokens_ = 0, positions_ = 0, sequences_ = 0;
   std::vector<std::pair<std::string, std::pair<CUdeviceptr, int64_t>>> outputs_;  // name -> (ptr, values)
   std::vector<std::unique_ptr<kernels::RopeTable>> rope_tables_;
+  std::vector<cuda::DeviceBuffer> router_columns_;  // router_epilogue's constants (route_epilogue_launch.h)
   std::vector<int32_t> staging_;
   friend struct Builder;
 };

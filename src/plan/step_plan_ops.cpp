@@ -13,12 +13,14 @@
 #include "kernels/moe_prefill_launch.h"
 #include "kernels/norm_launch.h"
 #include "kernels/rope_launch.h"
+#include "kernels/route_epilogue_launch.h"
 #include "lang/op_table.h"
 #include "plan/step_plan_ops.h"
 #include "runtime/cuda_api.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -96,7 +98,7 @@ k::WeightMatrix weight_of(const DeviceModel& m, const graph::Tensor& t) {
 
 // LATHE_EPILOGUE_SKIP=attention,swiglu (a measuring knob): those producers leave quantize_epilogue's
 // int8 form to the product that reads it, as when the rule is held back for them alone.
-static bool epilogue_skipped(std::string_view kind) {
+bool epilogue_skipped(std::string_view kind) {
   static const std::string skip = [] {
     std::string list = ",";
     if (const char* v = std::getenv("LATHE_EPILOGUE_SKIP")) list.append(v);
@@ -221,11 +223,18 @@ std::vector<int> StepPlan::Builder::scratch_for_kernels(int gi) {
       // one launch's two grid-barrier words, then the wide router's count. One set serves every layer
       // (each launch leaves them zero; the launches run in order).
       const k::WeightMatrix router = weight_of(m, g.tensor(n.find(ModKind::routed_by)->args[0].tensor));
-      out.push_back(scratch(gi, std::max(k::moe_single_part_bytes(router),
-                                         k::moe_route_part_bytes(router, std::min(rows, kGemvRows)))));
+      out.push_back(scratch(gi, std::max({k::moe_single_part_bytes(router),
+                                          k::moe_route_part_bytes(router, std::min(rows, kGemvRows)),
+                                          k::route_epilogue_part_bytes(router.n_out)})));
       if (p.moe_sync_.bytes() == 0) {
-        p.moe_sync_ = cuda::DeviceBuffer(16, "mixture counters");
+        p.moe_sync_ = cuda::DeviceBuffer(16, "mixture counters");  // + 12: router_epilogue's count
         p.moe_sync_.zero();
+      }
+      // gate/up's counts of h's 32-value blocks written (moe_gate_up_swiglu's h_q), shared the same way.
+      const size_t counts = static_cast<size_t>(k::moe_h_count_bytes(std::min(rows, kGemvRows), kk, ff));
+      if (p.moe_h_counts_.bytes() < counts) {
+        p.moe_h_counts_ = cuda::DeviceBuffer(counts, "mixture h counts");
+        p.moe_h_counts_.zero();
       }
     }
   } else if (n.kind == OpKind::argmax) {

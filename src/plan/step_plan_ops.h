@@ -20,6 +20,11 @@ int64_t numel(const graph::Tensor& t);
 int64_t gemv_quantized_bytes(int64_t rows, int64_t k, kernels::Activations a);
 kernels::WeightMatrix weight_of(const DeviceModel& m, const graph::Tensor& t);  // a constant as the kernels read it
 std::string base_name(const std::string& ssa);
+bool moe_kernels_enabled();     // the mixture's decode kernels (LATHE_MOE_KERNELS=0: off)
+bool moe_one_launch_enabled();  // mixture_one_launch honoured (LATHE_MOE_ONE_LAUNCH=1)
+// LATHE_EPILOGUE_SKIP=attention,swiglu,moe (a measuring knob): those producers leave quantize_epilogue's
+// int8 form to the product that reads it.
+bool epilogue_skipped(std::string_view kind);
 
 struct StepPlan::Builder {
   Builder(const graph::Graph& g, const DeviceModel& m, const PlanOptions& o, StepPlan& p);
@@ -84,6 +89,11 @@ struct StepPlan::Builder {
   void emit_norm_prologue(int group);
   kernels::NormPrologue norm_prologue_of(const fuse::Group& grp);
   void emit_mixture(int group, bool norm_prologue = false);  // norm_prologue: the group is [add, norm, mixture]
+  // router_epilogue: whether the product group's launch takes the mixture group's router (decided once, in
+  // assign_storage: the two maps), and that launch.
+  bool takes_router_epilogue(int product_group, int mixture_group) const;
+  std::map<int, int> router_epi_of_mixture, router_epi_of_product;  // one group -> the other
+  void emit_router_epilogue(const graph::Node& product, int group, bool quantize);
   bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores
   void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);
   [[noreturn]] void no_kernel(const graph::Node& n, const std::string& why) const;

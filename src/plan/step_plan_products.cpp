@@ -25,6 +25,8 @@ using lang::ModKind;
 using lang::OpKind;
 namespace k = kernels;
 
+}  // namespace
+
 // The mixture's three decode kernels (moe_launch.h): on unless LATHE_MOE_KERNELS=0 (measured on the
 // H200: Qwen3-30B-A3B tg128 190 -> 261 tok/s; their tests against the interpreter and the eight
 // launches pass).
@@ -43,8 +45,6 @@ bool moe_one_launch_enabled() {
   }();
   return on;
 }
-
-}  // namespace
 
 int64_t gemv_quantized_bytes(int64_t rows, int64_t k, kernels::Activations a) {
   return rows > kGemvRows ? 0 : kernels::quantized_activation_bytes(rows, k, a);
@@ -143,6 +143,7 @@ void StepPlan::Builder::emit_product(const graph::Node& n, int gi, bool quantize
       add("gemv f32 " + shape, n, [=](CUstream s) { k::gemv(w, k::Activations::f32, xp, rows, y, s); });
     return;
   }
+  if (router_epi_of_product.count(gi)) return emit_router_epilogue(n, gi, quantize);
   const CUdeviceptr q = scratch_ptr(gi, 0);
   const bool gemm = rows > kGemvRows;
   // A decode row whose int8 form no later product reads: the decode kernel quantizes it in each
@@ -387,6 +388,23 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
   // The wide router only under LATHE_MOE_ROUTE=wide (moe_launch.h says why).
   const k::RouteScratch wide{scratch_ptr(gi, 6), sync + 8};
   const bool use_wide = k::moe_route_wide_chosen();
+  // quantize_epilogue: gate/up also writes h's int8 form (into up's slot, unused by the three kernels)
+  // and down copies it, instead of every down block quantizing h (LATHE_EPILOGUE_SKIP=moe: not).
+  const bool h_epilogue = !o.held.count("quantize_epilogue") && !epilogue_skipped("moe");
+  const k::QuantizedOut hq = h_epilogue ? k::QuantizedOut{ubuf, a} : k::QuantizedOut{};
+  const CUdeviceptr h_counts = p.moe_h_counts_.ptr(), hin = h_epilogue ? ubuf : gbuf;
+  auto experts = [=](CUstream s) {
+    k::moe_gate_up_swiglu(gate, up, a, q, rows, ids, top_k, gbuf, s, hq, h_counts);
+    k::moe_down_combine(down, a, hin, h_epilogue, rows, ids, wts, top_k, out, s, true);
+  };
+  if (norm_prologue && router_epi_of_mixture.count(gi)) {
+    // router_epilogue: the product's launch before wrote the sum, ids, weights and x's int8 form.
+    const graph::Node& sum_node = g.nodes[static_cast<size_t>(grp.nodes[0])];
+    add(fmt::format("mixture's experts in two kernels (the router in the product's epilogue), {} of {} experts {} "
+                    "[{} x {}] ff {}", top_k, n_expert, ggml_type_name(gate.type), rows, embd, ff), sum_node,
+        experts);
+    return;
+  }
   if (norm_prologue) {
     const graph::Node& sum_node = g.nodes[static_cast<size_t>(grp.nodes[0])];
     const k::NormPrologue np = norm_prologue_of(grp);
@@ -403,8 +421,7 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
                       "ff {}", top_k, n_expert, ggml_type_name(gate.type), rows, embd, ff), sum_node, [=](CUstream s) {
         k::moe_route(router, xp, rows, top_k, renorm, ids, wts, k::QuantizedOut{q, a}, s, logits, &np,
                      use_wide ? &wide : nullptr);
-        k::moe_gate_up_swiglu(gate, up, a, q, rows, ids, top_k, gbuf, s);
-        k::moe_down_combine(down, a, gbuf, false, rows, ids, wts, top_k, out, s, true);
+        experts(s);
       });
       return;
     }
@@ -428,8 +445,7 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
                     ggml_type_name(gate.type), rows, embd, ff), n, [=](CUstream s) {
       k::moe_route(router, xp, rows, top_k, renorm, ids, wts, k::QuantizedOut{q, a}, s, logits, nullptr,
                    use_wide ? &wide : nullptr);
-      k::moe_gate_up_swiglu(gate, up, a, q, rows, ids, top_k, gbuf, s);
-      k::moe_down_combine(down, a, gbuf, false, rows, ids, wts, top_k, out, s, true);
+      experts(s);
     });
     return;
   }
