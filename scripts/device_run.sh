@@ -129,6 +129,10 @@
 #           check; the cluster kernel in 8-warp blocks (LATHE_MOE_ROUTE_WARPS=8: beside o's blocks) with
 #           and without its rows asked into L2 before the wait (LATHE_MOE_ROUTE_FLAGS=1); the routers'
 #           stamps in the step (they stamp as the products do)
+#   w5      the session's closing figures: the 30B's tg128 before (build-dev/old) and after, held back,
+#           its pp512, qwen3-8b's tg128 before and after
+#   w4      the router epilogue's columns in registers before the wait: tests, checks, the 30B's tg128 with
+#           both epilogues, with h quantized in down and with the router held back; stamps
 #   w3      the router epilogue's rows kept for the block's end, gate/up writing h's int8 form: tests, checks,
 #           the 30B's tg128 with both, with h quantized in down and with the router held back; stamps
 #   w2      the router in the o product's epilogue (router_epilogue): tests, checks, the 30B's tg128 on and
@@ -630,6 +634,38 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  w5)  # the session's closing figures: the 30B's tg128 before (build-dev/old: main at 40367c7) and after,
+       # alternated, and held back; its pp512; qwen3-8b's tg128 before and after; the tests the last change
+       # touches (gate/up's fence before its counts)
+    gpu_tests test_moe_gpu test_route_epilogue_gpu
+    checks "qwen3-30b-a3b q8_0"
+    f=$(synth qwen3-30b-a3b q8_0)
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    for rep in 1 2; do
+      echo "== 30B old"; tg128 build-dev/old/lathe $f
+      echo "== 30B new"; tg128 $L $f
+      echo "== 30B new, both held back"; LATHE_EPILOGUE_SKIP=moe timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold router_epilogue 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    done
+    echo "== 30B pp512"; timeout 120 $L bench $f -p 512 -n 0 -r 3 2>&1 | grep -E "pp512" | sed 's/.*| pp512/pp512/'
+    f8=$(synth qwen3-8b q8_0)
+    echo "== 8b old"; tg128 build-dev/old/lathe $f8
+    echo "== 8b new"; tg128 $L $f8 ;;
+  w4)  # the router epilogue's columns in registers before the wait and its rows' residual after it: tests,
+       # checks, the 30B's tg128 with both epilogues, with h quantized in down and with the router held
+       # back, alternated; stamps
+    gpu_tests test_route_epilogue_gpu test_moe_gpu test_gpu_lane_gpu
+    $C/test_route_epilogue_gpu 2>&1 | grep -E "router epilogue:|Failure" | head -8
+    $C/test_gpu_lane_gpu --gtest_filter='*RouterEpilogue*' 2>&1 | grep -E "\[ lane \]|Failure" | head -4
+    checks "qwen3moe-tiny q8_0" "qwen3-30b-a3b q8_0"
+    f=$(synth qwen3-30b-a3b q8_0)
+    for rep in 1 2; do
+      echo "== 30B both"; tg128 $L $f
+      echo "== 30B h quantized in down"; LATHE_EPILOGUE_SKIP=moe tg128 $L $f
+      echo "== 30B router held back"; timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold router_epilogue 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    done
+    st=${OUT:-/tmp}/stamps-w4.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st > ${OUT:-/tmp}/stamps-w4.txt 2>&1; tail -6 ${OUT:-/tmp}/stamps-w4.txt; xz -f $st ;;
   w3)  # the router epilogue's rows kept for the block's end, and gate/up writing h's int8 form (down copies it):
        # their tests, the lane's, checks, the 30B's tg128 with both, with h quantized in down
        # (LATHE_EPILOGUE_SKIP=moe) and with the router held back, alternated; stamps; qwen3-8b and 0.6b

@@ -483,12 +483,14 @@ __device__ __forceinline__ void lathe_gemv1_stage_x(uint8_t* sx, const int8_t* x
 // What the row walk does with a finished row (its epilogue). The plain one stores it: row(o, v) is
 // called by the one lane holding the group's total. An epilogue with kWarp = true has row(o, v)
 // called by every lane of the writing warp (all holding the total), before_wait(g0, n_groups, sub)
-// once before the programmatic-launch wait, and finish() by every thread once the ring is released
+// once before the programmatic-launch wait, after_wait() once after it (before x's reads), and
+// finish() by every thread once the ring is released
 // (moe_route_epilogue.cuh: the mixture's router in the o product's epilogue).
 struct lathe_gemv1_store {
   static constexpr bool kWarp = false;
   float* y;
   __device__ __forceinline__ void before_wait(int, int, int) const {}
+  __device__ __forceinline__ void after_wait() const {}
   __device__ __forceinline__ void row(int o, float v) const { y[o] = v; }
   __device__ __forceinline__ void finish(uint8_t*) const {}
 };
@@ -540,6 +542,7 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
     lathe_step_wait(grid);
     LATHE_STAMP_AT(stamps, 1);
   }
+  if constexpr (Epi::kWarp) epi.after_wait();
   lathe_gemv1_stage_x<C>(sx, xq, xf, k, [&] {
     for (int s = LATHE_GEMV1_BEFORE_WAIT; s < LATHE_GEMV1_STAGES - 1; ++s) {
       if (ld.row < n_out) lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + s * LATHE_GEMV1_SLOT, mbar + 8 * s);

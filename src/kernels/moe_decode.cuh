@@ -98,9 +98,8 @@ __device__ __forceinline__ void lathe_moe_stage_row_x(uint8_t* sx, const int8_t*
 template <int C>
 __device__ __forceinline__ void lathe_moe_h_quantized(const float* hr, int r, int rows, int K, int first_group,
                                                       int gpb, int n_groups, int8_t* hq, unsigned* counts) {
-  __syncthreads();  // every warp's items are written
-  __threadfence();  // ... and visible before this block counts them
-  __syncthreads();
+  __threadfence();  // this thread's items of h are visible (each warp as soon as it is done) ...
+  __syncthreads();  // ... and every warp's, before this block counts them
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n_warps = blockDim.x >> 5;
   int8_t* q1 = hq + static_cast<long long>(r) * K;
   int8_t* q2 = hq + static_cast<long long>(rows + r) * K;

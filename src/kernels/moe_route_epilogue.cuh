@@ -14,7 +14,8 @@
 // the three), takes inv_rms = rsqrt(sum / n + eps) as add_rms_norm does, and then, as the router kernel
 // (moe_route.cuh): the logits, the top k (lathe_route_top_k_warp's bits, by ranks) and, by the other
 // warps at once, x's int8 form (8 threads a block, the quantizer's bytes). The gate/up kernel after it
-// waits for the whole launch. The columns of a block's rows are asked into L2 before the wait.
+// waits for the whole launch. Each thread's columns are loaded into registers before the wait, and its
+// row's residual right after it, so none of the block's end waits on a load but the count.
 // Results against the held-back form (the o product, then the router kernel with the norm in its
 // prologue): s is the same bits (the same one add); the sum of squares and each logit are the same
 // terms added in another order (f32: a few ulps of the sum of magnitudes, docs/numerics.md), so x's int8
@@ -24,6 +25,7 @@
 // (the parts, s, w, the totals and the top k's keys: route_epilogue_launch.cpp's tail_bytes checks).
 
 #define LATHE_ROUTE_EPI_ROWS 128  // a block's rows (route_epilogue_launch.cpp keeps to it)
+#define LATHE_ROUTE_EPI_TERMS 8   // a thread's rows of the logits' terms (also kept to)
 
 struct lathe_route_epi {
   static constexpr bool kWarp = true;
@@ -40,25 +42,38 @@ struct lathe_route_epi {
   unsigned* count;
   int n_groups, gpb;
   float* sv;  // [LATHE_ROUTE_EPI_ROWS]: the block's rows' values, slot (o / n_groups) gpb + o % n_groups - first
+  float cw[LATHE_ROUTE_EPI_TERMS];  // this thread's columns (before_wait)
+  float rv;                         // the residual of slot threadIdx.x's row (after_wait)
 
   // The block's row o (o % n_groups in this block's groups) is slot (o / n_groups) * gpb + group - first.
   __device__ __forceinline__ int row_of(int slot) const {
     return blockIdx.x * gpb + slot % gpb + (slot / gpb) * n_groups;
   }
 
-  // The columns of this block's rows into L2: a constant, so before the wait.
+  // Thread t's share of the logits' terms: expert t % n_expert, the block's slots t / n_expert, + Q, ...
+  // (Q = the threads an expert), at most LATHE_ROUTE_EPI_TERMS of them (the launcher keeps to it).
+  __device__ __forceinline__ int q_threads() const { return max(1, static_cast<int>(blockDim.x) / n_expert); }
+
+  // The columns this thread multiplies, into registers: a constant, so before the wait (they land
+  // while the product streams).
   __device__ __forceinline__ void before_wait(int, int groups, int) {
     n_groups = groups;
     gpb = groups / gridDim.x;
-    const int lines = (n_expert * 4 + 127) >> 7;
-    for (int i = threadIdx.x; i < LATHE_ROUTE_EPI_ROWS * lines; i += blockDim.x) {
-      const int o = row_of(i / lines);
-      if (o < n_out)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(cols + static_cast<long long>(o) * n_expert + 32 * (i % lines)));
+    const int q = threadIdx.x / n_expert, e = threadIdx.x % n_expert, nq = q_threads();
+#pragma unroll
+    for (int j = 0; j < LATHE_ROUTE_EPI_TERMS; ++j) {
+      const int o = row_of(q + j * nq);
+      cw[j] = q < nq && o < n_out ? cols[static_cast<long long>(o) * n_expert + e] : 0.0f;
     }
   }
 
-  // Only kept: the rows' work waits for finish(), so the product's loop does not stall on its loads.
+  // The residual of slot threadIdx.x's row, asked for once the kernel before is done.
+  __device__ __forceinline__ void after_wait() {
+    const int o = row_of(threadIdx.x);
+    rv = static_cast<int>(threadIdx.x) < LATHE_ROUTE_EPI_ROWS && o < n_out ? resid[o] : 0.0f;
+  }
+
+  // Only kept: the rows' work waits for finish(), so the product's loop does not stall on it.
   __device__ __forceinline__ void row(int o, float v) {
     if ((threadIdx.x & 31) == 0) sv[(o / n_groups) * gpb + o % n_groups - blockIdx.x * gpb] = v;
   }
@@ -71,34 +86,32 @@ struct lathe_route_epi {
     __syncthreads();  // every row is kept; every warp is past the ring, whose slots are now free
     // s = y + resid for each row (the next residual), and the squares' block sum.
     float sq = 0.0f;
-    for (int i = threadIdx.x; i < LATHE_ROUTE_EPI_ROWS; i += blockDim.x) {
-      const int o = row_of(i);
+    if (static_cast<int>(threadIdx.x) < LATHE_ROUTE_EPI_ROWS) {
+      const int o = row_of(threadIdx.x);
       if (o < n_out) {
-        const float s = sv[i] + resid[o];
+        const float s = sv[threadIdx.x] + rv;
         sum[o] = s;
-        sv[i] = s;
-        sq += s * s;
+        sv[threadIdx.x] = s;
+        sq = s * s;
       }
     }
     sq = lathe_block_sum(sq, scratch);  // (synchronizes: sv holds s)
-    // This block's share of each logit: Q threads an expert, thread q adding the rows q, q + Q, ... in order,
-    // then the Q sums in order.
+    // This block's share of each logit: Q threads an expert, thread q adding the slots q, q + Q, ... in
+    // order (their columns in registers), then the Q sums in order.
     float* red = reinterpret_cast<float*>(smem);  // [Q][n_expert]
-    const int q_threads = max(1, static_cast<int>(blockDim.x) / n_expert);
-    for (int t = threadIdx.x; t < q_threads * n_expert; t += blockDim.x) {
-      const int e = t % n_expert, q = t / n_expert;
+    const int nq = q_threads();
+    if (static_cast<int>(threadIdx.x) < nq * n_expert) {
+      const int e = threadIdx.x % n_expert, q = threadIdx.x / n_expert;
       float acc = 0.0f;
-#pragma unroll 4
-      for (int i = q; i < LATHE_ROUTE_EPI_ROWS; i += q_threads) {
-        const int o = row_of(i);
-        if (o < n_out) acc = fmaf(cols[static_cast<long long>(o) * n_expert + e], sv[i], acc);
-      }
+#pragma unroll
+      for (int j = 0; j < LATHE_ROUTE_EPI_TERMS; ++j)
+        if (q + j * nq < LATHE_ROUTE_EPI_ROWS && row_of(q + j * nq) < n_out) acc = fmaf(cw[j], sv[q + j * nq], acc);
       red[q * n_expert + e] = acc;
     }
     __syncthreads();
     for (int e = threadIdx.x; e < n_expert; e += blockDim.x) {
       float p = 0.0f;
-      for (int q = 0; q < q_threads; ++q) p += red[q * n_expert + e];
+      for (int q = 0; q < nq; ++q) p += red[q * n_expert + e];
       parts[static_cast<long long>(blockIdx.x) * stride + e] = p;
     }
     if (threadIdx.x == 0) parts[static_cast<long long>(blockIdx.x) * stride + n_expert] = sq;
@@ -207,8 +220,9 @@ __device__ __forceinline__ void lathe_gemv1_route_body(const uint8_t* w, long lo
                                                        float* logits, int8_t* q1, int8_t* q2, float4* ds,
                                                        int two_words, float* parts, unsigned* count) {
   __shared__ float rows_kept[LATHE_ROUTE_EPI_ROWS];
-  lathe_route_epi epi{resid, cols, norm_w, sum,       eps,   n_out, n_expert, top_k, renormalize, ids,      weights,
-                      logits, q1,  q2,     ds,        two_words, parts, count, 0,     0,        rows_kept};
+  lathe_route_epi epi{resid,  cols, norm_w, sum, eps,       n_out, n_expert, top_k, renormalize, ids, weights,
+                      logits, q1,   q2,     ds,  two_words, parts, count,    0,     0,           rows_kept, {},
+                      0.0f};
   lathe_gemv1_row_walk<F, C>(w, row_bytes, xq, epi, k, n_out, group, early, nullptr, nullptr);
 }
 

@@ -6,6 +6,7 @@
 #include "kernels/library.h"
 #include "runtime/cuda_api.h"
 
+#include <algorithm>
 #include <string>
 
 namespace lathe::kernels {
@@ -24,6 +25,7 @@ int64_t tail_bytes(int64_t blocks, int64_t n_expert, int64_t n_embd) {
 }
 
 constexpr int64_t kBlockRows = 128;       // LATHE_ROUTE_EPI_ROWS
+constexpr int64_t kTerms = 8;             // LATHE_ROUTE_EPI_TERMS
 constexpr int64_t kEpilogueStatic = 1024;  // its kept rows, a block sum's scratch and a flag
 
 }  // namespace
@@ -36,7 +38,9 @@ bool route_epilogue_applies(const WeightMatrix& w, Activations a, int64_t n_expe
   if (l.shared_bytes + kDecodeStaticBytes + kEpilogueStatic > shared_optin_bytes()) return false;
   // A block's rows: its groups' (LATHE_GEMV1_WARPS / group of them) rounds of n_groups rows.
   const int64_t gpb = 16 / (l.mode & 255), n_groups = l.blocks * gpb;
-  if ((w.n_out + n_groups - 1) / n_groups * gpb > kBlockRows) return false;
+  // ... each a slot whose logit terms a thread holds (kTerms of them, 512 / n_expert threads an expert).
+  const int64_t slots = (w.n_out + n_groups - 1) / n_groups * gpb;
+  if (slots > kBlockRows || slots > std::max<int64_t>(1, 512 / n_expert) * kTerms) return false;
   return tail_bytes(l.blocks, n_expert, w.n_out) <= kDecodeStageBytes;
 }
 
