@@ -165,6 +165,18 @@ __device__ __forceinline__ void lathe_moe_top_k_sorted_warp(const float* sl, int
   }
 }
 
+// An expert's rank among n keys (lathe_route_key: distinct, so ranks are too): how many are above its
+// own, counted four at a time. The block-wide top k's (below and moe_route_epilogue.cuh).
+__device__ __forceinline__ int lathe_route_rank(const unsigned long long* keys, int n, unsigned long long key) {
+  int r4[4] = {0, 0, 0, 0};  // four counts in flight
+  int f = 0;
+  for (; f + 4 <= n; f += 4)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) r4[j] += keys[f + j] > key ? 1 : 0;
+  for (; f < n; ++f) r4[0] += keys[f] > key ? 1 : 0;
+  return r4[0] + r4[1] + r4[2] + r4[3];
+}
+
 // lathe_route_top_k_warp's choices and weights (the same bits) for `rows` rows by the whole block at
 // once, in place of a warp a row picking one expert after another: the one-launch mixture's (moe_single_
 // launch.cuh; in the router kernel's block 0 it measured no faster on the H200, 2026-12-01). Each
@@ -190,14 +202,7 @@ __device__ __forceinline__ void lathe_moe_top_k_ranks(const float* sl, unsigned 
   __syncthreads();
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     const int r = i / n_expert, e = i - r * n_expert;
-    const unsigned long long key = keys[i], *rk = keys + r * n_expert;
-    int r4[4] = {0, 0, 0, 0};  // four counts in flight
-    int f = 0;
-    for (; f + 4 <= n_expert; f += 4)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) r4[j] += rk[f + j] > key ? 1 : 0;
-    for (; f < n_expert; ++f) r4[0] += rk[f] > key ? 1 : 0;
-    const int rank = r4[0] + r4[1] + r4[2] + r4[3];
+    const int rank = lathe_route_rank(keys + r * n_expert, n_expert, keys[i]);
     if (rank < k) {
       ids[r * k + rank] = e;
       weights[r * k + rank] = expf(sl[i] - max_sum[r][0]) / max_sum[r][1];

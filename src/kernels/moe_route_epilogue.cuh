@@ -179,14 +179,7 @@ struct lathe_route_epi {
       asm volatile("bar.sync 1, %0;\n" ::"r"(32 * top_warps) : "memory");
       const int e = threadIdx.x;
       if (e < n_expert) {
-        const unsigned long long key = keys[e];
-        int r4[4] = {0, 0, 0, 0};  // four counts in flight
-        int f = 0;
-        for (; f + 4 <= n_expert; f += 4)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) r4[j] += keys[f + j] > key ? 1 : 0;
-        for (; f < n_expert; ++f) r4[0] += keys[f] > key ? 1 : 0;
-        const int rank = r4[0] + r4[1] + r4[2] + r4[3];
+        const int rank = lathe_route_rank(keys, n_expert, keys[e]);
         if (rank < top_k) {
           pick_id[rank] = e;
           pick_p[rank] = expf(sl[e] - max_sum[0]) / max_sum[1];
