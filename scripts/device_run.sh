@@ -129,6 +129,7 @@
 #           check; the cluster kernel in 8-warp blocks (LATHE_MOE_ROUTE_WARPS=8: beside o's blocks) with
 #           and without its rows asked into L2 before the wait (LATHE_MOE_ROUTE_FLAGS=1); the routers'
 #           stamps in the step (they stamp as the products do)
+#   w6      after the rank count became one function: the router epilogue's tests, the 30B's check, tg128
 #   w5      the session's closing figures: the 30B's tg128 before (build-dev/old) and after, held back,
 #           its pp512, qwen3-8b's tg128 before and after
 #   w4      the router epilogue's columns in registers before the wait: tests, checks, the 30B's tg128 with
@@ -634,6 +635,14 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  w6)  # after the rank count became one function (the router epilogue's machine code rescheduled): its
+       # tests, the 30B's check and tg128 against the router held back
+    gpu_tests test_route_epilogue_gpu test_moe_gpu
+    $C/test_route_epilogue_gpu 2>&1 | grep -E "router epilogue:|Failure" | head -4
+    checks "qwen3-30b-a3b q8_0"
+    f=$(synth qwen3-30b-a3b q8_0)
+    for rep in 1 2; do echo "== 30B"; tg128 $L $f; done
+    echo "== 30B router held back"; timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold router_epilogue 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/' ;;
   w5)  # the session's closing figures: the 30B's tg128 before (build-dev/old: main at 40367c7) and after,
        # alternated, and held back; its pp512; qwen3-8b's tg128 before and after; the tests the last change
        # touches (gate/up's fence before its counts)
