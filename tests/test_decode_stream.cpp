@@ -3,10 +3,12 @@
 // of the kernels' constants match the kernel text the binary carries.
 #include "kernels/decode_stream.h"
 #include "kernels/library.h"
+#include "kernels/route_epilogue_launch.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace lathe::kernels {
 namespace {
@@ -53,7 +55,7 @@ TEST(DecodeStream, PairsWhereARowsLastChunkIsPartialOrTheProductSmall) {
 }
 
 // The host mirrors of gemv_decode.cuh's ring, gemv_decode_pairs.cuh's pairs bit, moe_decode.cuh's down
-// rounds and moe_single_launch.cuh's deepest ring.
+// rounds, moe_single_launch.cuh's deepest ring and moe_route_epilogue.cuh's rows and terms.
 TEST(DecodeStream, MirrorsMatchTheKernelText) {
   std::string src;
   for (const KernelFile& f : kernel_files()) src += f.text;
@@ -71,6 +73,16 @@ TEST(DecodeStream, MirrorsMatchTheKernelText) {
   EXPECT_EQ(defined("LATHE_GEMV1_PAIRS"), kDecodePairs);
   EXPECT_EQ(defined("LATHE_MOE_DOWN_ROUNDS"), kMoeDownRounds);
   EXPECT_GT(kDecodePairs, 16);  // above every group (warps an item: 1..16)
+  EXPECT_EQ(defined("LATHE_ROUTE_EPI_ROWS"), kRouteEpilogueRows);
+  EXPECT_EQ(defined("LATHE_ROUTE_EPI_TERMS"), kRouteEpilogueTerms);
+}
+
+// router_columns (route_epilogue_launch.h) is the router transposed with the norm's weights folded in.
+TEST(DecodeStream, RouterColumnsAreTheWeightedTranspose) {
+  const std::vector<float> router = {1, 2, 3, 4, 5, 6};  // 2 experts x 3
+  const std::vector<float> w = {0.5f, 2.0f, -1.0f};
+  const std::vector<float> cols = router_columns(router.data(), w.data(), 2, 3);
+  EXPECT_EQ(cols, (std::vector<float>{0.5f, 2.0f, 4.0f, 10.0f, -3.0f, -6.0f}));
 }
 
 }  // namespace

@@ -179,13 +179,5 @@ TEST(RouteEpilogueGpu, IsTheProductThenTheRouterWithItsNorm) {
   EXPECT_EQ(checked, 36);
 }
 
-// router_columns is the router transposed with the norm's weights folded in.
-TEST(RouteEpilogueGpu, RouterColumnsAreTheWeightedTranspose) {
-  const std::vector<float> router = {1, 2, 3, 4, 5, 6};  // 2 experts x 3
-  const std::vector<float> w = {0.5f, 2.0f, -1.0f};
-  const std::vector<float> cols = router_columns(router.data(), w.data(), 2, 3);
-  EXPECT_EQ(cols, (std::vector<float>{0.5f, 2.0f, 4.0f, 10.0f, -3.0f, -6.0f}));
-}
-
 }  // namespace
 }  // namespace lathe::kernels

@@ -17,7 +17,8 @@
 // waits for the whole launch. Each thread's columns are loaded into registers before the wait, and its
 // row's residual right after it, so none of the block's end waits on a load but the count.
 // Results against the held-back form (the o product, then the router kernel with the norm in its
-// prologue): s is the same bits (the same one add); the sum of squares and each logit are the same
+// prologue): s is the same bits where that product also takes one row an item (the same sums, the same
+// add; its paired products split a small product's rows another way); the sum of squares and each logit are the same
 // terms added in another order (f32: a few ulps of the sum of magnitudes, docs/numerics.md), so x's int8
 // form and the picks match it except where that rounding moves a level or breaks a near-tie.
 // Deterministic: every order of additions is fixed.
@@ -194,7 +195,8 @@ struct lathe_route_epi {
       }
       if (e == 0) *count = 0;  // every block has counted: the next launch starts from zero
     } else if (q1) {
-      // 8 threads a 32-value block (lathe_quantize_block32_part: the quantizer's bytes).
+      // 8 threads a 32-value block (lathe_quantize_block32_part: the quantizer's bytes); n_out % 128 == 0,
+      // so each pass takes a warp's four blocks whole (its shuffles see every lane).
       const int t = threadIdx.x - 32 * top_warps, n_t = 32 * (n_warps - top_warps), part = 4 * (t & 7);
       for (int b = t >> 3; b < (n_out >> 5); b += n_t >> 3)
         lathe_quantize_block32_part(*reinterpret_cast<const float4*>(sx + 32 * b + part), two_words,

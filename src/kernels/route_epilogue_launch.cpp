@@ -24,23 +24,24 @@ int64_t tail_bytes(int64_t blocks, int64_t n_expert, int64_t n_embd) {
   return floats * 4 + n_expert * 8 + (32 + 32 + 2) * 4;
 }
 
-constexpr int64_t kBlockRows = 128;       // LATHE_ROUTE_EPI_ROWS
-constexpr int64_t kTerms = 8;             // LATHE_ROUTE_EPI_TERMS
 constexpr int64_t kEpilogueStatic = 1024;  // its kept rows, a block sum's scratch and a flag
 
 }  // namespace
 
 bool route_epilogue_applies(const WeightMatrix& w, Activations a, int64_t n_expert, int64_t top_k) {
   if (a == Activations::f32 || w.n_expert != 1 || n_expert < 1 || n_expert > kMaxExperts) return false;
-  if (top_k < 1 || top_k > kMaxTopK || top_k > n_expert || w.n_out % 32 != 0) return false;
+  if (top_k < 1 || top_k > kMaxTopK || top_k > n_expert) return false;
+  // x's int8 form: 8 threads a 32-value block, four blocks a warp, every lane of a warp in each pass.
+  if (w.n_out % 128 != 0) return false;
   DecodeGemvLaunch l;
   if (!decode_gemv_launch(w, a, l, false)) return false;
   if (l.shared_bytes + kDecodeStaticBytes + kEpilogueStatic > shared_optin_bytes()) return false;
   // A block's rows: its groups' (LATHE_GEMV1_WARPS / group of them) rounds of n_groups rows.
   const int64_t gpb = 16 / (l.mode & 255), n_groups = l.blocks * gpb;
-  // ... each a slot whose logit terms a thread holds (kTerms of them, 512 / n_expert threads an expert).
+  // ... each a slot whose logit terms a thread holds (kRouteEpilogueTerms of them, 512 / n_expert threads
+  // an expert).
   const int64_t slots = (w.n_out + n_groups - 1) / n_groups * gpb;
-  if (slots > kBlockRows || slots > std::max<int64_t>(1, 512 / n_expert) * kTerms) return false;
+  if (slots > kRouteEpilogueRows || slots > std::max<int64_t>(1, 512 / n_expert) * kRouteEpilogueTerms) return false;
   return tail_bytes(l.blocks, n_expert, w.n_out) <= kDecodeStageBytes;
 }
 

@@ -26,6 +26,10 @@
 
 namespace lathe::kernels {
 
+// Mirrors LATHE_ROUTE_EPI_ROWS and LATHE_ROUTE_EPI_TERMS (moe_route_epilogue.cuh): the most rows a block
+// of the product keeps, and the most of them one thread's logit terms take.
+constexpr int64_t kRouteEpilogueRows = 128, kRouteEpilogueTerms = 8;
+
 struct RouteEpilogue {
   CUdeviceptr resid = 0, sum = 0;     // [n_embd] f32: the residual the rows add to, and s
   CUdeviceptr cols = 0, norm_w = 0;   // [n_embd][n_expert] and [n_embd] f32
@@ -40,7 +44,7 @@ struct RouteEpilogue {
 
 // Whether the fused launch takes w (the o product: n_out == n_embd) with n_expert experts, top_k kept,
 // under contract a: the decode kernel's row walk (one row an item, even where the plain product would
-// pair rows), n_expert <= 256, top_k <= 32,
+// pair rows), n_expert <= 256, top_k <= 32, n_embd % 128 == 0 (x's blocks quantized by whole warps),
 // n_embd % 32 == 0, and the tail's shared memory within the ring's.
 bool route_epilogue_applies(const WeightMatrix& w, Activations a, int64_t n_expert, int64_t top_k);
 // Bytes of the blocks' parts: one per SM, n_expert + 1 floats each, rounded up to 16.

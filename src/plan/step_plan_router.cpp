@@ -14,7 +14,6 @@ namespace lathe::plan {
 namespace {
 
 using lang::ModKind;
-using lang::OpKind;
 namespace k = kernels;
 
 }  // namespace
