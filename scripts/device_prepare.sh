@@ -24,6 +24,12 @@ for v in "${variants[@]}"; do
   LATHE_KERNEL_DEFINES="$v" LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90 &
 done
 wait
+# and variants with the stamps: STAMP_DEFINES, separated by ';' as PREP_DEFINES
+IFS=';' read -ra stamp_variants <<< "${STAMP_DEFINES:-}"
+for v in "${stamp_variants[@]}"; do
+  LATHE_STAMPS=on LATHE_KERNEL_DEFINES="$v" LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90 &
+done
+wait
 [ "${SKIP_EMITTED:-0}" = 1 ] || scripts/build_emitted.sh build-dev/lathe
 strip build-dev/carry/*
 tar -cJf build-dev/pack.tar.xz -C build-dev carry kcache devlibs $([ -d build-dev/old ] && echo old)

@@ -130,6 +130,22 @@
 #           and without its rows asked into L2 before the wait (LATHE_MOE_ROUTE_FLAGS=1); the routers'
 #           stamps in the step (they stamp as the products do)
 #   w6      after the rank count became one function: the router epilogue's tests, the 30B's check, tg128
+#   x1      2026-12-01's fourteenth session: o asking L2 for gate/up's first rows while the attention runs
+#           (LATHE_L2_AHEAD=MB, LATHE_L2_AHEAD_SELF=1): the GEMV and persistent tests, the 8B's check
+#           with it, tg128 of qwen3-8b / llama3-8b / qwen3-0.6b at several sizes, alternated with 0;
+#           the stamps with the attention's phases (0 and 16 MB) (the knob did not apply in x1: o's x
+#           comes through the joining of the heads)
+#   x2      slot pos patched into the attention's ring (LATHE_ATTD_PATCH_POS=0: the form before; prepare
+#           with PREP_DEFINES="-DLATHE_ATTD_PATCH_POS=0"), and x1's L2 requests ahead now applied: the
+#           attention and lane tests, checks, tg128 of qwen3-8b / llama3-8b / qwen3-0.6b, alternated,
+#           the stamps (the patch measured no faster: reverted)
+#   x4      (on x3's pack) the attention run twice inside the step (LATHE_PROFILE_TWICE): its second
+#           run's phases stamped (its cache chunks then in L2, its code in the SMs' caches), tg128
+#   x3      the head norms' weights before the wait in rope_attention (LATHE_ROPE_WEIGHTS_EARLY=0: as
+#           before), the next product launched once the attention's chunks are in (LATHE_ATTD_LATE_TRIGGER
+#           =1): the attention's tests, checks, tg128 alternated, the attention's phases stamped. Prepare
+#           with PREP_DEFINES="-DLATHE_ROPE_WEIGHTS_EARLY=0;-DLATHE_ATTD_LATE_TRIGGER=1" and
+#           STAMP_DEFINES="-DLATHE_ATTD_LATE_TRIGGER=1"
 #   w5      the session's closing figures: the 30B's tg128 before (build-dev/old) and after, held back,
 #           its pp512, qwen3-8b's tg128 before and after
 #   w4      the router epilogue's columns in registers before the wait: tests, checks, the 30B's tg128 with
@@ -635,6 +651,95 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  x4)  # the attention twice in the step, stamped (see the list above)
+    f8=$(synth qwen3-8b q8_0)
+    echo "== 8b"; tg128 $L $f8
+    echo "== 8b, the attention twice"; LATHE_PROFILE_TWICE="attention with rope" tg128 $L $f8
+    st=${OUT:-/tmp}/stamps-x4-twice.csv
+    LATHE_PROFILE_TWICE="attention with rope" LATHE_STAMPS=$st timeout 200 $L bench $f8 -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; tail -9 ${st%.csv}.txt; xz -f $st
+    f6=$(synth qwen3-0.6b q8_0)
+    echo "== 0.6b"; tg128 $L $f6
+    echo "== 0.6b, the attention twice"; LATHE_PROFILE_TWICE="attention with rope" tg128 $L $f6
+    st=${OUT:-/tmp}/stamps-x4-06b.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f6 -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+    python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; tail -9 ${st%.csv}.txt; xz -f $st ;;
+  x3)  # the rope prologue's weights before the wait; the late trigger (see the list above)
+    gpu_tests test_gpu_attention_gpu
+    $C/test_gpu_attention_gpu --gtest_filter='*RopeInItsPrologue*' 2>&1 | grep -E "same bits|Failure" | head -4
+    checks "qwen3-8b q8_0" "llama3-8b q8_0"
+    W0="-DLATHE_ROPE_WEIGHTS_EARLY=0" LT="-DLATHE_ATTD_LATE_TRIGGER=1"
+    f8=$(synth qwen3-8b q8_0)
+    echo "== check 8b, late trigger"; LATHE_KERNEL_DEFINES="$LT" timeout 60 $L check $f8 --steps 16 2>&1 | tail -2 | head -1
+    for rep in 1 2; do
+      echo "== 8b"; tg128 $L $f8
+      echo "== 8b weights after the wait"; LATHE_KERNEL_DEFINES="$W0" tg128 $L $f8
+      echo "== 8b late trigger"; LATHE_KERNEL_DEFINES="$LT" tg128 $L $f8
+    done
+    for v in "" "$LT"; do
+      st=${OUT:-/tmp}/stamps-x3${v:+-late}.csv
+      LATHE_KERNEL_DEFINES="$v" LATHE_STAMPS=$st timeout 200 $L bench $f8 -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+      python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps ${v:-default}"; tail -9 ${st%.csv}.txt; xz -f $st
+    done
+    fl=$(synth llama3-8b q8_0)
+    for rep in 1 2; do
+      echo "== llama3-8b"; tg128 $L $fl
+      echo "== llama3-8b late trigger"; LATHE_KERNEL_DEFINES="$LT" tg128 $L $fl
+    done
+    f6=$(synth qwen3-0.6b q8_0)
+    tg128 $L $f6 >/dev/null
+    for rep in 1 2; do
+      echo "== 0.6b"; tg128 $L $f6
+      echo "== 0.6b weights after the wait"; LATHE_KERNEL_DEFINES="$W0" tg128 $L $f6
+      echo "== 0.6b late trigger"; LATHE_KERNEL_DEFINES="$LT" tg128 $L $f6
+    done ;;
+  x2)  # slot pos patched into the attention's ring; the L2 requests ahead (see the list above)
+    gpu_tests test_gpu_attention_gpu test_gpu_lane_gpu
+    $C/test_gpu_attention_gpu --gtest_filter='*RopeInItsPrologue*' 2>&1 | grep -E "same bits|Failure" | head -12
+    checks "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-0.6b q8_0"
+    P0="-DLATHE_ATTD_PATCH_POS=0"
+    f8=$(synth qwen3-8b q8_0)
+    echo "== check 8b, 16 MB ahead"; LATHE_L2_AHEAD=16 timeout 60 $L check $f8 --steps 16 2>&1 | grep -E "L2_AHEAD|largest" | head -3
+    for rep in 1 2; do
+      echo "== 8b patched"; tg128 $L $f8
+      echo "== 8b not patched"; LATHE_KERNEL_DEFINES="$P0" tg128 $L $f8
+      for mb in 16 32; do echo "== 8b patched, ahead $mb"; LATHE_L2_AHEAD=$mb tg128 $L $f8; done
+      echo "== 8b patched, self + ahead 16"; LATHE_L2_AHEAD=16 LATHE_L2_AHEAD_SELF=1 tg128 $L $f8
+    done
+    for mb in 0 16; do
+      st=${OUT:-/tmp}/stamps-x2-$mb.csv
+      LATHE_L2_AHEAD=$mb LATHE_STAMPS=$st timeout 200 $L bench $f8 -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+      python3 scripts/product_stamps.py $st > ${OUT:-/tmp}/stamps-x2-$mb.txt 2>&1; echo "== stamps $mb"; tail -7 ${OUT:-/tmp}/stamps-x2-$mb.txt; xz -f $st
+    done
+    fl=$(synth llama3-8b q8_0)
+    for rep in 1 2; do
+      echo "== llama3-8b patched"; tg128 $L $fl
+      echo "== llama3-8b not patched"; LATHE_KERNEL_DEFINES="$P0" tg128 $L $fl
+      echo "== llama3-8b patched, ahead 16"; LATHE_L2_AHEAD=16 tg128 $L $fl
+    done
+    f6=$(synth qwen3-0.6b q8_0)
+    tg128 $L $f6 >/dev/null
+    for rep in 1 2; do
+      echo "== 0.6b patched"; tg128 $L $f6
+      echo "== 0.6b not patched"; LATHE_KERNEL_DEFINES="$P0" tg128 $L $f6
+      for mb in 4 9; do echo "== 0.6b patched, ahead $mb"; LATHE_L2_AHEAD=$mb tg128 $L $f6; done
+    done ;;
+  x1)  # o's L2 requests ahead (see the list above)
+    gpu_tests test_gemv_gpu test_persistent_step_gpu
+    checks "qwen3-8b q8_0"
+    f8=$(synth qwen3-8b q8_0)
+    echo "== check 8b, 16 MB ahead"; LATHE_L2_AHEAD=16 timeout 60 $L check $f8 --steps 16 2>&1 | tail -2 | head -1
+    for mb in 0 8 16 24 32 0 16; do echo "== 8b ahead $mb"; LATHE_L2_AHEAD=$mb tg128 $L $f8; done
+    for mb in 8 16; do echo "== 8b self + ahead $mb"; LATHE_L2_AHEAD=$mb LATHE_L2_AHEAD_SELF=1 tg128 $L $f8; done
+    for mb in 0 16; do
+      st=${OUT:-/tmp}/stamps-x1-$mb.csv
+      LATHE_L2_AHEAD=$mb LATHE_STAMPS=$st timeout 200 $L bench $f8 -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+      python3 scripts/product_stamps.py $st > ${OUT:-/tmp}/stamps-x1-$mb.txt 2>&1; echo "== stamps $mb"; tail -7 ${OUT:-/tmp}/stamps-x1-$mb.txt; xz -f $st
+    done
+    fl=$(synth llama3-8b q8_0)
+    for mb in 0 16; do echo "== llama3-8b ahead $mb"; LATHE_L2_AHEAD=$mb tg128 $L $fl; done
+    f6=$(synth qwen3-0.6b q8_0)
+    for mb in 0 4 9 0 4 9; do echo "== 0.6b ahead $mb"; LATHE_L2_AHEAD=$mb tg128 $L $f6; done ;;
   w6)  # after the rank count became one function (the router epilogue's machine code rescheduled): its
        # tests, the 30B's check and tg128 against the router held back
     gpu_tests test_route_epilogue_gpu test_moe_gpu

@@ -18,6 +18,12 @@ The mixture's router stamps too (its row: n_out = the experts, k = the row's wid
 x in place -> the block's sums written, and `stream` those -> the block's end (the cluster barrier or
 the count, and in the block that picks, the top k).
 
+The decode attention stamps too (its row: n_out = the query heads, k = the head size), and a table of
+its own phases after the products' (medians over its launches of the median block, us): entry to
+wait; the prologue (rope and the cache append); warp 0's first chunk landed after it; its chunks'
+arithmetic; the block's combine; the finishing loop (the output and its int8 form stored); the end
+(the block's last warp; a merge where the row used several splits).
+
 Usage: scripts/product_stamps.py FILE.csv"""
 import csv
 import statistics
@@ -87,7 +93,20 @@ def main(path):
     print(f"{'n_out x k':>16} {'launches':>8} {'blocks':>6} " + " ".join(f"{c:>8}" for c in cols))
     for shape, d in sorted(per_shape.items()):
         vals = " ".join(f"{med(d[c]) / 1000:8.2f}" if d[c] else f"{'-':>8}" for c in cols)
-        print(f"{shape[0]:>7} x {shape[1]:<6} {len(d['blocks']):>8} {med(d['blocks']):>6} {vals}")
+        label = f"{shape[0]:>7} x {shape[1]:<6}" if shape[1] >= 512 else f"{'attn ' + str(shape[0]) + 'x' + str(shape[1]):>16}"
+        print(f"{label} {len(d['blocks']):>8} {med(d['blocks']):>6} {vals}")
+    attention = [L for L in launches if L[0]["k"] < 512]
+    if attention:
+        phases = [("entry", "wait", "to wait"), ("wait", "x", "prologue"), ("x", "first", "landed"),
+                  ("first", "xa", "chunks"), ("xa", "xb", "combine"), ("xb", "xc", "finish"), ("xc", "end", "end")]
+        print(f"{'attention':>16} " + " ".join(f"{p[2]:>9}" for p in phases))
+        per = defaultdict(list)
+        for L in attention:
+            for a, b, name in phases:
+                v = [r[b] - r[a] for r in L if r[a] >= 0 and r[b] >= 0]
+                if v:
+                    per[name].append(med(v))
+        print(f"{len(attention):>16} " + " ".join(f"{med(per[p[2]]) / 1000:9.2f}" if per[p[2]] else f"{'-':>9}" for p in phases))
 
 
 if __name__ == "__main__":

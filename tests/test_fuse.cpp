@@ -136,6 +136,13 @@ TEST(Fuse, RopeAndAppendsInOneGroup) {
   // A batch of one row a sequence: each row's new slot is its own.
   const graph::Graph batch = lift_shape("qwen3-tiny", "batch:4");
   EXPECT_EQ(fuse::fuse(batch).count("rope_attention"), 2);
+  // 16 query heads a kv head: the attention's blocks take 8 each, so a kv head's second block would
+  // read the new slot before the first had written it; rope_append and the attention stay apart.
+  const graph::Graph mqa = lift_shape("qwen3-mqa-tiny", "decode");
+  const fuse::FusionPlan wide = fuse::fuse(mqa);
+  expect_partition(mqa, wide);
+  EXPECT_EQ(wide.count("rope_attention"), 0);
+  EXPECT_EQ(wide.count("rope_append"), 2);
 }
 
 // norm_prologue (on by default): in a decode cut, a sum, its norm and the merged products reading the

@@ -5,11 +5,15 @@
 // first. One launch and one dependent wait fewer a layer. Applies when each row of the cut is its own
 // sequence (a decode step, or a batch of one row a sequence: a row's new slot is read by that row
 // alone), the attention is the group's very next node, reads the rotated q (its only reader) and
-// the caches the group appends to, up to the positions the ropes turn by. Runs after rope_append,
-// whose groups it extends.
+// the caches the group appends to, up to the positions the ropes turn by, and a kv head has at most
+// 8 query heads (kernels/attention.cuh's ATTD_HEADS): with more, one kv head's heads are taken by
+// several blocks, and those past the first would read the new slot before the first has written it.
+// Runs after rope_append, whose groups it extends.
 #include "fuse/fusion.h"
 
 namespace lathe::fuse {
+
+constexpr int64_t kRopeAttentionGroup = 8;  // ATTD_HEADS: query heads a block of the attention takes
 
 void rope_attention_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups) {
   if (g.rows != g.sequences) return;
@@ -32,6 +36,9 @@ void rope_attention_pass(const graph::Graph& g, std::vector<bool>& claimed, std:
     if (attn.state.size() < 2 || attn.state[0] != append_k->state[0] || attn.state[1] != append_v->state[0]) continue;
     const graph::Attr* up_to = attn.find(lang::ModKind::up_to);  // one position a row for both
     if (!up_to || up_to->args[0].tensor != rope_q->args[1].tensor) continue;
+    const std::vector<int64_t>& qs = g.tensor(attn.args[0].tensor).shape;
+    const std::vector<int64_t>& ks = g.tensor(append_k->args[0].tensor).shape;
+    if (qs.size() != 3 || ks.size() != 3 || ks[1] <= 0 || qs[1] > kRopeAttentionGroup * ks[1]) continue;
     claimed[static_cast<size_t>(next)] = true;
     grp.nodes.push_back(next);
     grp.rule = "rope_attention";

@@ -155,6 +155,9 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
   const int head0 = kvh * group + set * ATTD_HEADS;
   const int n_heads_here = min(ATTD_HEADS, group - set * ATTD_HEADS);
 
+  // (LATHE_STAMPS: the block's wait, its prologue done, warp 0's first chunk landed, its chunks done,
+  // the block's outputs combined, the finishing loop done, the end; product_stamps.py's attention table)
+  LATHE_BLOCK_STAMPS(stamps);
   unsigned char* ring = smem + warp * S::warp_bytes;
   const unsigned ring_addr = (unsigned)__cvta_generic_to_shared(ring);
 
@@ -200,8 +203,10 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
   }
   prologue.before_wait(row, pos);
   if (early) lathe_pdl_entry();
+  LATHE_STAMP_AT(stamps, 1);
   // The split that holds slot pos (its last) appends it (set 0 of the kv head's sets).
   prologue.after_wait(row, pos, kvh, head0, n_heads_here, begin + len > pos && set == 0);
+  LATHE_STAMP_AT(stamps, 2);
   for (; issued < S::stages; ++issued) issue(issued);
 
   // q of head g as A fragments (hi rows g, lo rows g + 8), dims permuted as the keys'.
@@ -234,6 +239,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
 
   for (int i = 0; i < my_chunks; ++i) {
     attd_wait<S::stages - 1>();
+    if (i == 0) LATHE_STAMP_AT(stamps, 3);
     const unsigned char* stage = ring + (i % S::stages) * S::stage_bytes + lane * 16;
     float sc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
@@ -295,6 +301,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     issue(i + S::stages);
   }
   attd_wait<0>();
+  LATHE_STAMP_AT(stamps, 4);
   l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);
   l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
 
@@ -317,6 +324,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     }
   }
   lathe_sync_first(S::threads);
+  LATHE_STAMP_AT(stamps, 5);
   const bool finish = len >= pos - first + 1;  // the row's only split: no merge (it skips the row)
   // 4 consecutive dims of one head a thread (float4 stores; the int8 form's part quantizer), over
   // whole warps: lanes past the block's values compute on dim 0 and write nothing.
@@ -357,7 +365,11 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
       if (dim == 0) part_ml[at] = make_float2(m, l);
     }
   }
-  if (finish || !tickets) return;
+  LATHE_STAMP_AT(stamps, 6);
+  if (finish || !tickets) {
+    LATHE_STAMP_END(stamps, k_cache, n_head, D);
+    return;
+  }
   // The last split of (row, by) to get here merges: partials published (fence), then a
   // ticket; the block that draws used - 1 sees every other split's partials after its own fence.
   __shared__ int attd_is_last;
@@ -370,7 +382,10 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     if (attd_is_last) *ticket = 0;  // every split of this launch has drawn: ready for the next launch
   }
   lathe_sync_first(S::threads);
-  if (!attd_is_last) return;
+  if (!attd_is_last) {
+    LATHE_STAMP_END(stamps, k_cache, n_head, D);
+    return;
+  }
   __threadfence();
   for (int i4 = threadIdx.x; i4 < n4_warps; i4 += S::threads) {  // as above: 4 dims a thread, whole warps
     const bool mine = i4 < n4;
@@ -396,6 +411,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     if (mine) *reinterpret_cast<float4*>(out + head_row * D + dim) = r;
     if (qout) attd_quantize_out(r, mine, head_row * D + dim, n_head * D, qout, q_words, q_rows);
   }
+  LATHE_STAMP_END(stamps, k_cache, n_head, D);
 }
 
 #define ATTD_DECODE_ENTRY(D, W, NAME)                                                               \

@@ -45,6 +45,8 @@ std::vector<ModelShape> make_shapes() {
        mixture(dense(Arch::qwen3moe, 2048, 256, 2, 4, 2, 64, 768, 4096, 1e6, 1e-6, false), 8, 2, 128)},
       {"qwen2-tiny", "tiny Qwen2 (tests)",
        dense(Arch::qwen2, 2048, 256, 2, 4, 2, 64, 512, 4096, 1e6, 1e-6, false)},
+      {"qwen3-mqa-tiny", "tiny Qwen3 with 16 query heads on one kv head (tests)",
+       dense(Arch::qwen3, 2048, 256, 2, 16, 1, 64, 512, 4096, 1e6, 1e-6, true)},
       {"llama-tiny", "tiny Llama 3 (tests)",
        dense(Arch::llama, 2048, 256, 2, 4, 2, 64, 512, 4096, 5e5, 1e-5, false)},
       {"qwen3-0.6b", "Qwen3-0.6B",
