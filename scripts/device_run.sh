@@ -139,6 +139,9 @@
 #           with PREP_DEFINES="-DLATHE_ATTD_PATCH_POS=0"), and x1's L2 requests ahead now applied: the
 #           attention and lane tests, checks, tg128 of qwen3-8b / llama3-8b / qwen3-0.6b, alternated,
 #           the stamps (the patch measured no faster: reverted)
+#   x5      the landed build (728519e): the attention and lane tests, checks of every tiny shape with
+#           qwen3-mqa-tiny's (16 query heads on one kv head: rope_append and the plain attention), tg128
+#           of qwen3-8b and qwen3-mqa-tiny
 #   x4      (on x3's pack) the attention run twice inside the step (LATHE_PROFILE_TWICE): its second
 #           run's phases stamped (its cache chunks then in L2, its code in the SMs' caches), tg128
 #   x3      the head norms' weights before the wait in rope_attention (LATHE_ROPE_WEIGHTS_EARLY=0: as
@@ -651,6 +654,12 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  x5)  # the landed build (see the list above)
+    gpu_tests test_gpu_attention_gpu test_gpu_lane_gpu
+    checks "qwen3-tiny q8_0" "qwen3-mqa-tiny q8_0" "qwen3-mqa-tiny q4_k_m" "llama-tiny q8_0" "qwen3moe-tiny q8_0" "qwen3-8b q8_0"
+    echo "== check qwen3-mqa-tiny f32"; timeout 60 $L check $(synth qwen3-mqa-tiny q8_0) --steps 16 --activations f32 2>&1 | tail -2 | head -1
+    echo "== qwen3-mqa-tiny"; tg128 $L $(synth qwen3-mqa-tiny q8_0)
+    echo "== 8b"; tg128 $L $(synth qwen3-8b q8_0) ;;
   x4)  # the attention twice in the step, stamped (see the list above)
     f8=$(synth qwen3-8b q8_0)
     echo "== 8b"; tg128 $L $f8
