@@ -139,6 +139,9 @@
 #           with PREP_DEFINES="-DLATHE_ATTD_PATCH_POS=0"), and x1's L2 requests ahead now applied: the
 #           attention and lane tests, checks, tg128 of qwen3-8b / llama3-8b / qwen3-0.6b, alternated,
 #           the stamps (the patch measured no faster: reverted)
+#   x6      the attention's finishing loop split by a stamp (prepare with STAMP_DEFINES=
+#           "-DLATHE_ATTD_FINISH_SPLIT=1": stamp 4 then marks the loop's output formed and stored,
+#           before its int8 form, so the table's `combine` is minus that part), qwen3-8b and qwen3-0.6b
 #   x5      the landed build (728519e): the attention and lane tests, checks of every tiny shape with
 #           qwen3-mqa-tiny's (16 query heads on one kv head: rope_append and the plain attention), tg128
 #           of qwen3-8b and qwen3-mqa-tiny
@@ -653,6 +656,15 @@ for part in "$@"; do
       echo "== $1 $2 stamped"; LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128|stamps"
       python3 scripts/product_stamps.py $st
       xz -f $st
+    done ;;
+  x6)  # the finishing loop split (see the list above)
+    for m in qwen3-8b qwen3-0.6b; do
+      f=$(synth $m q8_0)
+      for v in "" "-DLATHE_ATTD_FINISH_SPLIT=1"; do
+        st=${OUT:-/tmp}/stamps-x6-$m${v:+-split}.csv
+        LATHE_KERNEL_DEFINES="$v" LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+        python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== $m ${v:-default}"; tail -2 ${st%.csv}.txt; xz -f $st
+      done
     done ;;
   x5)  # the landed build (see the list above)
     gpu_tests test_gpu_attention_gpu test_gpu_lane_gpu

@@ -301,7 +301,9 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     issue(i + S::stages);
   }
   attd_wait<0>();
+#ifndef LATHE_ATTD_FINISH_SPLIT  // (a measuring variant: stamp 4 inside the finishing loop instead, below)
   LATHE_STAMP_AT(stamps, 4);
+#endif
   l_run += __shfl_xor_sync(0xffffffffu, l_run, 1);
   l_run += __shfl_xor_sync(0xffffffffu, l_run, 2);
 
@@ -358,6 +360,9 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
       }
       const float4 r = make_float4(o[0] / l, o[1] / l, o[2] / l, o[3] / l);
       if (mine) *reinterpret_cast<float4*>(out + head_row * D + dim) = r;
+#ifdef LATHE_ATTD_FINISH_SPLIT
+      if (i4 == threadIdx.x) LATHE_STAMP_AT(stamps, 4);  // the output formed and stored, before its int8 form
+#endif
       if (qout) attd_quantize_out(r, mine, head_row * D + dim, n_head * D, qout, q_words, q_rows);
     } else if (mine) {
       const long long at = head_row * n_split + split;
