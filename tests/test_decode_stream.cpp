@@ -1,6 +1,7 @@
 // The host side of the streamed decode kernels (kernels/decode_stream.h), no GPU needed: how a row is
 // cut into chunks and half chunks, where the paired products are chosen, and that the host's mirrors
 // of the kernels' constants match the kernel text the binary carries.
+#include "fuse/fusion.h"
 #include "kernels/decode_stream.h"
 #include "kernels/library.h"
 #include "kernels/route_epilogue_launch.h"
@@ -55,7 +56,8 @@ TEST(DecodeStream, PairsWhereARowsLastChunkIsPartialOrTheProductSmall) {
 }
 
 // The host mirrors of gemv_decode.cuh's ring, gemv_decode_pairs.cuh's pairs bit, moe_decode.cuh's down
-// rounds, moe_single_launch.cuh's deepest ring and moe_route_epilogue.cuh's rows and terms.
+// rounds, moe_single_launch.cuh's deepest ring, moe_route_epilogue.cuh's rows and terms, and the
+// attention's query heads a block (rope_attention's limit, fuse/fusion.h).
 TEST(DecodeStream, MirrorsMatchTheKernelText) {
   std::string src;
   for (const KernelFile& f : kernel_files()) src += f.text;
@@ -75,6 +77,7 @@ TEST(DecodeStream, MirrorsMatchTheKernelText) {
   EXPECT_GT(kDecodePairs, 16);  // above every group (warps an item: 1..16)
   EXPECT_EQ(defined("LATHE_ROUTE_EPI_ROWS"), kRouteEpilogueRows);
   EXPECT_EQ(defined("LATHE_ROUTE_EPI_TERMS"), kRouteEpilogueTerms);
+  EXPECT_EQ(defined("ATTD_HEADS"), fuse::kRopeAttentionMaxGroup);
 }
 
 // router_columns (route_epilogue_launch.h) is the router transposed with the norm's weights folded in.

@@ -17,6 +17,10 @@
 
 namespace lathe::fuse {
 
+// rope_attention applies where a kv head has at most this many query heads: the decode attention's
+// blocks take that many each (kernels/attention.cuh's ATTD_HEADS; test_decode_stream checks the two).
+constexpr int64_t kRopeAttentionMaxGroup = 8;
+
 struct Group {
   std::string rule;        // "" for a node that runs alone
   std::vector<int> nodes;  // graph node ids, in execution order

@@ -13,8 +13,6 @@
 
 namespace lathe::fuse {
 
-constexpr int64_t kRopeAttentionGroup = 8;  // ATTD_HEADS: query heads a block of the attention takes
-
 void rope_attention_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups) {
   if (g.rows != g.sequences) return;
   for (Group& grp : groups) {
@@ -38,7 +36,7 @@ void rope_attention_pass(const graph::Graph& g, std::vector<bool>& claimed, std:
     if (!up_to || up_to->args[0].tensor != rope_q->args[1].tensor) continue;
     const std::vector<int64_t>& qs = g.tensor(attn.args[0].tensor).shape;
     const std::vector<int64_t>& ks = g.tensor(append_k->args[0].tensor).shape;
-    if (qs.size() != 3 || ks.size() != 3 || ks[1] <= 0 || qs[1] > kRopeAttentionGroup * ks[1]) continue;
+    if (qs.size() != 3 || ks.size() != 3 || ks[1] <= 0 || qs[1] > kRopeAttentionMaxGroup * ks[1]) continue;
     claimed[static_cast<size_t>(next)] = true;
     grp.nodes.push_back(next);
     grp.rule = "rope_attention";
