@@ -139,6 +139,12 @@
 #           with PREP_DEFINES="-DLATHE_ATTD_PATCH_POS=0"), and x1's L2 requests ahead now applied: the
 #           attention and lane tests, checks, tg128 of qwen3-8b / llama3-8b / qwen3-0.6b, alternated,
 #           the stamps (the patch measured no faster: reverted)
+#   y2      Q4_K's walk by lanes (a sub-block pair a lane, x in registers; LATHE_DECODE_LANE_X=0 turns it
+#           off): the GEMV, merged and persistent tests, the Q4_K timings and qwen3-8b q4_k_m's tg128 with
+#           it off and on, alternated, checks, ncu of one 12288 x 4096 launch
+#   y1      2026-12-02's fifteenth session: the K formats' decode products: the GEMV timings (a Q6_K
+#           151936 x 4096 case added), qwen3-8b q4_k_m's step by kind, ncu (full set, SASS source) of
+#           one launch of q4_K / q6_K / q8_0 12288 x 4096 and q4_K 4096 x 4096, int8x2
 #   x6      the attention's finishing loop split by a stamp (prepare with STAMP_DEFINES=
 #           "-DLATHE_ATTD_FINISH_SPLIT=1": stamp 4 then marks the loop's output formed and stored,
 #           before its int8 form, so the table's `combine` is minus that part), qwen3-8b and qwen3-0.6b
@@ -656,6 +662,34 @@ for part in "$@"; do
       echo "== $1 $2 stamped"; LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128|stamps"
       python3 scripts/product_stamps.py $st
       xz -f $st
+    done ;;
+  y2)  # Q4_K's walk by lanes (see the list above)
+    gpu_tests test_gemv_gpu test_persistent_step_gpu test_gemv_multi_gpu
+    $C/test_gemv_gpu --gtest_filter='*Q4KByLanes*' 2>&1 | grep -E "n_out=|OK|FAILED"
+    for v in 0 1 0 1; do
+      echo "== GEMV timings, LATHE_DECODE_LANE_X=$v"
+      LATHE_DECODE_LANE_X=$v LATHE_GEMV_TIMING_CASE=q4_K timeout 100 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "decode"
+    done
+    f=$(synth qwen3-8b q4_k_m)
+    for v in 0 1 0 1; do echo "== qwen3-8b q4_k_m LATHE_DECODE_LANE_X=$v"; LATHE_DECODE_LANE_X=$v tg128 $L $f; done
+    checks "qwen3-tiny q4_k_m" "qwen3-8b q4_k_m"
+    echo "== ncu q4_K 12288 4096 by lanes"
+    LATHE_GEMV_TIMING_CASE="q4_K 12288 4096" timeout 200 ncu --set full --import-source yes --kernel-name regex:'gemv1_.*int8x2' \
+      --launch-skip 2 --launch-count 1 -f -o ${OUT:-/tmp}/ncu-lanes $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "==PROF==|rror" | head -4
+    ncu -i ${OUT:-/tmp}/ncu-lanes.ncu-rep --page details > ${OUT:-/tmp}/ncu-lanes.txt 2>&1
+    ncu -i ${OUT:-/tmp}/ncu-lanes.ncu-rep --page source --csv --print-source sass > ${OUT:-/tmp}/ncu-lanes-sass.csv 2>&1
+    grep -E "Duration|DRAM Throughput|L1/TEX Cache|Issue Slots Busy|Registers Per|Executed Instructions  " ${OUT:-/tmp}/ncu-lanes.txt | head -10 ;;
+  y1)  # the K formats' decode products (see the list above)
+    echo "== GEMV timings"; timeout 240 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "us |quantize|matmul"
+    echo "== qwen3-8b q4_k_m by kind"; timeout 120 $L bench $(synth qwen3-8b q4_k_m) -p 16 -n 128 -r 3 --profile 2>&1 | tail -40
+    for cs in "q4_K 12288 4096" "q6_K 12288 4096" "q8_0 12288 4096" "q4_K 4096 4096"; do
+      tag=$(echo $cs | tr ' ' '-')
+      echo "== ncu $cs"
+      LATHE_GEMV_TIMING_CASE="$cs" timeout 200 ncu --set full --import-source yes --kernel-name regex:'gemv1_.*int8x2' \
+        --launch-skip 2 --launch-count 1 -f -o ${OUT:-/tmp}/ncu-$tag $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "us |==PROF==|rror" | head -8
+      ncu -i ${OUT:-/tmp}/ncu-$tag.ncu-rep --page details > ${OUT:-/tmp}/ncu-$tag.txt 2>&1
+      ncu -i ${OUT:-/tmp}/ncu-$tag.ncu-rep --page source --csv --print-source sass > ${OUT:-/tmp}/ncu-$tag-sass.csv 2>&1
+      grep -E "Duration|DRAM Throughput|Memory Throughput|Issue Slots Busy|Registers Per|Achieved Occupancy|Warp Cycles Per Issued|No Eligible|Shared Memory" ${OUT:-/tmp}/ncu-$tag.txt | head -20
     done ;;
   x6)  # the finishing loop split (see the list above)
     for m in qwen3-8b qwen3-0.6b; do
