@@ -139,6 +139,12 @@
 #           with PREP_DEFINES="-DLATHE_ATTD_PATCH_POS=0"), and x1's L2 requests ahead now applied: the
 #           attention and lane tests, checks, tg128 of qwen3-8b / llama3-8b / qwen3-0.6b, alternated,
 #           the stamps (the patch measured no faster: reverted)
+#   y4      (y3's pack, the host's LATHE_DECODE_LANE_X=merged added) qwen3-8b q4_k_m's tg128 with the lanes
+#           off / only in the merged gate/up / on, its step by kind and its products' stamps off and on
+#   y3      Q4_K's paired products by lanes (the lanes inside the paired products: two rows, or gate's and
+#           up's, a slot; LATHE_DECODE_LANE_X=0 turns them off): the GEMV, merged, persistent and lane
+#           tests, the Q4_K single and merged timings and qwen3-8b q4_k_m's tg128 off and on, alternated,
+#           checks (with --persistent), qwen3-8b q8_0's tg128, ncu of one 12288 x 4096 launch
 #   y2      Q4_K's walk by lanes (a sub-block pair a lane, x in registers; LATHE_DECODE_LANE_X=0 turns it
 #           off): the GEMV, merged and persistent tests, the Q4_K timings and qwen3-8b q4_k_m's tg128 with
 #           it off and on, alternated, checks, ncu of one 12288 x 4096 launch
@@ -663,6 +669,37 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  y4)  # where the lanes' step time goes (see the list above)
+    f=$(synth qwen3-8b q4_k_m)
+    for rep in 1 2; do
+      for v in 0 merged 1; do echo "== qwen3-8b q4_k_m LATHE_DECODE_LANE_X=$v"; LATHE_DECODE_LANE_X=$v tg128 $L $f; done
+    done
+    for v in 0 1; do
+      echo "== by kind, LATHE_DECODE_LANE_X=$v"
+      LATHE_DECODE_LANE_X=$v timeout 120 $L bench $f -p 16 -n 128 -r 1 --profile 2>&1 | grep -A12 '^decode step' | grep -E 'gemv|attention|decode step'
+      st=${OUT:-/tmp}/stamps-y4-$v.csv
+      LATHE_DECODE_LANE_X=$v LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+      python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; head -20 ${st%.csv}.txt; xz -f $st
+    done ;;
+  y3)  # Q4_K's paired products by lanes (see the list above)
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu test_gpu_lane_gpu
+    $C/test_gemv_gpu --gtest_filter='*Q4KByLanes*' 2>&1 | grep -E "n_out=|OK|FAILED"
+    for v in 0 1 0 1; do
+      echo "== GEMV timings, LATHE_DECODE_LANE_X=$v"
+      LATHE_DECODE_LANE_X=$v LATHE_GEMV_TIMING_CASE=q4_K timeout 100 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "decode"
+      LATHE_DECODE_LANE_X=$v timeout 100 $C/test_gemv_multi_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q4_K"
+    done
+    f=$(synth qwen3-8b q4_k_m)
+    for v in 0 1 0 1; do echo "== qwen3-8b q4_k_m LATHE_DECODE_LANE_X=$v"; LATHE_DECODE_LANE_X=$v tg128 $L $f; done
+    checks "qwen3-tiny q4_k_m" "qwen3-8b q4_k_m"
+    echo "== check qwen3-8b q4_k_m --persistent"; timeout 60 $L check $f --steps 16 --persistent 2>&1 | tail -2 | head -1
+    echo "== qwen3-8b q8_0"; tg128 $L $(synth qwen3-8b q8_0)
+    echo "== ncu q4_K 12288 4096 paired by lanes"
+    LATHE_GEMV_TIMING_CASE="q4_K 12288 4096" timeout 200 ncu --set full --import-source yes --kernel-name regex:'gemv1_.*int8x2' \
+      --launch-skip 2 --launch-count 1 -f -o ${OUT:-/tmp}/ncu-lanes $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "rror" | head -4
+    ncu -i ${OUT:-/tmp}/ncu-lanes.ncu-rep --page details > ${OUT:-/tmp}/ncu-lanes.txt 2>&1
+    ncu -i ${OUT:-/tmp}/ncu-lanes.ncu-rep --page source --csv --print-source sass > ${OUT:-/tmp}/ncu-lanes-sass.csv 2>&1
+    grep -E "Duration|DRAM Throughput|L1/TEX Cache|Issue Slots Busy|Registers Per|Executed Instructions  " ${OUT:-/tmp}/ncu-lanes.txt | head -10 ;;
   y2)  # Q4_K's walk by lanes (see the list above)
     gpu_tests test_gemv_gpu test_persistent_step_gpu test_gemv_multi_gpu
     $C/test_gemv_gpu --gtest_filter='*Q4KByLanes*' 2>&1 | grep -E "n_out=|OK|FAILED"

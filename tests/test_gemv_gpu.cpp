@@ -6,7 +6,6 @@
 // dot product whose terms cancel is judged by the size of its terms. Bounds per contract:
 
 #include "gguf/block_format.h"
-#include "kernels/decode_stream.h"
 #include "kernels/gemv_launch.h"
 #include "runtime/cuda_driver.h"
 #include "test_product_helpers.h"
@@ -186,56 +185,6 @@ TEST(GemvGpu, DecodeKernelMatchesCpu) {
       }
       std::printf("\n");
     }
-  }
-}
-
-// Q4_K's walk by lanes (a sub-block pair a lane, its x in registers: decode_lane_x_format), where the
-// launcher takes it, against the CPU and against the format's own walk (the same products, summed in
-// another order): a warp a chunk index (k 4096, 8192, 16384: x read once) and the chunks dealt
-// round-robin (k 12288: x read again each chunk).
-TEST(GemvGpu, Q4KByLanesMatchesCpuAndTheOwnWalk) {
-  LATHE_NEED_GPU();
-  cuda::Stream s;
-  std::mt19937 rng(41);
-  struct Restore {
-    bool on;
-    ~Restore() { set_decode_lane_x_enabled(on); }
-  } restore{set_decode_lane_x_enabled(true)};
-  const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {1100, 4096}, {2000, 8192}, {300, 16384}, {4096, 12288}};
-  std::printf("Q4_K by lanes, normalized error against the CPU: by lanes / the format's own walk, and between them\n");
-  for (auto [n_out, k] : shapes) {
-    const std::vector<uint8_t> m = random_matrix(GgmlType::Q4_K, n_out, k, rng);
-    const std::vector<float> wf = dequantize(GgmlType::Q4_K, m, n_out, k);
-    const std::vector<float> x = random_values(k, rng);
-    const Reference ref = reference(wf, x, 1, n_out, k);
-    DeviceBuffer wd = upload(m), xd = upload(x), yd(n_out * sizeof(float));
-    const WeightMatrix w{GgmlType::Q4_K, wd.ptr(), n_out, k};
-    std::printf("  n_out=%-5lld k=%-6lld", static_cast<long long>(n_out), static_cast<long long>(k));
-    for (Activations a : {Activations::int8, Activations::int8x2}) {
-      DecodeGemvLaunch l;
-      ASSERT_TRUE(decode_gemv_launch(w, a, l));
-      EXPECT_NE(l.mode & kDecodeLaneX, 0) << "n_out=" << n_out << " k=" << k << ": the launcher did not take it";
-      DeviceBuffer q = activations(xd, 1, k, a, s);
-      std::vector<float> y[2];
-      double e[2];
-      for (int own = 0; own < 2; ++own) {
-        set_decode_lane_x_enabled(own == 0);
-        yd.zero();
-        settle(yd);
-        gemv(w, a, q.ptr(), 1, yd.ptr(), s.handle());
-        s.synchronize();
-        y[own] = download(yd, n_out);
-        e[own] = error_of(y[own], ref, n_out);
-      }
-      set_decode_lane_x_enabled(true);
-      double between = 0;
-      for (int64_t o = 0; o < n_out; ++o) between = std::max(between, std::abs(double(y[0][o]) - double(y[1][o])));
-      between /= ref.scale;
-      EXPECT_LE(e[0], bound_of(a)) << "n_out=" << n_out << " k=" << k << " " << activations_name(a);
-      EXPECT_LE(between, 1e-5) << "n_out=" << n_out << " k=" << k << " " << activations_name(a);
-      std::printf("  %s %.2e / %.2e, %.1e", std::string(activations_name(a)).c_str(), e[0], e[1], between);
-    }
-    std::printf("\n");
   }
 }
 

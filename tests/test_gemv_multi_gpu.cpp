@@ -241,7 +241,7 @@ TEST(GemvMultiGpu, GateUpSwigluMatchesCpuAndSeparate) {
   LATHE_NEED_GPU();
   cuda::Stream s;
   std::mt19937 rng(22);
-  const std::pair<int64_t, int64_t> shapes[] = {{12288, 4096}, {3072, 1024}, {1000, 11008}, {7, 256}};  // (n_out, k)
+  const std::pair<int64_t, int64_t> shapes[] = {{12288, 4096}, {3072, 1024}, {1000, 11008}, {1001, 4096}, {7, 256}};  // (n_out, k)
   std::printf("gate/up + SwiGLU normalized error: vs interpreter on x^ (bound %.0e) / vs gemv, gemv, swiglu (bound %.0e)\n",
               kBoundRebuilt, kBoundSeparate);
   for (const FormatSet& f : kFormatSets) {

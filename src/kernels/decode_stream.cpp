@@ -23,24 +23,6 @@ const DecodeFormat* decode_format(GgmlType t) {
   }
 }
 
-namespace {
-bool g_lane_x = [] {
-  const char* v = std::getenv("LATHE_DECODE_LANE_X");
-  return !(v && std::string_view(v) == "0");
-}();
-}  // namespace
-
-const DecodeFormat* decode_lane_x_format(GgmlType t) {
-  static const DecodeFormat q4_k{"q4_k", 256, 8};
-  return g_lane_x && t == GgmlType::Q4_K ? &q4_k : nullptr;
-}
-
-bool set_decode_lane_x_enabled(bool enabled) {
-  const bool before = g_lane_x;
-  g_lane_x = enabled;
-  return before;
-}
-
 int64_t decode_chunks_per_row(const DecodeFormat& f, int64_t k) {
   const int64_t units = k / f.unit_values;
   return (units + f.chunk_units - 1) / f.chunk_units;

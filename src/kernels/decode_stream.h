@@ -27,10 +27,6 @@ constexpr int kMoeSingleMaxStages = 5;
 // products.
 constexpr int kDecodePairs = 256;
 
-// Mirrors LATHE_GEMV1_LANE_X: the bit that asks for the row walk by lanes (Q4_K: a sub-block pair a
-// lane, its x in registers; gemv_decode.cuh's lathe_gemv1_q4_k_lanes).
-constexpr int kDecodeLaneX = 512;
-
 // Mirrors LATHE_MOE_DOWN_ROUNDS (moe_decode.cuh): the most 32-piece rounds (pieces of 32 values) a
 // chunk of the mixture's down kernel carries when it holds several experts' rows.
 constexpr int64_t kMoeDownRounds = 4;
@@ -47,15 +43,6 @@ struct DecodeFormat {
   int chunk_units;
 };
 const DecodeFormat* decode_format(GgmlType t);
-
-// The walk by lanes of a format (its kernel-name part, values a unit and units a chunk, as
-// lathe_gemv1_q4_k_lanes has them), or null where the format has none or LATHE_DECODE_LANE_X=0 (a
-// measuring knob, read once) turns it off. Q4_K only.
-const DecodeFormat* decode_lane_x_format(GgmlType t);
-
-// Turns the walk by lanes on or off (tests comparing it with the format's own walk); returns the
-// setting before. Not thread-safe against concurrent launches.
-bool set_decode_lane_x_enabled(bool enabled);
 
 // Chunks a row of k values takes.
 int64_t decode_chunks_per_row(const DecodeFormat& f, int64_t k);

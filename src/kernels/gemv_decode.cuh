@@ -201,107 +201,6 @@ struct lathe_gemv1_q6_k {
   }
 };
 
-// Q4_K by lanes (LATHE_GEMV1_LANE_X, the launcher's choice for Q4_K rows that are whole chunks): a
-// lane's piece is a sub-block PAIR, 2 i and 2 i + 1 (64 values): the low and high nibbles of the same
-// 32 bytes qs[32 i ..], so one lane reads them once, with no shift (the high nibbles masked in place,
-// their sum 16 times the levels' and their scale a sixteenth: the same float products). A chunk is 8
-// units, 32 pairs: one a lane, lane l always the pair l % 4 of unit l / 4, so its 64 x values (blocks
-// 2 l, 2 l + 1 of the chunk) stay in registers while the chunk index does not change (the launcher
-// gives a row's chunks one warp each where it can: x is then read from shared memory once a launch).
-// Measured against lathe_gemv1_q4_k (~107 instructions and 8 shared loads a 32-value piece): docs/perf.md.
-template <class A, class B>
-struct lathe_same {
-  static constexpr bool value = false;
-};
-template <class A>
-struct lathe_same<A, A> {
-  static constexpr bool value = true;
-};
-
-struct lathe_gemv1_q4_k_lanes {
-  static constexpr int unit_values = 256, unit_bytes = 144, pieces = 4, chunk_units = 8;
-  static constexpr bool has_offset = true, two_scales = false;
-};
-
-// A lane's 64 x values in registers: q1 (and q2 for int8x2) of blocks b, b + 1 as four 16-byte words
-// each, and both blocks' (d1, d2, d1 * sum q1 + d2 * sum q2).
-template <int C>
-struct lathe_gemv1_xlane {
-  int4 q1[4], q2[4];
-  float4 ds[2];
-};
-
-// x blocks xb, xb + 1 from their staged form (q1 at shared address sx1, q2 kq2 bytes after it, ds at sds).
-template <int C>
-__device__ __forceinline__ void lathe_gemv1_xlane_load(lathe_gemv1_xlane<C>& x, unsigned sx1, int kq2, unsigned sds,
-                                                       int xb) {
-  const unsigned a = sx1 + 32 * xb;
-#pragma unroll
-  for (int t = 0; t < 4; ++t) {
-    x.q1[t] = lathe_lds128(a + 16 * t);
-    if constexpr (C == 2) x.q2[t] = lathe_lds128(a + kq2 + 16 * t);
-  }
-  x.ds[0] = lathe_lds128f(sds + 16 * xb);
-  x.ds[1] = lathe_lds128f(sds + 16 * xb + 16);
-}
-
-// Unsigned bytes of a times signed bytes of b, plus c (the masked high nibbles reach 240).
-__device__ __forceinline__ int lathe_dp4a_us(uint32_t a, int b, int c) {
-  int d;
-  asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-
-// An exact float of v < 2^23 with two full-rate instructions.
-__device__ __forceinline__ float lathe_u2f_small(uint32_t v) {
-  return __int_as_float(0x4B000000u | v) - 8388608.0f;
-}
-
-// Pair i of the Q4_K unit at shared address u times the lane's x, added to acc (sub-block 2 i, then
-// 2 i + 1). Scales as lathe_gemv1_q4_k's: for j < 4 sc = s[j] & 63, m = s[j + 4] & 63; j >= 4:
-// sc = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4, m = (s[j + 4] >> 4) | (s[j] >> 6) << 4, both bytes of
-// the pair at once.
-template <int C>
-__device__ __forceinline__ float lathe_gemv1_q4k_pair(unsigned u, int i, const lathe_gemv1_xlane<C>& x, float acc) {
-  const uint4 hd = lathe_lds128u(u);
-  const uint4 a = lathe_lds128u(u + 16 + 32 * i), b = lathe_lds128u(u + 32 + 32 * i);
-  const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-  const int lo1[8] = {x.q1[0].x, x.q1[0].y, x.q1[0].z, x.q1[0].w, x.q1[1].x, x.q1[1].y, x.q1[1].z, x.q1[1].w};
-  const int hi1[8] = {x.q1[2].x, x.q1[2].y, x.q1[2].z, x.q1[2].w, x.q1[3].x, x.q1[3].y, x.q1[3].z, x.q1[3].w};
-  int l1 = 0, h1 = 0, l2 = 0, h2 = 0;
-#pragma unroll
-  for (int t = 0; t < 8; ++t) {
-    l1 = __dp4a(static_cast<int>(w[t] & 0x0F0F0F0Fu), lo1[t], l1);
-    h1 = lathe_dp4a_us(w[t] & 0xF0F0F0F0u, hi1[t], h1);
-  }
-  if constexpr (C == 2) {
-    const int lo2[8] = {x.q2[0].x, x.q2[0].y, x.q2[0].z, x.q2[0].w, x.q2[1].x, x.q2[1].y, x.q2[1].z, x.q2[1].w};
-    const int hi2[8] = {x.q2[2].x, x.q2[2].y, x.q2[2].z, x.q2[2].w, x.q2[3].x, x.q2[3].y, x.q2[3].z, x.q2[3].w};
-#pragma unroll
-    for (int t = 0; t < 8; ++t) {
-      l2 = __dp4a(static_cast<int>(w[t] & 0x0F0F0F0Fu), lo2[t], l2);
-      h2 = lathe_dp4a_us(w[t] & 0xF0F0F0F0u, hi2[t], h2);
-    }
-  }
-  const unsigned sh = 16 * (i & 1);
-  const uint32_t Y = hd.y >> sh, Z = hd.z >> sh, W = hd.w >> sh;
-  const bool low = i < 2;
-  const uint32_t sc = low ? Y & 0x3F3Fu : (W & 0x0F0Fu) | ((Y >> 2) & 0x3030u);
-  const uint32_t mn = low ? Z & 0x3F3Fu : ((W >> 4) & 0x0F0Fu) | ((Z >> 2) & 0x3030u);
-  const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(hd.x & 0xFFFFu)));
-  const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(hd.x >> 16)));
-  const float sa0 = __fmul_rn(d, lathe_u2f_small(sc & 0xFFu));
-  const float sa1 = __fmul_rn(d, lathe_u2f_small(sc >> 8)) * 0.0625f;  // exact: h1, h2 are 16 times the sums
-  const float off0 = -__fmul_rn(dmin, lathe_u2f_small(mn & 0xFFu)), off1 = -__fmul_rn(dmin, lathe_u2f_small(mn >> 8));
-  float t0 = x.ds[0].x * lathe_gemv_i2f(l1), t1 = x.ds[1].x * lathe_gemv_i2f(h1);
-  if constexpr (C == 2) {
-    t0 = fmaf(x.ds[0].y, lathe_gemv_i2f(l2), t0);
-    t1 = fmaf(x.ds[1].y, lathe_gemv_i2f(h2), t1);
-  }
-  acc += fmaf(off0, x.ds[0].z, t0 * sa0);
-  return acc + fmaf(off1, x.ds[1].z, t1 * sa1);
-}
-
 __device__ __forceinline__ int lathe_gemv1_dot4(const uint32_t* q, int4 x, int acc) {
   acc = __dp4a(static_cast<int>(q[0]), x.x, acc);
   acc = __dp4a(static_cast<int>(q[1]), x.y, acc);
@@ -660,9 +559,6 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   unsigned phase = 0;
   const unsigned sx_a = lathe_smem_addr(sx), sds_a = lathe_smem_addr(sx + x_level_bytes);
   float acc = 0.0f;
-  constexpr bool lane_x = lathe_same<F, lathe_gemv1_q4_k_lanes>::value;
-  lathe_gemv1_xlane<C> xr;  // lane_x: the lane's x for chunk index x_c
-  int x_c = -1;
   while (at.row < n_out) {
     lathe_ring_wait(mbar, slot, phase);
     __syncwarp();  // every lane is past the previous chunk: its slot, refilled below, is free
@@ -671,17 +567,8 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
       lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + refill * LATHE_GEMV1_SLOT, mbar + 8 * refill);
     ld.next(w, row_bytes, sub, group, n_groups, n_chunks);
     const int u0 = at.c * F::chunk_units, n_pieces = at.n_units(units) * F::pieces;
-    if constexpr (lane_x) {
-      if (at.c != x_c) {  // a chunk of other columns: its x (once a launch where the warp's chunk stays)
-        x_c = at.c;
-        if (lane < n_pieces) lathe_gemv1_xlane_load<C>(xr, sx_a, k, sds_a, 8 * u0 + 2 * lane);
-      }
-      if (lane < n_pieces)
-        acc = lathe_gemv1_q4k_pair<C>(stage_a + slot * LATHE_GEMV1_SLOT + (lane >> 2) * F::unit_bytes, lane & 3, xr, acc);
-    } else {
-      acc = lathe_gemv1_chunk_dot<F, C>(acc, stage_a + slot * LATHE_GEMV1_SLOT + at.head(), n_pieces, u0 * F::pieces,
-                                        sx_a, k, sds_a);
-    }
+    acc = lathe_gemv1_chunk_dot<F, C>(acc, stage_a + slot * LATHE_GEMV1_SLOT + at.head(), n_pieces, u0 * F::pieces,
+                                      sx_a, k, sds_a);
     if (++slot == LATHE_GEMV1_STAGES) {
       slot = 0;
       phase ^= 1;

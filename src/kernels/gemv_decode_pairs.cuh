@@ -229,25 +229,15 @@ __device__ __forceinline__ void lathe_gemv1_pair_body(const uint8_t* w, long lon
 
 // The decode GEMV: `mode` is the launcher's group (warps an item, bits 0-7) with bit 8 set for the
 // paired products (gemv_launch.cpp picks them where a row's chunks would leave slots part empty).
-// Bit 9 (Q4_K only) asks for the row walk by lanes (lathe_gemv1_q4_k_lanes: a sub-block pair a lane,
-// its x in registers).
 #define LATHE_GEMV1_PAIRS 256
-#define LATHE_GEMV1_LANE_X 512
 template <class F, int C>
 __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row_bytes, const int8_t* xq, float* y,
                                                  int k, int n_out, int mode, int early, const float* xf,
                                                  const lathe_grid* grid = nullptr) {
-  if (mode & LATHE_GEMV1_PAIRS) {
+  if (mode & LATHE_GEMV1_PAIRS)
     lathe_gemv1_pair_body<F, C>(w, row_bytes, xq, y, k, n_out, mode & 255, early, xf, grid);
-    return;
-  }
-  if constexpr (lathe_same<F, lathe_gemv1_q4_k>::value) {
-    if (mode & LATHE_GEMV1_LANE_X) {
-      lathe_gemv1_row_body<lathe_gemv1_q4_k_lanes, C>(w, row_bytes, xq, y, k, n_out, mode & 255, early, xf, grid);
-      return;
-    }
-  }
-  lathe_gemv1_row_body<F, C>(w, row_bytes, xq, y, k, n_out, mode & 255, early, xf, grid);
+  else
+    lathe_gemv1_row_body<F, C>(w, row_bytes, xq, y, k, n_out, mode & 255, early, xf, grid);
 }
 
 #define LATHE_GEMV1_KERNEL(FMT, C, CNAME)                                                                   \

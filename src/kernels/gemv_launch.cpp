@@ -154,8 +154,7 @@ void launch_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUdevicept
 
 }  // namespace
 
-bool decode_gemv_launch(const WeightMatrix& w, Activations a, DecodeGemvLaunch& out, bool allow_pairs,
-                        bool allow_lane_x) {
+bool decode_gemv_launch(const WeightMatrix& w, Activations a, DecodeGemvLaunch& out, bool allow_pairs) {
   const DecodeFormat* f = decode_format(w.type);
   const int chunk_units = f ? f->chunk_units : 0;
   if (!g_decode_enabled || chunk_units == 0 || a == Activations::f32) return false;
@@ -165,20 +164,13 @@ bool decode_gemv_launch(const WeightMatrix& w, Activations a, DecodeGemvLaunch& 
   // Items: rows cut into chunks, or (decode_pairs_pay) row pairs cut into half chunks. Warps per
   // item: split items (each warp at least one of its chunks) until the items fill every warp.
   const bool pairs = allow_pairs && decode_pairs_pay(*f, w.n_out, w.k);
-  const DecodeFormat* lanes = !pairs && allow_lane_x ? decode_lane_x_format(w.type) : nullptr;
-  const int64_t n_chunks = pairs    ? decode_half_chunks_per_row(*f, w.k)
-                           : lanes ? decode_chunks_per_row(*lanes, w.k)
-                                   : decode_chunks_per_row(*f, w.k);
+  const int64_t n_chunks = pairs ? decode_half_chunks_per_row(*f, w.k) : decode_chunks_per_row(*f, w.k);
   const int64_t n_items = pairs ? (w.n_out + 1) / 2 : w.n_out;
   int group = 1;
-  if (lanes && n_chunks <= kDecodeWarps && (n_chunks & (n_chunks - 1)) == 0) {
-    group = static_cast<int>(n_chunks);  // a warp a chunk index: its lanes' x read once a launch
-  } else {
-    while (group < kDecodeWarps && 2 * group <= n_chunks && n_items * group < kDecodeWarps * sm_count) group *= 2;
-  }
+  while (group < kDecodeWarps && 2 * group <= n_chunks && n_items * group < kDecodeWarps * sm_count) group *= 2;
   const int64_t items_per_block = kDecodeWarps / group;
   out.blocks = static_cast<unsigned>(std::min(sm_count, (n_items + items_per_block - 1) / items_per_block));
-  out.mode = group | (pairs ? kDecodePairs : 0) | (lanes ? kDecodeLaneX : 0);
+  out.mode = group | (pairs ? kDecodePairs : 0);
   out.pairs = pairs;
   out.shared_bytes = shared;
   return true;

@@ -80,17 +80,14 @@ int decode_early_requests();
 // The decode kernel's launch for one row of w under an int8 contract (gemv_decode.cuh): its grid, the
 // group parameter (warps an item, kDecodePairs for the paired products) and its dynamic shared
 // memory. False where that kernel does not take w (format, contract, shared memory, or turned off).
-// allow_pairs = false: one row an item even where the paired products would be its choice;
-// allow_lane_x = false: the row walk of the format's own pieces even where the walk by lanes
-// (kDecodeLaneX, decode_lane_x_format) would be (the kernels that share the walk but not that form).
+// allow_pairs = false: one row an item even where the paired products would be its choice.
 struct DecodeGemvLaunch {
   unsigned blocks = 0;
   int mode = 0;
   bool pairs = false;
   int64_t shared_bytes = 0;
 };
-bool decode_gemv_launch(const WeightMatrix& w, Activations a, DecodeGemvLaunch& out, bool allow_pairs = true,
-                        bool allow_lane_x = true);
+bool decode_gemv_launch(const WeightMatrix& w, Activations a, DecodeGemvLaunch& out, bool allow_pairs = true);
 
 // ---- GEMV over experts (mixtures). W is a stack [n_expert][n_out][k]; ids [n_rows][top_k] int32 on
 // the device, each in [0, n_expert) (not checked on the device).

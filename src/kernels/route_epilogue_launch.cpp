@@ -34,7 +34,7 @@ bool route_epilogue_applies(const WeightMatrix& w, Activations a, int64_t n_expe
   // x's int8 form: 8 threads a 32-value block, four blocks a warp, every lane of a warp in each pass.
   if (w.n_out % 128 != 0) return false;
   DecodeGemvLaunch l;
-  if (!decode_gemv_launch(w, a, l, false, false)) return false;
+  if (!decode_gemv_launch(w, a, l, false)) return false;
   if (l.shared_bytes + kDecodeStaticBytes + kEpilogueStatic > shared_optin_bytes()) return false;
   // A block's rows: its groups' (LATHE_GEMV1_WARPS / group of them) rounds of n_groups rows.
   const int64_t gpb = 16 / (l.mode & 255), n_groups = l.blocks * gpb;
@@ -55,7 +55,7 @@ void gemv_route_epilogue(const WeightMatrix& w, Activations a, CUdeviceptr xq, c
   LATHE_CHECK(xq % 16 == 0 && r.sum % 16 == 0 && r.norm_w % 16 == 0 && r.parts % 16 == 0 && r.count % 4 == 0);
   LATHE_CHECK(r.resid != 0 && r.cols != 0 && r.count != 0 && r.ids != 0 && r.weights != 0);
   DecodeGemvLaunch l;
-  decode_gemv_launch(w, a, l, false, false);
+  decode_gemv_launch(w, a, l, false);
   const QuantizedPointers qp = quantized_pointers(r.x_q, 1, w.n_out);
   CUdeviceptr wp = w.data, x = xq, resid = r.resid, sum = r.sum, cols = r.cols, nw = r.norm_w, ids = r.ids,
               wts = r.weights, lg = r.logits, q1 = qp.q1, q2 = qp.q2, ds = qp.ds, parts = r.parts, count = r.count;
