@@ -139,6 +139,10 @@
 #           with PREP_DEFINES="-DLATHE_ATTD_PATCH_POS=0"), and x1's L2 requests ahead now applied: the
 #           attention and lane tests, checks, tg128 of qwen3-8b / llama3-8b / qwen3-0.6b, alternated,
 #           the stamps (the patch measured no faster: reverted)
+#   y5      the weights streamed with an L2 evict-first policy (prepare with PREP_DEFINES and STAMP_DEFINES
+#           "-DLATHE_WEIGHTS_EVICT_FIRST=1"): the GEMV tests with it, tg128 of qwen3-8b / qwen3-0.6b q8_0
+#           and qwen3-8b q4_k_m alternated with the default, the check, the stamps both ways, tg128 at
+#           4,096 of context; and test_code_fetch_gpu (straight-line code cold and warm)
 #   y4      (y3's pack, the host's LATHE_DECODE_LANE_X=merged added) qwen3-8b q4_k_m's tg128 with the lanes
 #           off / only in the merged gate/up / on, its step by kind and its products' stamps off and on
 #   y3      Q4_K's paired products by lanes (the lanes inside the paired products: two rows, or gate's and
@@ -669,6 +673,28 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  y5)  # the weights evict-first, and cold code (see the list above)
+    echo "== code fetch"; timeout 300 $C/test_code_fetch_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "FMAs|straight|OK|FAILED"
+    ef="-DLATHE_WEIGHTS_EVICT_FIRST=1"
+    gpu_tests test_gemv_gpu
+    LATHE_KERNEL_DEFINES="$ef" gpu_tests test_gemv_gpu test_gemv_multi_gpu
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q4_k_m"; do
+      set -- $spec; f=$(synth $1 $2)
+      for rep in 1 2; do
+        echo "== $1 $2 default"; tg128 $L $f
+        echo "== $1 $2 evict-first"; LATHE_KERNEL_DEFINES="$ef" tg128 $L $f
+      done
+    done
+    f=$(synth qwen3-8b q8_0)
+    echo "== check qwen3-8b q8_0 evict-first"; LATHE_KERNEL_DEFINES="$ef" timeout 60 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    for v in "" "$ef"; do
+      st=${OUT:-/tmp}/stamps-y5${v:+-ef}.csv
+      LATHE_KERNEL_DEFINES="$v" LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128"
+      python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps ${v:-default}"; tail -12 ${st%.csv}.txt; xz -f $st
+    done
+    echo "== qwen3-8b q8_0 at 4,096 of context, default / evict-first"
+    $L bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    LATHE_KERNEL_DEFINES="$ef" $L bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/' ;;
   y4)  # where the lanes' step time goes (see the list above)
     f=$(synth qwen3-8b q4_k_m)
     for rep in 1 2; do

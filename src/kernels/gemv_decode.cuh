@@ -59,6 +59,42 @@ __device__ __forceinline__ void lathe_gemv1_commit() { asm volatile("cp.async.co
 template <int N>
 __device__ __forceinline__ void lathe_gemv1_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
+// LATHE_WEIGHTS_EVICT_FIRST = 1 streams the weights' chunks with an L2 evict-first policy
+// (createpolicy), so the 4-8 GB a token reads through the 60 MB L2 are the first lines it gives up,
+// not the activations, the caches or the kernels' code (a compile-time variant through
+// LATHE_KERNEL_DEFINES, to measure; 0, the default, is the copy as before).
+#ifndef LATHE_WEIGHTS_EVICT_FIRST
+#define LATHE_WEIGHTS_EVICT_FIRST 0
+#endif
+
+// One bulk copy of `bytes` weights from src into shared address dst, completing on the mbarrier at bar.
+__device__ __forceinline__ void lathe_bulk_weights(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+#if LATHE_WEIGHTS_EVICT_FIRST
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+      : "memory");
+#else
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+#endif
+}
+
+// A 16-byte cp.async line of weights (lathe_gemv1_chunk's), under LATHE_WEIGHTS_EVICT_FIRST's policy.
+__device__ __forceinline__ void lathe_gemv1_cp16_weights(void* smem, const void* g) {
+#if LATHE_WEIGHTS_EVICT_FIRST
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(s), "l"(g), "l"(policy) : "memory");
+#else
+  lathe_gemv1_cp16(smem, g);
+#endif
+}
+
 // Asks L2 for `bytes` at p (16-byte aligned, a multiple of 16) without waiting or using registers:
 // the decode products ask for chunks past their cp.async ring before the programmatic-launch wait,
 // so the weights stream while the small kernel before them runs.
@@ -332,9 +368,7 @@ __device__ __forceinline__ void lathe_ring_fill_walk(const lathe_gemv1_walk<F>& 
     const int head = at.head();
     const unsigned bytes = static_cast<unsigned>((head + nu * F::unit_bytes + 15) & ~15);
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                 "l"(at.g - head), "r"(bytes), "r"(bar)
-                 : "memory");
+    lathe_bulk_weights(dst, at.g - head, bytes, bar);
   }
 }
 
@@ -349,7 +383,7 @@ __device__ __forceinline__ int lathe_gemv1_chunk(const uint8_t* w, long long row
   const int head = static_cast<int>(g - g16);
   if (issue) {
     const int n16 = (head + nu * F::unit_bytes + 15) >> 4;
-    for (int i = threadIdx.x & 31; i < n16; i += 32) lathe_gemv1_cp16(slot + 16 * i, g16 + 16 * i);
+    for (int i = threadIdx.x & 31; i < n16; i += 32) lathe_gemv1_cp16_weights(slot + 16 * i, g16 + 16 * i);
   }
   return head;
 }
@@ -400,9 +434,7 @@ __device__ __forceinline__ int lathe_ring_fill(const uint8_t* w, long long row_b
     const unsigned bytes = static_cast<unsigned>((head + nu * F::unit_bytes + 15) & ~15);
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(slot)), bar = mbar + 8 * s;
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                 "l"(g - head), "r"(bytes), "r"(bar)
-                 : "memory");
+    lathe_bulk_weights(dst, g - head, bytes, bar);
   }
   return head;
 }

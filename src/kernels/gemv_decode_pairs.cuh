@@ -87,14 +87,8 @@ __device__ __forceinline__ void lathe_ring_fill_pair(const lathe_gemv1_pair_walk
     const unsigned na = static_cast<unsigned>((ha + nu * F::unit_bytes + 15) & ~15);
     const unsigned nb = at.gb ? static_cast<unsigned>((hb + nu * F::unit_bytes + 15) & ~15) : 0u;
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(na + nb) : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                 "l"(at.ga - ha), "r"(na), "r"(bar)
-                 : "memory");
-    if (at.gb)
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                       dst + LATHE_GEMV1_HALF),
-                   "l"(at.gb - hb), "r"(nb), "r"(bar)
-                   : "memory");
+    lathe_bulk_weights(dst, at.ga - ha, na, bar);
+    if (at.gb) lathe_bulk_weights(dst + LATHE_GEMV1_HALF, at.gb - hb, nb, bar);
   }
 }
 
