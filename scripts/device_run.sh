@@ -139,6 +139,9 @@
 #           with PREP_DEFINES="-DLATHE_ATTD_PATCH_POS=0"), and x1's L2 requests ahead now applied: the
 #           attention and lane tests, checks, tg128 of qwen3-8b / llama3-8b / qwen3-0.6b, alternated,
 #           the stamps (the patch measured no faster: reverted)
+#   y6      Q8_0's weights only evict-first (prepare with PREP_DEFINES="-DLATHE_WEIGHTS_EVICT_FIRST=2"):
+#           the GPU tests with it, tg128 alternated with the default (qwen3-0.6b, qwen3-8b q8_0 and
+#           q4_k_m, at 4,096 of context, qwen3-30b-a3b), the 8B's and the 30B's checks with it
 #   y5      the weights streamed with an L2 evict-first policy (prepare with PREP_DEFINES and STAMP_DEFINES
 #           "-DLATHE_WEIGHTS_EVICT_FIRST=1"): the GEMV tests with it, tg128 of qwen3-8b / qwen3-0.6b q8_0
 #           and qwen3-8b q4_k_m alternated with the default, the check, the stamps both ways, tg128 at
@@ -673,6 +676,26 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  y6)  # Q8_0's weights evict-first (see the list above)
+    ef="-DLATHE_WEIGHTS_EVICT_FIRST=2"
+    LATHE_KERNEL_DEFINES="$ef" gpu_tests test_gemv_gpu test_gemv_multi_gpu test_persistent_step_gpu test_gpu_lane_gpu
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0" "qwen3-8b q4_k_m"; do
+      set -- $spec; f=$(synth $1 $2)
+      for rep in 1 2; do
+        echo "== $1 $2 default"; tg128 $L $f
+        echo "== $1 $2 q8_0 evict-first"; LATHE_KERNEL_DEFINES="$ef" tg128 $L $f
+      done
+    done
+    f=$(synth qwen3-8b q8_0)
+    echo "== check qwen3-8b q8_0, q8_0 evict-first"; LATHE_KERNEL_DEFINES="$ef" timeout 60 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    echo "== qwen3-8b q8_0 at 4,096 of context, default / q8_0 evict-first"
+    timeout 60 $L bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    LATHE_KERNEL_DEFINES="$ef" timeout 60 $L bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    rm -f $M/qwen3-8b-q4_k_m.gguf $M/qwen3-0.6b-q8_0.gguf
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== qwen3-30b-a3b default"; tg128 $L $f
+    echo "== qwen3-30b-a3b q8_0 evict-first"; LATHE_KERNEL_DEFINES="$ef" tg128 $L $f
+    echo "== check qwen3-30b-a3b, q8_0 evict-first"; LATHE_KERNEL_DEFINES="$ef" timeout 90 $L check $f --steps 8 2>&1 | tail -2 | head -1 ;;
   y5)  # the weights evict-first, and cold code (see the list above)
     echo "== code fetch"; timeout 300 $C/test_code_fetch_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "FMAs|straight|OK|FAILED"
     ef="-DLATHE_WEIGHTS_EVICT_FIRST=1"

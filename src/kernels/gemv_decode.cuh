@@ -59,40 +59,44 @@ __device__ __forceinline__ void lathe_gemv1_commit() { asm volatile("cp.async.co
 template <int N>
 __device__ __forceinline__ void lathe_gemv1_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
-// LATHE_WEIGHTS_EVICT_FIRST = 1 streams the weights' chunks with an L2 evict-first policy
-// (createpolicy), so the 4-8 GB a token reads through the 60 MB L2 are the first lines it gives up,
-// not the activations, the caches or the kernels' code (a compile-time variant through
-// LATHE_KERNEL_DEFINES, to measure; 0, the default, is the copy as before).
+// LATHE_WEIGHTS_EVICT_FIRST streams the weights' chunks with an L2 evict-first policy (createpolicy),
+// so the 4-8 GB a token reads through the 60 MB L2 are the first lines it gives up, not the
+// activations, the caches or the kernels' code: 1 for every format, 2 for Q8_0's only (a format
+// trait's evict_first), 0 (the default) the copies as before. A compile-time variant through
+// LATHE_KERNEL_DEFINES, to measure (docs/perf.md, fifteenth session).
 #ifndef LATHE_WEIGHTS_EVICT_FIRST
 #define LATHE_WEIGHTS_EVICT_FIRST 0
 #endif
 
-// One bulk copy of `bytes` weights from src into shared address dst, completing on the mbarrier at bar.
+// One bulk copy of `bytes` weights from src into shared address dst, completing on the mbarrier at
+// bar; with the evict-first policy where `hint`.
+template <bool hint>
 __device__ __forceinline__ void lathe_bulk_weights(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
-#if LATHE_WEIGHTS_EVICT_FIRST
-  unsigned long long policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
-      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
-      : "memory");
-#else
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-#endif
+  if constexpr (hint) {
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
+        "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+        : "memory");
+  } else {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+  }
 }
 
-// A 16-byte cp.async line of weights (lathe_gemv1_chunk's), under LATHE_WEIGHTS_EVICT_FIRST's policy.
+// A 16-byte cp.async line of weights (lathe_gemv1_chunk's), with the evict-first policy where `hint`.
+template <bool hint>
 __device__ __forceinline__ void lathe_gemv1_cp16_weights(void* smem, const void* g) {
-#if LATHE_WEIGHTS_EVICT_FIRST
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  unsigned long long policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(s), "l"(g), "l"(policy) : "memory");
-#else
-  lathe_gemv1_cp16(smem, g);
-#endif
+  if constexpr (hint) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    unsigned long long policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(s), "l"(g), "l"(policy) : "memory");
+  } else {
+    lathe_gemv1_cp16(smem, g);
+  }
 }
 
 // Asks L2 for `bytes` at p (16-byte aligned, a multiple of 16) without waiting or using registers:
@@ -171,6 +175,7 @@ __device__ __forceinline__ void lathe_gemv1_words4(unsigned ua, unsigned m, uint
 struct lathe_gemv1_q8_0 {  // d:f16, qs:int8[32]; a piece is a block
   static constexpr int unit_values = 32, unit_bytes = 34, pieces = 1, chunk_units = 64;
   static constexpr bool has_offset = false, two_scales = false;
+  static constexpr bool evict_first = LATHE_WEIGHTS_EVICT_FIRST != 0;  // streamed evict-first (above)
   static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int, int sw, uint32_t* q, float& sa,
                                                float& sb, float& offset) {
     lathe_gemv1_words4(ua, m + 2 + 16 * sw, q);
@@ -185,6 +190,7 @@ struct lathe_gemv1_q8_0 {  // d:f16, qs:int8[32]; a piece is a block
 struct lathe_gemv1_q4_k {
   static constexpr int unit_values = 256, unit_bytes = 144, pieces = 8, chunk_units = 16;
   static constexpr bool has_offset = true, two_scales = false;
+  static constexpr bool evict_first = LATHE_WEIGHTS_EVICT_FIRST == 1;
   static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int j, int sw, uint32_t* q, float& sa,
                                                float& sb, float& offset) {
     const unsigned u = ua + m;  // m == 0: units are 16-byte aligned
@@ -215,6 +221,7 @@ struct lathe_gemv1_q4_k {
 struct lathe_gemv1_q6_k {
   static constexpr int unit_values = 256, unit_bytes = 210, pieces = 8, chunk_units = 12;
   static constexpr bool has_offset = false, two_scales = true;
+  static constexpr bool evict_first = LATHE_WEIGHTS_EVICT_FIRST == 1;
   static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int j, int sw, uint32_t* q, float& sa,
                                                float& sb, float& offset) {
     const int h = j >> 2, kk = j & 3;
@@ -368,7 +375,7 @@ __device__ __forceinline__ void lathe_ring_fill_walk(const lathe_gemv1_walk<F>& 
     const int head = at.head();
     const unsigned bytes = static_cast<unsigned>((head + nu * F::unit_bytes + 15) & ~15);
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-    lathe_bulk_weights(dst, at.g - head, bytes, bar);
+    lathe_bulk_weights<F::evict_first>(dst, at.g - head, bytes, bar);
   }
 }
 
@@ -383,7 +390,7 @@ __device__ __forceinline__ int lathe_gemv1_chunk(const uint8_t* w, long long row
   const int head = static_cast<int>(g - g16);
   if (issue) {
     const int n16 = (head + nu * F::unit_bytes + 15) >> 4;
-    for (int i = threadIdx.x & 31; i < n16; i += 32) lathe_gemv1_cp16_weights(slot + 16 * i, g16 + 16 * i);
+    for (int i = threadIdx.x & 31; i < n16; i += 32) lathe_gemv1_cp16_weights<F::evict_first>(slot + 16 * i, g16 + 16 * i);
   }
   return head;
 }
@@ -434,7 +441,7 @@ __device__ __forceinline__ int lathe_ring_fill(const uint8_t* w, long long row_b
     const unsigned bytes = static_cast<unsigned>((head + nu * F::unit_bytes + 15) & ~15);
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(slot)), bar = mbar + 8 * s;
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-    lathe_bulk_weights(dst, g - head, bytes, bar);
+    lathe_bulk_weights<F::evict_first>(dst, g - head, bytes, bar);
   }
   return head;
 }

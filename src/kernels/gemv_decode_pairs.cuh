@@ -87,8 +87,8 @@ __device__ __forceinline__ void lathe_ring_fill_pair(const lathe_gemv1_pair_walk
     const unsigned na = static_cast<unsigned>((ha + nu * F::unit_bytes + 15) & ~15);
     const unsigned nb = at.gb ? static_cast<unsigned>((hb + nu * F::unit_bytes + 15) & ~15) : 0u;
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(na + nb) : "memory");
-    lathe_bulk_weights(dst, at.ga - ha, na, bar);
-    if (at.gb) lathe_bulk_weights(dst + LATHE_GEMV1_HALF, at.gb - hb, nb, bar);
+    lathe_bulk_weights<F::evict_first>(dst, at.ga - ha, na, bar);
+    if (at.gb) lathe_bulk_weights<F::evict_first>(dst + LATHE_GEMV1_HALF, at.gb - hb, nb, bar);
   }
 }
 
