@@ -139,6 +139,7 @@
 #           with PREP_DEFINES="-DLATHE_ATTD_PATCH_POS=0"), and x1's L2 requests ahead now applied: the
 #           attention and lane tests, checks, tg128 of qwen3-8b / llama3-8b / qwen3-0.6b, alternated,
 #           the stamps (the patch measured no faster: reverted)
+#   y7      (y6's pack) qwen3-30b-a3b's tg128 with Q8_0's weights evict-first and without, twice more
 #   y6      Q8_0's weights only evict-first (prepare with PREP_DEFINES="-DLATHE_WEIGHTS_EVICT_FIRST=2"):
 #           the GPU tests with it, tg128 alternated with the default (qwen3-0.6b, qwen3-8b q8_0 and
 #           q4_k_m, at 4,096 of context, qwen3-30b-a3b), the 8B's and the 30B's checks with it
@@ -675,6 +676,12 @@ for part in "$@"; do
       echo "== $1 $2 stamped"; LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128|stamps"
       python3 scripts/product_stamps.py $st
       xz -f $st
+    done ;;
+  y7)  # the 30B with Q8_0's weights evict-first, again (see the list above)
+    ef="-DLATHE_WEIGHTS_EVICT_FIRST=2"; f=$(synth qwen3-30b-a3b q8_0)
+    for rep in 1 2; do
+      echo "== qwen3-30b-a3b q8_0 evict-first"; LATHE_KERNEL_DEFINES="$ef" tg128 $L $f
+      echo "== qwen3-30b-a3b default"; tg128 $L $f
     done ;;
   y6)  # Q8_0's weights evict-first (see the list above)
     ef="-DLATHE_WEIGHTS_EVICT_FIRST=2"
