@@ -139,6 +139,11 @@
 #           with PREP_DEFINES="-DLATHE_ATTD_PATCH_POS=0"), and x1's L2 requests ahead now applied: the
 #           attention and lane tests, checks, tg128 of qwen3-8b / llama3-8b / qwen3-0.6b, alternated,
 #           the stamps (the patch measured no faster: reverted)
+#   y8      (prepared for the next session, not run) the evict-first hint on Q8_0's bulk copies alone (the
+#           dense products, the mixture's gate/up), the mixture's down's cp.async lines plain (LATHE_WEIGHTS_EVICT_FIRST=3; prepare with PREP_DEFINES=
+#           "-DLATHE_WEIGHTS_EVICT_FIRST=0;-DLATHE_WEIGHTS_EVICT_FIRST=3;-DLATHE_WEIGHTS_EVICT_FIRST=2"):
+#           the GPU tests with it, tg128 of the 30B, qwen3-8b and qwen3-0.6b q8_0 by 0 / 3 / 2,
+#           alternated, the 30B's check, qwen3-8b at 4,096 of context
 #   y7      (y6's pack) qwen3-30b-a3b's tg128 with Q8_0's weights evict-first and without, twice more
 #   y6      Q8_0's weights only evict-first (prepare with PREP_DEFINES="-DLATHE_WEIGHTS_EVICT_FIRST=2"):
 #           the GPU tests with it, tg128 alternated with the default (qwen3-0.6b, qwen3-8b q8_0 and
@@ -676,6 +681,21 @@ for part in "$@"; do
       echo "== $1 $2 stamped"; LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128|stamps"
       python3 scripts/product_stamps.py $st
       xz -f $st
+    done ;;
+  y8)  # (prepared, not run) the evict-first hint on Q8_0's bulk copies alone (see the list above)
+    gpu_tests test_gemv_gpu
+    LATHE_KERNEL_DEFINES="-DLATHE_WEIGHTS_EVICT_FIRST=3" gpu_tests test_gemv_gpu test_gemv_multi_gpu test_moe_gpu test_gpu_lane_gpu
+    for spec in "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      set -- $spec; f=$(synth $1 $2)
+      for rep in 1 2; do
+        for v in 0 3 2; do echo "== $1 $2 LATHE_WEIGHTS_EVICT_FIRST=$v"; LATHE_KERNEL_DEFINES="-DLATHE_WEIGHTS_EVICT_FIRST=$v" tg128 $L $f; done
+      done
+      [ $1 = qwen3-30b-a3b ] && { echo "== check the 30B, =3"; LATHE_KERNEL_DEFINES="-DLATHE_WEIGHTS_EVICT_FIRST=3" timeout 90 $L check $f --steps 8 2>&1 | tail -2 | head -1; rm -f $f; }
+    done
+    f=$(synth qwen3-8b q8_0)
+    for v in 0 3; do
+      echo "== qwen3-8b q8_0 at 4,096 of context, =$v"
+      LATHE_KERNEL_DEFINES="-DLATHE_WEIGHTS_EVICT_FIRST=$v" timeout 60 $L bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
     done ;;
   y7)  # the 30B with Q8_0's weights evict-first, again (see the list above)
     ef="-DLATHE_WEIGHTS_EVICT_FIRST=2"; f=$(synth qwen3-30b-a3b q8_0)

@@ -62,8 +62,9 @@ __device__ __forceinline__ void lathe_gemv1_wait() { asm volatile("cp.async.wait
 // LATHE_WEIGHTS_EVICT_FIRST streams the weights' chunks with an L2 evict-first policy (createpolicy),
 // so the 4-8 GB a token reads through the 60 MB L2 are the first lines it gives up, not the
 // activations, the caches or the kernels' code: 1 for every format, 2 for Q8_0's only (a format
-// trait's evict_first), 0 (the default) the copies as before. A compile-time variant through
-// LATHE_KERNEL_DEFINES, to measure (docs/perf.md, fifteenth session).
+// trait's evict_first), 3 for Q8_0's bulk copies only (the dense products and the mixture's gate/up;
+// the mixture's down's cp.async lines plain), 0 (the default) the copies as before. A compile-time variant through
+// LATHE_KERNEL_DEFINES, to measure (docs/perf.md, fifteenth session: 2 cost the 30B 1.6%).
 #ifndef LATHE_WEIGHTS_EVICT_FIRST
 #define LATHE_WEIGHTS_EVICT_FIRST 0
 #endif
@@ -86,16 +87,21 @@ __device__ __forceinline__ void lathe_bulk_weights(unsigned dst, const void* src
   }
 }
 
-// A 16-byte cp.async line of weights (lathe_gemv1_chunk's), with the evict-first policy where `hint`.
+// Lane i's 16-byte cp.async lines i, i + 32, ... of n16 weights lines from g16 into slot
+// (lathe_gemv1_chunk's), with one evict-first policy a lane for them all where `hint`.
 template <bool hint>
-__device__ __forceinline__ void lathe_gemv1_cp16_weights(void* smem, const void* g) {
+__device__ __forceinline__ void lathe_gemv1_cp16_weights(uint8_t* slot, const uint8_t* g16, int n16) {
   if constexpr (hint) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     unsigned long long policy;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(s), "l"(g), "l"(policy) : "memory");
+    for (int i = threadIdx.x & 31; i < n16; i += 32) {
+      const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(slot + 16 * i));
+      asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(s), "l"(g16 + 16 * i),
+                   "l"(policy)
+                   : "memory");
+    }
   } else {
-    lathe_gemv1_cp16(smem, g);
+    for (int i = threadIdx.x & 31; i < n16; i += 32) lathe_gemv1_cp16(slot + 16 * i, g16 + 16 * i);
   }
 }
 
@@ -390,7 +396,7 @@ __device__ __forceinline__ int lathe_gemv1_chunk(const uint8_t* w, long long row
   const int head = static_cast<int>(g - g16);
   if (issue) {
     const int n16 = (head + nu * F::unit_bytes + 15) >> 4;
-    for (int i = threadIdx.x & 31; i < n16; i += 32) lathe_gemv1_cp16_weights<F::evict_first>(slot + 16 * i, g16 + 16 * i);
+    lathe_gemv1_cp16_weights<F::evict_first && LATHE_WEIGHTS_EVICT_FIRST != 3>(slot, g16, n16);
   }
   return head;
 }
