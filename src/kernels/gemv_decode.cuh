@@ -63,19 +63,26 @@ __device__ __forceinline__ void lathe_gemv1_wait() { asm volatile("cp.async.wait
 // so the 4-8 GB a token reads through the 60 MB L2 are the first lines it gives up, not the
 // activations, the caches or the kernels' code: 1 for every format, 2 for Q8_0's only (a format
 // trait's evict_first), 3 for Q8_0's bulk copies only (the dense products and the mixture's gate/up;
-// the mixture's down's cp.async lines plain), 0 (the default) the copies as before. A compile-time variant through
-// LATHE_KERNEL_DEFINES, to measure (docs/perf.md, fifteenth session: 2 cost the 30B 1.6%).
+// the mixture's down's cp.async lines plain), 0 (the default) the copies as before. A compile-time
+// variant through LATHE_KERNEL_DEFINES, to measure (docs/perf.md, fifteenth session: 2 cost the 30B
+// 1.6%).
 #ifndef LATHE_WEIGHTS_EVICT_FIRST
 #define LATHE_WEIGHTS_EVICT_FIRST 0
 #endif
+
+// The L2 evict-first policy the weights' copies take where their format's evict_first says so.
+__device__ __forceinline__ unsigned long long lathe_evict_first_policy() {
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
 
 // One bulk copy of `bytes` weights from src into shared address dst, completing on the mbarrier at
 // bar; with the evict-first policy where `hint`.
 template <bool hint>
 __device__ __forceinline__ void lathe_bulk_weights(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
   if constexpr (hint) {
-    unsigned long long policy;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+    const unsigned long long policy = lathe_evict_first_policy();
     asm volatile(
         "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::"r"(dst),
         "l"(src), "r"(bytes), "r"(bar), "l"(policy)
@@ -92,8 +99,7 @@ __device__ __forceinline__ void lathe_bulk_weights(unsigned dst, const void* src
 template <bool hint>
 __device__ __forceinline__ void lathe_gemv1_cp16_weights(uint8_t* slot, const uint8_t* g16, int n16) {
   if constexpr (hint) {
-    unsigned long long policy;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+    const unsigned long long policy = lathe_evict_first_policy();
     for (int i = threadIdx.x & 31; i < n16; i += 32) {
       const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(slot + 16 * i));
       asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(s), "l"(g16 + 16 * i),
