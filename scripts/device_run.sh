@@ -190,6 +190,14 @@
 #   emit    the standalone program `lathe emit` wrote for the default model, built here with nvcc
 #           (scripts/build_emitted.sh puts it in build-dev/carry/emitted), against `lathe run`'s
 #           greedy tokens on three prompts
+#   z1      2026-12-02's sixteenth session: the sum and the norm's weighting in the product's epilogue
+#           (norm_epilogue): its kernel test and timing, the merged, decode, lane, persistent and router
+#           tests, qwen3-8b q8_0's check and tg128 with it and held back (--hold norm_epilogue)
+#           alternated, and the product stamps of both
+#   z2      the same A/B on llama3-8b q8_0 and qwen3-8b q4_k_m, and qwen3-8b q8_0 at 4,096 of context
+#   z3      the second form (the merged products scale their rows' sums by the norm's factor, the
+#           epilogue's squares summed by other warps than its quantization, only after a product that
+#           holds every SM): the kernel, merged and lane tests, then z1's A/B and stamps and z2's
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -222,6 +230,20 @@ tg128_ab() {
         [ -x $bin ] && { echo "== $1 $2 $bin"; tg128 $bin $f; }
       done
     done
+  done
+}
+# `lathe check` with the norm in the product's epilogue and held back, then tg128 of both alternated,
+# twice, for each "shape type" named.
+ab_norm_epilogue() {
+  for spec in "$@"; do
+    set -- $spec; f=$(synth $1 $2)
+    echo "== check $1 $2"; timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    echo "== check $1 $2 held back"; timeout 90 $L check $f --steps 16 --hold norm_epilogue 2>&1 | tail -2 | head -1
+    for rep in 1 2; do
+      echo "== $1 $2 norm_epilogue"; tg128 $L $f
+      echo "== $1 $2 held back"; timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold norm_epilogue 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    done
+    [ $1 = llama3-8b ] && rm -f $f
   done
 }
 for part in "$@"; do
@@ -681,6 +703,42 @@ for part in "$@"; do
       echo "== $1 $2 stamped"; LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128|stamps"
       python3 scripts/product_stamps.py $st
       xz -f $st
+    done ;;
+  z1)  # the norm in the product's epilogue (see the list above)
+    echo "== test_norm_epilogue_gpu"; timeout 300 $C/test_norm_epilogue_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|  q|  Q|held back|Expected|Which is|  [a-z]" | head -60
+    gpu_tests test_gemv_multi_gpu test_gemv_gpu test_persistent_step_gpu test_route_epilogue_gpu
+    echo "== lane"; timeout 400 $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|norm|tests ran" | head -40
+    ab_norm_epilogue "qwen3-8b q8_0"
+    f=$(synth qwen3-8b q8_0)
+    for h in "" "--hold norm_epilogue"; do
+      st=${OUT:-/tmp}/stamps-z1${h:+-held}.csv
+      LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 $h 2>&1 | grep -E "tg128" | sed 's/.*| tg128/tg128/'
+      python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps ${h:-norm_epilogue}"; tail -12 ${st%.csv}.txt; xz -f $st
+    done ;;
+  z3)  # the second form (see the list above)
+    echo "== test_norm_epilogue_gpu"; timeout 300 $C/test_norm_epilogue_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|  q|  Q|held back|Expected|Which is|  [a-z]" | head -60
+    gpu_tests test_gemv_multi_gpu test_persistent_step_gpu
+    echo "== lane"; timeout 400 $C/test_gpu_lane_gpu --gtest_filter='GpuLaneNorm*:GpuLane/*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|norm_epi|product's epilogue|tests ran" | head -40
+    ab_norm_epilogue "qwen3-8b q8_0"
+    f=$(synth qwen3-8b q8_0)
+    for h in "" "--hold norm_epilogue"; do
+      st=${OUT:-/tmp}/stamps-z3${h:+-held}.csv
+      LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 $h 2>&1 | grep -E "tg128" | sed 's/.*| tg128/tg128/'
+      python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps ${h:-norm_epilogue}"; tail -9 ${st%.csv}.txt | head -7; xz -f $st
+    done
+    for h in "" "--hold norm_epilogue"; do
+      echo "== qwen3-8b q8_0 at 4,096 of context ${h:-norm_epilogue}"
+      timeout 60 $L bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 $h 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    done
+    rm -f $f
+    ab_norm_epilogue "llama3-8b q8_0" "qwen3-8b q4_k_m" ;;
+  z2)  # the rule on llama3-8b and Q4_K_M, and at 4,096 of context (see the list above)
+    ab_norm_epilogue "llama3-8b q8_0" "qwen3-8b q4_k_m"
+    f=$(synth qwen3-8b q8_0)
+    $L bench $f -p 16 -n 4 -r 1 --profile 2>&1 | grep -iE "epilogue|prologue|scaled" | head -6
+    for h in "" "--hold norm_epilogue"; do
+      echo "== qwen3-8b q8_0 at 4,096 of context ${h:-norm_epilogue}"
+      timeout 60 $L bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 $h 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
     done ;;
   y8)  # (prepared, not run) the evict-first hint on Q8_0's bulk copies alone (see the list above)
     gpu_tests test_gemv_gpu

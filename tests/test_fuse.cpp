@@ -197,6 +197,42 @@ TEST(Fuse, RouterEpilogueMarksTheProductBeforeEachMixture) {
   EXPECT_TRUE(fuse::fuse(lift_shape("qwen3-tiny", "decode")).router_epilogues.empty());  // no mixture
 }
 
+// norm_epilogue: in a decode cut of a dense model, each layer's o product (before the [add, norm, gate,
+// up, swiglu] group) and each layer's down product but the last (before the next layer's [add, norm,
+// q, k, v]) are marked with the add they feed; the last down feeds the output norm, which no merged
+// products read. Never in a chunk; held back (or with norm_prologue held), nothing; in a mixture
+// model the o product's router_epilogue group and the mixture's output are not products' groups.
+TEST(Fuse, NormEpilogueMarksTheProductsBeforeMergedNormProducts) {
+  for (const char* shape : {"qwen3-tiny", "llama-tiny"}) {
+    const graph::Graph g = lift_shape(shape, "decode");
+    const fuse::FusionPlan all = fuse::fuse(g);
+    int layers = 0;
+    for (const graph::Node& n : g.nodes) layers += n.kind == lang::OpKind::attention;
+    ASSERT_GT(layers, 1);
+    EXPECT_EQ(static_cast<int>(all.norm_epilogues.size()), 2 * layers - 1) << shape;
+    int after_attention = 0;
+    for (const auto& [product, add] : all.norm_epilogues) {
+      const graph::Node& p = g.nodes[static_cast<size_t>(product)];
+      EXPECT_EQ(p.kind, lang::OpKind::product);
+      const graph::Node& a = g.nodes[static_cast<size_t>(add)];
+      EXPECT_EQ(a.kind, lang::OpKind::add);
+      EXPECT_EQ(a.args[1].tensor, p.output);  // the add reads the product's result
+      const fuse::Group& ng = all.groups[static_cast<size_t>(all.group_of[static_cast<size_t>(add)])];
+      EXPECT_EQ(ng.rule, "norm_prologue");
+      EXPECT_EQ(all.group_of[static_cast<size_t>(product)] + 1, all.group_of[static_cast<size_t>(add)]);
+      const int x = g.tensor(p.args[0].tensor).producer;
+      after_attention += x >= 0 && g.nodes[static_cast<size_t>(x)].kind == lang::OpKind::join_heads;
+    }
+    EXPECT_EQ(after_attention, layers) << shape;  // the o products; the others are down products
+    EXPECT_TRUE(fuse::fuse(g, {"norm_epilogue"}).norm_epilogues.empty());
+    EXPECT_TRUE(fuse::fuse(g, {"norm_prologue"}).norm_epilogues.empty());
+    EXPECT_TRUE(fuse::fuse(lift_shape(shape, "prefill:16")).norm_epilogues.empty());
+  }
+  // qwen3moe-tiny: o's group feeds the mixture (router_epilogue's), and q/k/v's add reads the
+  // mixture's output, not a product's.
+  EXPECT_TRUE(fuse::fuse(lift_shape("qwen3moe-tiny", "decode")).norm_epilogues.empty());
+}
+
 // The names of the values a plan quantizes in their producers' epilogue.
 std::set<std::string> quantized_names(const graph::Graph& g, const fuse::FusionPlan& p) {
   std::set<std::string> out;
@@ -274,7 +310,7 @@ TEST(Fuse, UnknownRuleIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: norm_prologue, add_norm, rope_append, rope_attention, qk_norm_rope, "
                                          "kv_append, "
                                          "gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue, mixture_one_launch, "
-                                         "router_epilogue)"),
+                                         "router_epilogue, norm_epilogue)"),
               std::string::npos) << e.what();
   }
 }

@@ -191,6 +191,41 @@ TEST(GpuLaneRouterEpilogue, AgreesWithHeldBackAndInterpreter) {
   EXPECT_LT(vs_cpu, 2e-3);
 }
 
+// norm_epilogue: the sum, the norm's weighting and x's int8 form in the epilogue of the product
+// before the merged products (o before gate/up, down before the next q/k/v), against the plan without
+// it and the interpreter. The tiny shapes' rows dealt by 32-row blocks leave SMs idle, so the launcher
+// takes them only when forced (LATHE_NORM_EPILOGUE=force); the real shapes take it by default
+// (lathe check of qwen3-8b and llama3-8b, scripts/device_run.sh).
+TEST(GpuLaneNormEpilogue, AgreesWithHeldBackAndInterpreter) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  ASSERT_EQ(setenv("LATHE_NORM_EPILOGUE", "force", 1), 0);
+  for (const std::string shape : {"qwen3-tiny", "llama-tiny", "qwen2-tiny"}) {
+    const GgufFile f = synthetic(shape, "norm-epilogue-" + shape);
+    GpuEngineOptions go;
+    go.n_ctx = 64;
+    go.max_chunk = 8;
+    GpuEngine fused(f, go);
+    const std::vector<float> got = trace(fused);
+    const std::string plan = fused.plan(1).describe();
+    GpuEngineOptions held_options = go;
+    held_options.held = {"norm_epilogue"};
+    GpuEngine held(f, held_options);
+    const std::string held_plan = held.plan(1).describe();
+    const std::vector<float> base = trace(held);
+    CpuEngine cpu(f, 64, 8);
+    const double vs_held = normalized(got, base), vs_cpu = normalized(got, trace(cpu));
+    std::printf("[ lane ] %-14s norm in the product's epilogue: vs held back %.2e, vs interpreter %.2e\n",
+                shape.c_str(), vs_held, vs_cpu);
+    EXPECT_NE(plan.find("the norm's weighting in its epilogue"), std::string::npos) << plan;
+    EXPECT_NE(plan.find("scaled by the norm's factor"), std::string::npos) << plan;
+    EXPECT_EQ(held_plan.find("the norm's weighting in its epilogue"), std::string::npos) << held_plan;
+    EXPECT_LT(vs_held, 2.5e-4);  // x's levels before the norm's factor; the squares in another order
+    EXPECT_LT(vs_cpu, 2e-3);
+  }
+  unsetenv("LATHE_NORM_EPILOGUE");
+}
+
 // A prompt whose caller reads only the last row's logits runs the chunk's prompt variant (the output
 // product and argmax on the last row alone): its logits agree with the all-rows plan's last row
 // within the contract (a GEMV row against the chunk's GEMM) and with the interpreter.

@@ -18,6 +18,7 @@ void elementwise_run_pass(const graph::Graph& g, std::vector<bool>& claimed, std
 void quantize_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 void mixture_one_launch_pass(const graph::Graph& g, FusionPlan& plan);
 void router_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
+void norm_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 
 const std::vector<Rule>& fusion_rules() {
   static const std::vector<Rule> rules = {
@@ -41,6 +42,10 @@ const std::vector<Rule>& fusion_rules() {
        "a decode row's mixture router (the sum, its norm, the logits, the top k) in the epilogue of the product "
        "before it",
        nullptr, router_epilogue_pass},
+      {"norm_epilogue",
+       "a decode row's sum, its norm's weighting and int8 form in the epilogue of the product before the merged "
+       "products that read it",
+       nullptr, norm_epilogue_pass},
   };
   return rules;
 }

@@ -32,6 +32,7 @@ struct FusionPlan {
   std::set<int> quantized_by_producer;  // tensors whose producing group also writes their int8 form
   std::set<int> one_launch_mixtures;    // mixture nodes a back end may run as one launch
   std::map<int, int> router_epilogues;  // product node -> the mixture whose router its launch may run
+  std::map<int, int> norm_epilogues;    // product node -> the add (of a norm_prologue group) its launch may form
   int count(std::string_view rule) const;
 };
 

@@ -356,24 +356,44 @@ __device__ __forceinline__ float lathe_gemv1_chunk_dot(float acc, unsigned s, in
   return acc;
 }
 
+// Row i of the block's own 32-row blocks b, b + gridDim.x, ... (the rows dealt by block, for an
+// epilogue that needs whole 32-value blocks of the output: gemv_norm_epilogue.cuh): 32 (b + gridDim.x
+// (i / 32)) + i % 32. Past the block's own rows it is >= n_out (n_out % 32 == 0).
+__device__ __forceinline__ int lathe_gemv1_block_row(int i) {
+  return ((static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) * (i >> 5)) << 5) + (i & 31);
+}
+
 // A warp's walk over its chunks: rows row0, row0 + n_groups, ..., chunks sub, sub + group, ... of
 // each. The chunk's global address is carried from step to step (a row's first chunk costs the one
 // multiplication), so the loader and the consumer each advance with a few instructions.
-template <class F>
+// ByBlock: items i0, i0 + n_groups, ... of the block's own rows (lathe_gemv1_block_row; n_groups is
+// then the block's groups), `item` the walk's item. A compile-time form: the dealt walk's instructions
+// are the ones they were.
+template <class F, bool ByBlock = false>
 struct lathe_gemv1_walk {
   static constexpr int chunk_bytes = F::chunk_units * F::unit_bytes;
   const uint8_t* g;  // the chunk's first byte
   int row, c;
+  int item;  // ByBlock only
   __device__ __forceinline__ void begin(const uint8_t* w, long long row_bytes, int row0, int sub) {
     row = row0;
     c = sub;
     g = w + static_cast<long long>(row0) * row_bytes + static_cast<long long>(sub) * chunk_bytes;
   }
+  __device__ __forceinline__ void begin_item(const uint8_t* w, long long row_bytes, int i, int sub) {
+    item = i;
+    begin(w, row_bytes, lathe_gemv1_block_row(i), sub);
+  }
   __device__ __forceinline__ void next(const uint8_t* w, long long row_bytes, int sub, int group, int n_groups,
                                        int n_chunks) {
     c += group;
     g += static_cast<long long>(group) * chunk_bytes;
-    if (c >= n_chunks) begin(w, row_bytes, row + n_groups, sub);
+    if (c >= n_chunks) {
+      if constexpr (ByBlock)
+        begin_item(w, row_bytes, item + n_groups, sub);
+      else
+        begin(w, row_bytes, row + n_groups, sub);
+    }
   }
   __device__ __forceinline__ int head() const { return static_cast<int>(reinterpret_cast<uint64_t>(g) & 15); }
   __device__ __forceinline__ int n_units(int units) const { return min(F::chunk_units, units - c * F::chunk_units); }
@@ -381,8 +401,8 @@ struct lathe_gemv1_walk {
 
 // The walk's chunk (nu units) into the slot at shared address dst: its whole 16-byte lines as one
 // bulk copy that lane 0 issues, completing on the barrier at shared address bar.
-template <class F>
-__device__ __forceinline__ void lathe_ring_fill_walk(const lathe_gemv1_walk<F>& at, int nu, unsigned dst, unsigned bar) {
+template <class F, bool ByBlock>
+__device__ __forceinline__ void lathe_ring_fill_walk(const lathe_gemv1_walk<F, ByBlock>& at, int nu, unsigned dst, unsigned bar) {
   if ((threadIdx.x & 31) == 0) {
     const int head = at.head();
     const unsigned bytes = static_cast<unsigned>((head + nu * F::unit_bytes + 15) & ~15);
@@ -547,8 +567,10 @@ struct lathe_gemv1_store {
 };
 
 // The decode GEMV one row an item: a group of warps owns a row, its warps taking the row's chunks
-// round-robin; each warp's walk carries its chunks' addresses.
-template <class F, int C, class Epi>
+// round-robin; each warp's walk carries its chunks' addresses. ByBlock: the rows dealt by whole 32-row
+// blocks (lathe_gemv1_block_row), block b's groups walking its own; a group's arithmetic a row is the
+// same, so y is the same bits either way.
+template <class F, int C, bool ByBlock = false, class Epi>
 __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long row_bytes, const int8_t* xq, Epi& epi,
                                                      int k, int n_out, int group, int early, const float* xf,
                                                      const lathe_grid* grid) {
@@ -565,6 +587,14 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   const int groups_per_block = LATHE_GEMV1_WARPS / group, sub = warp % group;
   const int n_groups = gridDim.x * groups_per_block;
   const int g0 = blockIdx.x * groups_per_block + warp / group;
+  const int step = ByBlock ? groups_per_block : n_groups;  // a walk's step from item to item
+  const int first_row = ByBlock ? lathe_gemv1_block_row(warp / group) : g0;
+  auto start = [&](lathe_gemv1_walk<F, ByBlock>& walk) {
+    if constexpr (ByBlock)
+      walk.begin_item(w, row_bytes, warp / group, sub);
+    else
+      walk.begin(w, row_bytes, g0, sub);
+  };
 
   // The loader runs STAGES - 1 chunks ahead along this warp's walk (nothing is filled past the end).
   // early > 0: the ring's first LATHE_GEMV1_BEFORE_WAIT fills are issued BEFORE the programmatic-
@@ -575,14 +605,15 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   if (early == 0) lathe_step_wait(grid);
   if (early == 0) LATHE_STAMP_AT(stamps, 1);
   const unsigned stage_a = lathe_smem_addr(stage);
-  lathe_gemv1_walk<F> ld;
-  ld.begin(w, row_bytes, g0, sub);
+  lathe_gemv1_walk<F, ByBlock> ld;
+  start(ld);
   for (int s = 0; s < LATHE_GEMV1_BEFORE_WAIT; ++s) {
     if (ld.row < n_out) lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + s * LATHE_GEMV1_SLOT, mbar + 8 * s);
-    ld.next(w, row_bytes, sub, group, n_groups, n_chunks);
+    ld.next(w, row_bytes, sub, group, step, n_chunks);
   }
-  // Lane i < n asks L2 for the warp's (STAGES - 1 + i)-th chunk.
+  // Lane i < n asks L2 for the warp's (STAGES - 1 + i)-th chunk (the dealt walk only: measuring knobs).
   auto prefetch_past_ring = [&](int n) {
+    if constexpr (ByBlock) return;
     const int per_row = (n_chunks - sub + group - 1) / group;  // this warp's chunks of a row (>= 1)
     const int j = (LATHE_GEMV1_STAGES - 1) + lane;
     const int pf_row = g0 + (j / per_row) * n_groups, pf_c = sub + (j % per_row) * group;
@@ -597,15 +628,15 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   lathe_gemv1_stage_x<C>(sx, xq, xf, k, [&] {
     for (int s = LATHE_GEMV1_BEFORE_WAIT; s < LATHE_GEMV1_STAGES - 1; ++s) {
       if (ld.row < n_out) lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + s * LATHE_GEMV1_SLOT, mbar + 8 * s);
-      ld.next(w, row_bytes, sub, group, n_groups, n_chunks);
+      ld.next(w, row_bytes, sub, group, step, n_chunks);
     }
     prefetch_past_ring(LATHE_GEMV1_L2_AFTER_X);
   });
   LATHE_STAMP_AT(stamps, 2);
-  LATHE_STAMP_FIRST(stamps, g0 < n_out, lathe_ring_wait(mbar, 0, 0));
+  LATHE_STAMP_FIRST(stamps, first_row < n_out, lathe_ring_wait(mbar, 0, 0));
 
-  lathe_gemv1_walk<F> at;  // the chunk consumed: in slot `slot`, its fill of parity `phase`
-  at.begin(w, row_bytes, g0, sub);
+  lathe_gemv1_walk<F, ByBlock> at;  // the chunk consumed: in slot `slot`, its fill of parity `phase`
+  start(at);
   int parity = 0, slot = 0;
   unsigned phase = 0;
   const unsigned sx_a = lathe_smem_addr(sx), sds_a = lathe_smem_addr(sx + x_level_bytes);
@@ -616,7 +647,7 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
     const int refill = slot == 0 ? LATHE_GEMV1_STAGES - 1 : slot - 1;
     if (ld.row < n_out)
       lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + refill * LATHE_GEMV1_SLOT, mbar + 8 * refill);
-    ld.next(w, row_bytes, sub, group, n_groups, n_chunks);
+    ld.next(w, row_bytes, sub, group, step, n_chunks);
     const int u0 = at.c * F::chunk_units, n_pieces = at.n_units(units) * F::pieces;
     acc = lathe_gemv1_chunk_dot<F, C>(acc, stage_a + slot * LATHE_GEMV1_SLOT + at.head(), n_pieces, u0 * F::pieces,
                                       sx_a, k, sds_a);
@@ -642,7 +673,7 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
         parity ^= 1;
       }
     }
-    at.next(w, row_bytes, sub, group, n_groups, n_chunks);
+    at.next(w, row_bytes, sub, group, step, n_chunks);
   }
   lathe_ring_release(mbar);
   if constexpr (Epi::kWarp) epi.finish(reinterpret_cast<uint8_t*>(lathe_gemv1_smem));

@@ -139,7 +139,8 @@ __device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, cons
                                                          int k, int group, int sub, const Deal& D,
                                                          int early, uint8_t* stage, unsigned mbar, uint8_t* sx,
                                                          int x_level_bytes, float2 (*partial)[LATHE_GEMV1_WARPS],
-                                                         const lathe_grid* grid, StageX& stage_x) {
+                                                         const lathe_grid* grid, StageX& stage_x,
+                                                         const float& xscale) {
   const int lane = threadIdx.x & 31;
   const int units = k / F::unit_values, n_halves = (units + lathe_gemv1_half<F>::units - 1) / lathe_gemv1_half<F>::units;
   auto rows = [&](int item, const uint8_t*& ga, const uint8_t*& gb) {
@@ -161,7 +162,7 @@ __device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, cons
     if (lane < LATHE_GEMV1_L2_AFTER_X) ring.prefetch(lane);
   });
   ring.run(lathe_smem_addr(sx), k, lathe_smem_addr(sx + x_level_bytes), partial,
-           [&](int item, float g, float u) { y[D.row(item)] = lathe_swiglu(g, u); });
+           [&](int item, float g, float u) { y[D.row(item)] = lathe_swiglu(g * xscale, u * xscale); });
   lathe_ring_release(mbar);
 }
 
@@ -171,6 +172,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
                                                  int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq,
                                                  int k, int group, int early, const float* nx, const float* ny,
                                                  const float* nw, float eps, float* nsum, int8_t* qout,
+                                                 const float* xparts = nullptr, int n_parts = 0,
                                                  const lathe_grid* grid = nullptr) {
   extern __shared__ uint4 lathe_gemvm_smem[];
   __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
@@ -223,6 +225,8 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     norm_w[j] = nx && nw && i < (k >> 2) ? reinterpret_cast<const float4*>(nw)[i] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
   }
 
+  __shared__ float norm_inv;  // xparts: the norm's factor, formed by warp 0 as x is staged
+  float xscale = 1.0f;        // ... which every row's sums are multiplied by (1: x is h itself)
   auto stage_x = [&](auto&& late) {  // late(): LATHE_GEMV1_LATE's fills, once x's reads are asked for
     LATHE_STAMP_AT(stamps, 1);  // the wait has returned (the caller's next statement after it)
     if (nx) {
@@ -282,13 +286,25 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       const int n16 = (x_level_bytes + k / 2) >> 4;
       for (int i = threadIdx.x; i < n16; i += blockDim.x) lathe_gemv1_cp16(sx + 16 * i, xq + 16 * i);
       lathe_gemv1_commit();
+      // xparts (norm_epilogue): x is s * w's int8 form, made by the product before, whose blocks left
+      // their shares of s's sum of squares; warp 0 adds them (lane-strided, then the warp's tree: a
+      // fixed order) while x's lines land, and every row's sum is scaled by the norm's factor as it is
+      // written (xscale: linear in x, so the same as scaling x's scales, in one multiplication a row).
+      float ps = 0.0f;
+      if (xparts && warp == 0)
+        for (int i = lane; i < n_parts; i += 32) ps += xparts[i];
 #if LATHE_GEMV1_LATE
       late();
 #endif
       lathe_gemv1_wait<0>();
       LATHE_STAMP_X(0);  // this thread's lines landed
+      if (xparts && warp == 0) {
+        ps = lathe_warp_sum(ps);
+        if (lane == 0) norm_inv = rsqrtf(ps / float(k) + eps);
+      }
     }
-    __syncthreads();  // x is in place for every warp
+    __syncthreads();  // x is in place for every warp (and the norm's factor, with xparts)
+    if (xparts) xscale = norm_inv;
     LATHE_STAMP_AT(stamps, 2);
     LATHE_STAMP_FIRST(stamps, D.first < D.count, lathe_ring_wait(mbar, 0, 0));
   };
@@ -300,14 +316,14 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     if constexpr (lathe_gemvm_list<FA, FB>::mixed) {
       if (L.is_b(0)) {
         lathe_gemvm_swiglu_pairs<FB, C>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx, x_level_bytes,
-                                        partial, grid, stage_x);
+                                        partial, grid, stage_x, xscale);
         if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
         LATHE_STAMP_END(stamps, w0, n_items, k);
         return;
       }
     }
     lathe_gemvm_swiglu_pairs<FA, C>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx, x_level_bytes, partial,
-                                    grid, stage_x);
+                                    grid, stage_x, xscale);
     if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
     LATHE_STAMP_END(stamps, w0, n_items, k);
     return;
@@ -390,10 +406,10 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       const bool writer = lathe_gemv_group_sum2(partial, parity, warp, group, sub, lane, v0, v1);
       if (writer) {
         if (swiglu) {
-          y0[row] = lathe_swiglu(v0, v1);
+          y0[row] = lathe_swiglu(v0 * xscale, v1 * xscale);
         } else {
           const lathe_gemvm_at e = L.locate(row, 0);
-          lathe_gemvm_pick(e.seg, y0, y1, y2)[e.row] = v0;
+          lathe_gemvm_pick(e.seg, y0, y1, y2)[e.row] = v0 * xscale;
         }
       }
       c = sub;
@@ -414,11 +430,12 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
       long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
       int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
-      int8_t* qout) {                                                                                            \
+      int8_t* qout, const float* xparts, int n_parts) {                                                          \
     lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C, BY_BLOCK>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0,  \
                                                                       n1, n2, b_mask, swiglu, xq, k, group,      \
                                                                       early, nx, ny, nw, eps, nsum,              \
-                                                                      BY_BLOCK ? qout : nullptr);               \
+                                                                      BY_BLOCK ? qout : nullptr, xparts,         \
+                                                                      n_parts);                                  \
   }
 #define LATHE_GEMVM_KERNEL(NAME, FA, FB, C, CNAME)        \
   LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, , false)       \

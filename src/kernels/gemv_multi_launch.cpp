@@ -129,7 +129,9 @@ bool by_block_balanced(int64_t n_items, int group, int64_t sm_count) {
 void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUdeviceptr x, const CUdeviceptr* y,
                    CUstream stream, const NormPrologue* norm = nullptr, CUdeviceptr qout = 0) {
   LATHE_CHECK(x % 16 == 0);
-  if (norm) LATHE_CHECK(norm->x % 16 == 0 && norm->y % 16 == 0 && norm->w % 16 == 0 && norm->sum % 16 == 0);
+  const bool made = norm && norm->parts;  // norm_epilogue: x's int8 form and the parts made before
+  if (norm && !made) LATHE_CHECK(norm->x % 16 == 0 && norm->y % 16 == 0 && norm->w % 16 == 0 && norm->sum % 16 == 0);
+  if (made) LATHE_CHECK(norm->xq % 16 == 0 && norm->n_parts > 0);
   for (int m = 0; m < n; ++m) LATHE_CHECK(w[m].data % 16 == 0 && y[swiglu ? 0 : m] % 4 == 0);  // swiglu: one y
   const KernelChoice kc = choose_kernel(w, n, a);
   const int64_t k64 = w[0].k;
@@ -152,8 +154,11 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   }
   int b_mask = kc.b_mask, sw = pairs ? 2 : swiglu ? 1 : 0, k = static_cast<int>(k64);
   int early = g_early_weights ? decode_early_requests() : 0;
-  CUdeviceptr xq = x;
-  CUdeviceptr nx = norm ? norm->x : 0, ny = norm ? norm->y : 0, nw = norm ? norm->w : 0, nsum = norm ? norm->sum : 0;
+  CUdeviceptr xq = made ? norm->xq : x;
+  const bool in_prologue = norm && !made;
+  CUdeviceptr nx = in_prologue ? norm->x : 0, ny = in_prologue ? norm->y : 0, nw = in_prologue ? norm->w : 0,
+              nsum = in_prologue ? norm->sum : 0, xparts = made ? norm->parts : 0;
+  int n_parts = made ? static_cast<int>(norm->n_parts) : 0;
   float eps = norm ? norm->eps : 0.0f;
   const bool quantize_in_epilogue =
       swiglu && qout && by_block_balanced(n_items, group, sm_count) && y[0] % 16 == 0 && qout % 16 == 0;
@@ -162,8 +167,10 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   cuda::launch(kernel(quantize_in_epilogue ? kc.name + "_quantizing" : kc.name), {blocks, 1, 1}, {32 * kWarps, 1, 1},
                shared, stream,
                {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2], &n_out[0], &n_out[1],
-                &n_out[2], &b_mask, &sw, &xq, &k, &group, &early, &nx, &ny, &nw, &eps, &nsum, &qk},
-               norm ? "launching a merged decode GEMV with the norm in its prologue" : "launching a merged decode GEMV");
+                &n_out[2], &b_mask, &sw, &xq, &k, &group, &early, &nx, &ny, &nw, &eps, &nsum, &qk, &xparts, &n_parts},
+               made   ? "launching a merged decode GEMV scaling its x by the norm's factor"
+               : norm ? "launching a merged decode GEMV with the norm in its prologue"
+                      : "launching a merged decode GEMV");
   if (swiglu && qout && !quantize_in_epilogue) quantize_activations(y[0], 1, n_out[0], a, qout, stream);
 }
 

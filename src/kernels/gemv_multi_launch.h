@@ -77,9 +77,15 @@ bool merged_gemv_applies(const WeightMatrix* w, int n_matrices, Activations a);
 // differs from add_rms_norm's in the last bits (its sum of squares is added in another order).
 // Checked on the H200 by tests/test_gemv_multi_gpu.cpp NormPrologueMatchesNormThenMerged (0 to 1.7e-6
 // of the norm-then-merged product); qwen3-8b Q8_0 tg128 285.5 -> 302.1 (docs/perf.md).
+// With parts (fusion rule norm_epilogue, norm_epilogue_launch.h): the product before formed s (in
+// `sum`), h = s * w's int8 form (xq) and its blocks' shares of s's sum of squares (n_parts floats);
+// the merged kernel copies xq and scales its blocks' scales by rsqrt(sum of the parts / k + eps) as
+// it stages it (x, y and w unused).
 struct NormPrologue {
   CUdeviceptr x = 0, y = 0, w = 0, sum = 0;
   float eps = 1e-6f;
+  CUdeviceptr xq = 0, parts = 0;
+  int64_t n_parts = 0;
 };
 bool merged_norm_applies(const WeightMatrix* w, int n_matrices, Activations a);  // and k % 128 == 0, k <= 8192
 void gemv_multi_norm(const WeightMatrix* w, int n_matrices, Activations a, const NormPrologue& norm,

@@ -71,6 +71,8 @@ struct lathe_gemvm_params {
   float eps;
   float* nsum;
   int8_t* qout;
+  const float* xparts;  // norm_epilogue's (held back in the persistent step: null)
+  int n_parts;
 };
 
 struct lathe_rope_append_params {
@@ -105,7 +107,7 @@ struct lathe_attn_decode_params {
 // The host (runtime/persistent_step.cpp) checks each kernel's parameter table against these sizes.
 static_assert(sizeof(lathe_phase) == 336, "lathe_phase");
 static_assert(sizeof(lathe_gemv1_params) == 56, "lathe_gemv1_* parameters");
-static_assert(sizeof(lathe_gemvm_params) == 168, "lathe_gemvm_* parameters");
+static_assert(sizeof(lathe_gemvm_params) == 184, "lathe_gemvm_* parameters");
 static_assert(sizeof(lathe_rope_append_params) == 128, "lathe_rope_append parameters (124 bytes used)");
 static_assert(sizeof(lathe_attn_decode_params) == 128, "lathe_attn_decode_* parameters");
 
@@ -121,7 +123,7 @@ __device__ __forceinline__ void lathe_step_gemvm(const lathe_phase& ph, const la
   // The quantizing form (lathe_gemvm_*_quantizing) is no phase kind: its launches stay launches.
   lathe_gemvm_body<FA, FB, C, false>(p.w0, p.w1, p.w2, p.y0, p.y1, p.y2, p.rb0, p.rb1, p.rb2, p.n0, p.n1, p.n2,
                                      p.b_mask, p.swiglu, p.xq, p.k, p.group, max(p.early, ph.early), p.nx, p.ny, p.nw,
-                                     p.eps, p.nsum, nullptr, g);
+                                     p.eps, p.nsum, nullptr, p.xparts, p.n_parts, g);
 }
 
 // The idle warps' share (warp i of n) of the L2 requests for the next product's first bytes: the

@@ -7,6 +7,7 @@
 #include "plan/arena.h"
 #include "kernels/attention_launch.h"
 #include "kernels/attention_prefill_launch.h"
+#include "kernels/norm_epilogue_launch.h"
 #include "plan/step_plan_ops.h"
 #include "runtime/cuda_api.h"
 
@@ -158,6 +159,28 @@ void StepPlan::Builder::assign_storage() {
       const int r = out >= 0 ? root[static_cast<size_t>(out)] : -1;
       if (r >= 0) stores.at(r).first = std::min(stores.at(r).first, go);
     }
+  }
+  assign_norm_epilogues();
+}
+
+// norm_epilogue: the product's launch writes the norm group's sum, x's int8 form (the group's slot 0,
+// its fallback's form) and the parts (a slot of its own, after the others), so they live from the
+// product's group on.
+void StepPlan::Builder::assign_norm_epilogues() {
+  for (const auto& [product, add] : p.fusion_.norm_epilogues) {
+    const int go = p.fusion_.group_of[static_cast<size_t>(product)], gn = p.fusion_.group_of[static_cast<size_t>(add)];
+    if (!takes_norm_epilogue(go, gn)) continue;
+    norm_epi_of_norm[gn] = go;
+    norm_epi_of_product[go] = gn;
+    const kernels::WeightMatrix w = weight_of(m, g.tensor(g.nodes[static_cast<size_t>(product)].args[1].tensor));
+    std::vector<int>& slots = group_scratch[static_cast<size_t>(gn)];
+    norm_epi_parts[gn] = static_cast<int>(slots.size());
+    slots.push_back(scratch(gn, 4 * kernels::norm_epilogue_blocks(w, o.activations)));
+    for (int r : {slots.front(), slots.back()})
+      scratch_requests[static_cast<size_t>(r)].first = std::min(scratch_requests[static_cast<size_t>(r)].first, go);
+    const int out = g.nodes[static_cast<size_t>(add)].output;
+    const int r = root[static_cast<size_t>(out)];
+    if (r >= 0) stores.at(r).first = std::min(stores.at(r).first, go);
   }
 }
 

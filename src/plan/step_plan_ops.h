@@ -94,6 +94,15 @@ struct StepPlan::Builder {
   bool takes_router_epilogue(int product_group, int mixture_group) const;
   std::map<int, int> router_epi_of_mixture, router_epi_of_product;  // one group -> the other
   void emit_router_epilogue(const graph::Node& product, int group, bool quantize);
+  // norm_epilogue (step_plan_norm.cpp): whether the product group's launch forms the norm group's sum,
+  // x's int8 form and the parts (decided once, in assign_storage: the two maps), and that launch.
+  bool takes_norm_epilogue(int product_group, int norm_group) const;
+  bool follows_attention(int group) const;
+  void assign_norm_epilogues();
+  std::map<int, int> norm_epi_of_norm, norm_epi_of_product;  // one group -> the other
+  std::map<int, int> norm_epi_parts;  // norm group -> the scratch slot of the parts
+  void emit_norm_epilogue(const graph::Node& product, int group, bool quantize);
+  std::vector<kernels::WeightMatrix> norm_group_matrices(const fuse::Group& grp) const;
   bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores
   void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);
   [[noreturn]] void no_kernel(const graph::Node& n, const std::string& why) const;

@@ -6,6 +6,7 @@
 #include "kernels/gemm_wgmma_launch.h"
 #include "kernels/gemv_launch.h"
 #include "kernels/gemv_multi_launch.h"
+#include "kernels/norm_epilogue_launch.h"
 #include "kernels/moe_launch.h"
 #include "kernels/norm_launch.h"
 #include "kernels/moe_prefill_launch.h"
@@ -144,6 +145,7 @@ void StepPlan::Builder::emit_product(const graph::Node& n, int gi, bool quantize
     return;
   }
   if (router_epi_of_product.count(gi)) return emit_router_epilogue(n, gi, quantize);
+  if (norm_epi_of_product.count(gi)) return emit_norm_epilogue(n, gi, quantize);
   const CUdeviceptr q = scratch_ptr(gi, 0);
   const bool gemm = rows > kGemvRows;
   // A decode row whose int8 form no later product reads: the decode kernel quantizes it in each
@@ -297,17 +299,20 @@ void StepPlan::Builder::emit_norm_prologue(int gi) {
     return;
   }
   const bool swiglu = g.nodes[static_cast<size_t>(grp.nodes.back())].kind == OpKind::swiglu;
-  const size_t n_products = grp.nodes.size() - 2 - (swiglu ? 1 : 0);
-  std::vector<k::WeightMatrix> ws;
+  const std::vector<k::WeightMatrix> ws = norm_group_matrices(grp);
   std::vector<CUdeviceptr> ys;
-  for (size_t i = 0; i < n_products; ++i) {
-    const graph::Node& pn = g.nodes[static_cast<size_t>(grp.nodes[2 + i])];
-    ws.push_back(weight_of(m, g.tensor(pn.args[1].tensor)));
-    ys.push_back(ptr(pn.output));
-  }
+  for (size_t i = 0; i < ws.size(); ++i) ys.push_back(ptr(g.nodes[static_cast<size_t>(grp.nodes[2 + i])].output));
   const graph::Tensor& h = g.tensor(norm.output);
   const int64_t rows = h.shape[0], cols = h.shape[1];
-  const k::NormPrologue np = norm_prologue_of(grp);
+  k::NormPrologue np = norm_prologue_of(grp);
+  if (const auto it = norm_epi_of_norm.find(gi); it != norm_epi_of_norm.end()) {
+    // norm_epilogue: the product before made the sum, x's int8 form and the parts (takes_norm_epilogue
+    // checked that the merged kernel below runs).
+    const graph::Node& prod = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(it->second)].nodes[0])];
+    np.xq = scratch_ptr(gi, 0);
+    np.parts = scratch_ptr(gi, norm_epi_parts.at(gi));
+    np.n_parts = k::norm_epilogue_blocks(weight_of(m, g.tensor(prod.args[1].tensor)), o.activations);
+  }
   const CUdeviceptr out = swiglu ? ptr(g.nodes[static_cast<size_t>(grp.nodes.back())].output) : 0;
   const k::Activations a = o.activations;
   const k::QuantizedOut fq = swiglu ? quantized_output(gi) : k::QuantizedOut{};
@@ -315,7 +320,9 @@ void StepPlan::Builder::emit_norm_prologue(int gi) {
   for (const k::WeightMatrix& w : ws) what += fmt::format(" {} [{} x {}]", ggml_type_name(w.type), w.n_out, w.k);
   if (fq.q) what += " quantized";
   if (rows == 1 && a != k::Activations::f32 && k::merged_norm_applies(ws.data(), static_cast<int>(ws.size()), a)) {
-    add(fmt::format("{} {} with the norm in its prologue", what, k::activations_name(a)), sum_node, [=](CUstream s) {
+    add(fmt::format("{} {} {}", what, k::activations_name(a),
+                    np.parts ? "scaled by the norm's factor (x made by the product before)" : "with the norm in its prologue"),
+        sum_node, [=](CUstream s) {
       if (swiglu)
         k::gemv_gate_up_swiglu_norm(ws[0], ws[1], a, np, out, s, fq);
       else

@@ -1,0 +1,82 @@
+#include "kernels/norm_epilogue_launch.h"
+
+#include "base/error.h"
+#include "gguf/block_format.h"
+#include "kernels/decode_stream.h"
+#include "kernels/library.h"
+#include "runtime/cuda_api.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace lathe::kernels {
+namespace {
+
+constexpr int64_t kEpilogueStatic = 1024;  // its kept rows, a block sum's scratch
+
+// LATHE_NORM_EPILOGUE: "force" takes unbalanced shapes too, "0" none. Read at every question (a plan
+// asks once a product; a captured step asks no more), so a test may set it between engines.
+int mode_from_environment() {
+  const char* v = std::getenv("LATHE_NORM_EPILOGUE");
+  if (!v || !*v) return 1;
+  const std::string s(v);
+  return s == "0" ? 0 : s == "force" ? 2 : 1;
+}
+
+struct Shape {
+  DecodeGemvLaunch l;
+  unsigned blocks = 0;  // min(the decode launch's blocks, the 32-row blocks)
+  int64_t owned = 0;    // the most 32-row blocks a block owns
+};
+
+bool shape_of(const WeightMatrix& w, Activations a, Shape& s) {
+  const int mode = mode_from_environment();
+  if (mode == 0 || a == Activations::f32 || w.n_expert != 1 || w.n_out % 32 != 0) return false;
+  if (!decode_gemv_launch(w, a, s.l, false)) return false;
+  if (s.l.shared_bytes + kDecodeStaticBytes + kEpilogueStatic > shared_optin_bytes()) return false;
+  const int64_t row_blocks = w.n_out / 32;
+  s.blocks = static_cast<unsigned>(std::min<int64_t>(s.l.blocks, row_blocks));
+  s.owned = (row_blocks + s.blocks - 1) / s.blocks;
+  if (32 * s.owned > kNormEpilogueRows) return false;
+  if (mode == 2) return true;
+  // Dealt one by one, a block of the decode launch takes its groups' rounds of n_groups rows.
+  const int64_t gpb = 16 / (s.l.mode & 255), n_groups = static_cast<int64_t>(s.l.blocks) * gpb;
+  const int64_t dealt = gpb * ((w.n_out + n_groups - 1) / n_groups);
+  return 32 * s.owned <= dealt;
+}
+
+}  // namespace
+
+bool norm_epilogue_applies(const WeightMatrix& w, Activations a) {
+  Shape s;
+  return shape_of(w, a, s);
+}
+
+int64_t norm_epilogue_blocks(const WeightMatrix& w, Activations a) {
+  Shape s;
+  if (!shape_of(w, a, s)) internal_fail("the norm epilogue does not take {} [{} x {}]", ggml_type_name(w.type), w.n_out, w.k);
+  return s.blocks;
+}
+
+void gemv_norm_epilogue(const WeightMatrix& w, Activations a, CUdeviceptr xq, const NormEpilogue& e,
+                        CUstream stream) {
+  Shape s;
+  if (!shape_of(w, a, s))
+    internal_fail("the norm epilogue does not take {} [{} x {}]", ggml_type_name(w.type), w.n_out, w.k);
+  LATHE_CHECK(xq % 16 == 0 && e.sum % 16 == 0 && e.norm_w % 16 == 0 && e.parts % 16 == 0 && e.resid % 4 == 0);
+  LATHE_CHECK(e.resid != 0 && e.x_q.q != 0 && e.x_q.a == a);
+  const QuantizedPointers qp = quantized_pointers(e.x_q, 1, w.n_out);
+  CUdeviceptr wp = w.data, x = xq, resid = e.resid, sum = e.sum, nw = e.norm_w, q1 = qp.q1, q2 = qp.q2, ds = qp.ds,
+              parts = e.parts;
+  long long row_bytes = lathe::row_bytes(w.type, w.k);
+  int k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out), mode = s.l.mode & 255,
+      early = decode_early_requests(), two = qp.two_words;
+  const std::string name =
+      std::string("lathe_gemv1_norm_") + decode_format(w.type)->name + "_" + std::string(activations_name(a));
+  cuda::launch(kernel(name), {s.blocks, 1, 1}, {512, 1, 1}, static_cast<unsigned>(s.l.shared_bytes), stream,
+               {&wp, &row_bytes, &x, &k, &n_out, &mode, &early, &resid, &sum, &nw, &q1, &q2, &ds, &two, &parts},
+               "launching a decode product with the sum and the norm's weighting in its epilogue");
+}
+
+}  // namespace lathe::kernels
