@@ -195,6 +195,12 @@
 #           tests, qwen3-8b q8_0's check and tg128 with it and held back (--hold norm_epilogue)
 #           alternated, and the product stamps of both
 #   z2      the same A/B on llama3-8b q8_0 and qwen3-8b q4_k_m, and qwen3-8b q8_0 at 4,096 of context
+#   z4      (run on a build that left o, the product right after the attention, out by default; not
+#           kept) qwen3-8b q8_0 and q4_k_m by default, with o too (LATHE_NORM_EPILOGUE=force) and held
+#           back, alternated; llama3-8b; the lane's test of the rule (forced: o too) and the 8B's stamps
+#   z5      the landed build: the GPU tests its change touches, tg128 of qwen3-0.6b (whose products the
+#           rule leaves: the merged kernels' changed code alone), qwen3-8b q8_0 and q4_k_m with it and
+#           held back
 #   z3      the second form (the merged products scale their rows' sums by the norm's factor, the
 #           epilogue's squares summed by other warps than its quantization, only after a product that
 #           holds every SM): the kernel, merged and lane tests, then z1's A/B and stamps and z2's
@@ -714,6 +720,38 @@ for part in "$@"; do
       st=${OUT:-/tmp}/stamps-z1${h:+-held}.csv
       LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 $h 2>&1 | grep -E "tg128" | sed 's/.*| tg128/tg128/'
       python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps ${h:-norm_epilogue}"; tail -12 ${st%.csv}.txt; xz -f $st
+    done ;;
+  z5)  # the landed build (see the list above)
+    for t in test_norm_epilogue_gpu test_gemv_multi_gpu test_gemv_gpu test_persistent_step_gpu test_route_epilogue_gpu test_moe_gpu test_product_stamps_gpu test_gpu_ops_gpu; do
+      echo "== $t"; timeout 150 $C/$t --gtest_filter='-*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|held back .* us" | head -8
+    done
+    echo "== lane"; timeout 300 $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|norm_epilogue|product's epilogue" | head -20
+    f=$(synth qwen3-0.6b q8_0)
+    for rep in 1 2; do echo "== qwen3-0.6b q8_0"; tg128 $L $f; done
+    for spec in "qwen3-8b q8_0" "qwen3-8b q4_k_m"; do
+      set -- $spec; f=$(synth $1 $2)
+      echo "== $1 $2 norm_epilogue"; tg128 $L $f
+      echo "== $1 $2 held back"; timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold norm_epilogue 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+      rm -f $f
+    done ;;
+  z4)  # o left out (see the list above)
+    echo "== lane"; timeout 400 $C/test_gpu_lane_gpu --gtest_filter='GpuLaneNorm*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|product's epilogue" | head
+    for spec in "qwen3-8b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0"; do
+      set -- $spec; f=$(synth $1 $2)
+      echo "== check $1 $2"; timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+      $L bench $f -p 16 -n 2 -r 1 --profile 2>&1 | grep -E "in its epilogue|scaled by" | head -4
+      for rep in 1 2; do
+        [ $1 = llama3-8b ] && [ $rep = 2 ] && break
+        echo "== $1 $2 default"; tg128 $L $f
+        echo "== $1 $2 with o"; LATHE_NORM_EPILOGUE=force tg128 $L $f
+        echo "== $1 $2 held back"; timeout 60 $L bench $f -p 16 -n 128 -r 3 --hold norm_epilogue 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+      done
+      if [ $1-$2 = qwen3-8b-q8_0 ]; then
+        st=${OUT:-/tmp}/stamps-z4.csv
+        LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128" | sed 's/.*| tg128/tg128/'
+        python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps"; tail -9 ${st%.csv}.txt | head -7; xz -f $st
+      fi
+      rm -f $f
     done ;;
   z3)  # the second form (see the list above)
     echo "== test_norm_epilogue_gpu"; timeout 300 $C/test_norm_epilogue_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|  q|  Q|held back|Expected|Which is|  [a-z]" | head -60

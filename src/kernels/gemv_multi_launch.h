@@ -79,8 +79,8 @@ bool merged_gemv_applies(const WeightMatrix* w, int n_matrices, Activations a);
 // of the norm-then-merged product); qwen3-8b Q8_0 tg128 285.5 -> 302.1 (docs/perf.md).
 // With parts (fusion rule norm_epilogue, norm_epilogue_launch.h): the product before formed s (in
 // `sum`), h = s * w's int8 form (xq) and its blocks' shares of s's sum of squares (n_parts floats);
-// the merged kernel copies xq and scales its blocks' scales by rsqrt(sum of the parts / k + eps) as
-// it stages it (x, y and w unused).
+// the merged kernel copies xq and multiplies each row's sums by rsqrt(sum of the parts / k + eps)
+// (x, y and w unused).
 struct NormPrologue {
   CUdeviceptr x = 0, y = 0, w = 0, sum = 0;
   float eps = 1e-6f;

@@ -6,9 +6,9 @@
 // 32-value block are its values over its largest one, so they do not depend on the factor 1 / rms(s):
 // this launch quantizes h = s * w (quantize_act.cuh's layout: levels, d1, d2 and the block sum, all
 // without the factor) and writes each block's share of the sum of squares of s; the reader adds the
-// shares, takes inv = rsqrt(sum / n + eps) as add_rms_norm does and scales each block's (d1, d2, sum)
-// by it as it stages x (gemv_multi.cuh). So the reader copies x (~0.6 us) instead of adding, norming
-// and quantizing the whole row in every block (~3.1 us, docs/perf.md).
+// shares, takes inv = rsqrt(sum / n + eps) as add_rms_norm does and multiplies each row's sums by it
+// (gemv_multi.cuh: the products are linear in x). So the reader copies x (~0.6 us) instead of adding,
+// norming and quantizing the whole row in every block (~3.1 us, docs/perf.md).
 //
 // The rows are dealt by whole 32-row blocks (lathe_gemv1_row_walk's ByBlock form): block b owns rows
 // 32 b .., 32 (b + gridDim.x) .., at most LATHE_NORM_EPI_ROWS of them. The warp that finishes row o

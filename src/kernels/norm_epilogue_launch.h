@@ -5,7 +5,7 @@
 //   h = s * norm_w                     (its int8 form to x_q: quantize_activations' bytes for h)
 //   parts[b] = sum of s_i^2 over block b's rows
 // in one launch of the decode GEMV, its rows dealt by whole 32-row blocks. The merged products after
-// it (gemv_multi_launch.h's NormPrologue with xq and parts) copy x_q and scale its blocks' scales by
+// it (gemv_multi_launch.h's NormPrologue with xq and parts) copy x_q and multiply each row's sums by
 // rsqrt(sum of the parts / n + eps): the norm the merged kernel's prologue would have formed, without
 // forming it in every block. The product's own output y is not written. Every pointer is a device
 // pointer, 16-byte aligned; the call only enqueues on `stream`.

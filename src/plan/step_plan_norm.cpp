@@ -27,29 +27,19 @@ std::vector<k::WeightMatrix> StepPlan::Builder::norm_group_matrices(const fuse::
   return ws;
 }
 
-// Whether the kernel before group gi holds only some SMs while gi's blocks start: an attention (a
-// block or a few a kv head). Then the blocks that start last are those it held.
-bool StepPlan::Builder::follows_attention(int gi) const {
-  if (gi == 0) return false;
-  for (int n : p.fusion_.groups[static_cast<size_t>(gi - 1)].nodes)
-    if (g.nodes[static_cast<size_t>(n)].kind == OpKind::attention) return true;
-  return false;
-}
-
 // Where the norm group would run the merged kernel with the norm in its prologue (emit_norm_prologue's
 // choice), the norm has a weight, and the product's launch takes the shape; never for a product whose
-// launch takes a router (router_epilogue), nor for one right after the attention: there the product's
-// blocks that start last (on the attention's SMs) carry whole 32-row blocks where dealt one row at a
-// time they carry half, and measured on the H200 (docs/perf.md, 2026-12-02) qwen3-8b's o then ended
-// 2.1 us later while gate/up gained 1 (down before q/k/v, after gate/up, which holds every SM to its
-// end: 1.1 us later and q/k/v 2.3 us sooner).
+// launch takes a router (router_epilogue). Measured on the H200 (docs/perf.md, 2026-12-02): after the
+// attention too. There o's blocks that start last (on the attention's SMs) carry whole 32-row blocks
+// where dealt one row at a time they carry half, and o ends ~2 us later, but gate/up gains that back
+// (Q8_0) or far more (Q4_K_M: 414 -> 435 tok/s with o, against down alone).
 bool StepPlan::Builder::takes_norm_epilogue(int go, int gn) const {
   const fuse::Group& pg = p.fusion_.groups[static_cast<size_t>(go)];
   const fuse::Group& ng = p.fusion_.groups[static_cast<size_t>(gn)];
   const graph::Node& prod = g.nodes[static_cast<size_t>(pg.nodes[0])];
   const graph::Node& norm = g.nodes[static_cast<size_t>(ng.nodes[1])];
   const k::Activations a = o.activations;
-  if (g.rows != 1 || a == k::Activations::f32 || router_epi_of_product.count(go) || follows_attention(go)) return false;
+  if (g.rows != 1 || a == k::Activations::f32 || router_epi_of_product.count(go)) return false;
   if (!reads_quantized(prod) || !norm.find(ModKind::weighted_by) || norm.find(ModKind::shifted_by)) return false;
   const std::vector<k::WeightMatrix> ws = norm_group_matrices(ng);
   if (!k::merged_norm_applies(ws.data(), static_cast<int>(ws.size()), a)) return false;

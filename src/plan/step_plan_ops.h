@@ -97,7 +97,6 @@ struct StepPlan::Builder {
   // norm_epilogue (step_plan_norm.cpp): whether the product group's launch forms the norm group's sum,
   // x's int8 form and the parts (decided once, in assign_storage: the two maps), and that launch.
   bool takes_norm_epilogue(int product_group, int norm_group) const;
-  bool follows_attention(int group) const;
   void assign_norm_epilogues();
   std::map<int, int> norm_epi_of_norm, norm_epi_of_product;  // one group -> the other
   std::map<int, int> norm_epi_parts;  // norm group -> the scratch slot of the parts
