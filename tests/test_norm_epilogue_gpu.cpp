@@ -70,6 +70,26 @@ void merged(const std::vector<WeightMatrix>& ws, bool swiglu, Activations a, con
     gemv_multi_norm(ws.data(), static_cast<int>(ws.size()), a, np, b.ptrs.data(), s);
 }
 
+// The fused pair: the product pw with the norm epilogue (residual, sum, weight, h's form, parts), then
+// the merged products copying h's form and multiplying by the norm's factor.
+void fused_pair(const WeightMatrix& pw, const std::vector<WeightMatrix>& ws, bool swiglu, Activations a, CUdeviceptr xq,
+                CUdeviceptr resid, CUdeviceptr sum, CUdeviceptr w, CUdeviceptr hq, CUdeviceptr parts, const Buffers& b,
+                CUstream s) {
+  NormEpilogue e;
+  e.resid = resid;
+  e.sum = sum;
+  e.norm_w = w;
+  e.x_q = QuantizedOut{hq, a};
+  e.parts = parts;
+  gemv_norm_epilogue(pw, a, xq, e, s);
+  NormPrologue made;
+  made.sum = sum;
+  made.xq = hq;
+  made.parts = parts;
+  made.n_parts = norm_epilogue_blocks(pw, a);
+  merged(ws, swiglu, a, made, b, s);
+}
+
 TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
   LATHE_NEED_GPU();
   ASSERT_TRUE(forced);
@@ -125,20 +145,8 @@ TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
       for (int rep = 0; rep < 2; ++rep) {
         DeviceBuffer sum1(static_cast<size_t>(n * 4)), hq(static_cast<size_t>(quantized_activation_bytes(1, n, a))),
             parts(static_cast<size_t>(blocks * 4));
-        NormEpilogue e;
-        e.resid = rd.ptr();
-        e.sum = sum1.ptr();
-        e.norm_w = wd.ptr();
-        e.x_q = QuantizedOut{hq.ptr(), a};
-        e.parts = parts.ptr();
-        gemv_norm_epilogue(pw, a, xq.ptr(), e, s.handle());
-        NormPrologue made;
-        made.sum = sum1.ptr();
-        made.xq = hq.ptr();
-        made.parts = parts.ptr();
-        made.n_parts = blocks;
         const Buffers b1 = outputs(ws, c.swiglu);
-        merged(ws, c.swiglu, a, made, b1, s.handle());
+        fused_pair(pw, ws, c.swiglu, a, xq.ptr(), rd.ptr(), sum1.ptr(), wd.ptr(), hq.ptr(), parts.ptr(), b1, s.handle());
         s.synchronize();
         sums[rep] = download(sum1, static_cast<size_t>(n));
         forms[rep] = download<uint8_t>(hq, static_cast<size_t>(quantized_activation_bytes(1, n, a)));
@@ -245,19 +253,8 @@ TEST(NormEpilogueGpu, TimingAtQwen3_8bShapes) {
       merged(sets[i].ws, pr.swiglu, a, np, out, s.handle());
     });
     const double fused = graph_median_us(s, copies, [&](int i) {
-      NormEpilogue e;
-      e.resid = rd.ptr();
-      e.sum = sum.ptr();
-      e.norm_w = wd.ptr();
-      e.x_q = QuantizedOut{hq.ptr(), a};
-      e.parts = parts.ptr();
-      gemv_norm_epilogue(sets[i].pw, a, xq.ptr(), e, s.handle());
-      NormPrologue np;
-      np.sum = sum.ptr();
-      np.xq = hq.ptr();
-      np.parts = parts.ptr();
-      np.n_parts = norm_epilogue_blocks(sets[i].pw, a);
-      merged(sets[i].ws, pr.swiglu, a, np, out, s.handle());
+      fused_pair(sets[i].pw, sets[i].ws, pr.swiglu, a, xq.ptr(), rd.ptr(), sum.ptr(), wd.ptr(), hq.ptr(), parts.ptr(), out,
+                 s.handle());
     });
     std::printf("  %-52s held back %7.2f us, norm epilogue %7.2f us\n", pr.what, held, fused);
   }

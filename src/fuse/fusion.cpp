@@ -75,6 +75,19 @@ int only_consumer(const graph::Graph& g, int tensor) {
   return c[0];
 }
 
+const graph::Node* product_added_by(const graph::Graph& g, const FusionPlan& plan, size_t gi) {
+  if (gi == 0 || gi >= plan.groups.size()) return nullptr;
+  const graph::Node& add = g.nodes[static_cast<size_t>(plan.groups[gi].nodes[0])];
+  const Group& before = plan.groups[gi - 1];
+  if (add.kind != lang::OpKind::add || !before.rule.empty() || before.nodes.size() != 1) return nullptr;
+  const graph::Node& p = g.nodes[static_cast<size_t>(before.nodes[0])];
+  if (p.kind != lang::OpKind::product || !p.args[1].is_tensor() ||
+      g.tensor(p.args[1].tensor).role != graph::Role::constant)
+    return nullptr;
+  if (!add.args[1].is_tensor() || add.args[1].tensor != p.output || only_consumer(g, p.output) != add.id) return nullptr;
+  return &p;
+}
+
 FusionPlan fuse(const graph::Graph& g, const std::set<std::string>& held) {
   check_rule_names(held);
   std::vector<bool> claimed(g.nodes.size(), false);

@@ -69,4 +69,9 @@ int epilogue_output(const graph::Graph& g, const Group& grp);
 // Helpers for the rules: the single consumer of a tensor, or -1 when it has none or several.
 int only_consumer(const graph::Graph& g, int tensor);
 
+// router_epilogue's and norm_epilogue's match: the product of a checkpoint matrix that is group gi - 1
+// alone, when group gi opens with an add whose second operand is that product's result, read by
+// nothing else. Null when not.
+const graph::Node* product_added_by(const graph::Graph& g, const FusionPlan& plan, size_t gi);
+
 }  // namespace lathe::fuse

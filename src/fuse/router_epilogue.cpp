@@ -17,18 +17,9 @@ void router_epilogue_pass(const graph::Graph& g, FusionPlan& plan) {
   for (size_t gi = 1; gi < plan.groups.size(); ++gi) {
     const Group& grp = plan.groups[gi];
     if (grp.rule != "norm_prologue" || grp.nodes.size() != 3) continue;
-    const graph::Node& add = g.nodes[static_cast<size_t>(grp.nodes[0])];
     const graph::Node& mix = g.nodes[static_cast<size_t>(grp.nodes[2])];
-    if (mix.kind != lang::OpKind::mixture || add.kind != lang::OpKind::add) continue;
-    const Group& before = plan.groups[gi - 1];
-    if (!before.rule.empty() || before.nodes.size() != 1) continue;
-    const graph::Node& p = g.nodes[static_cast<size_t>(before.nodes[0])];
-    if (p.kind != lang::OpKind::product || !p.args[1].is_tensor() ||
-        g.tensor(p.args[1].tensor).role != graph::Role::constant)
-      continue;
-    // The product's result is the add's second operand and read by nothing else.
-    if (!add.args[1].is_tensor() || add.args[1].tensor != p.output || only_consumer(g, p.output) != add.id) continue;
-    plan.router_epilogues[p.id] = mix.id;
+    if (mix.kind != lang::OpKind::mixture) continue;
+    if (const graph::Node* p = product_added_by(g, plan, gi)) plan.router_epilogues[p->id] = mix.id;
   }
 }
 
