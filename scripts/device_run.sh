@@ -195,6 +195,10 @@
 #           tests, qwen3-8b q8_0's check and tg128 with it and held back (--hold norm_epilogue)
 #           alternated, and the product stamps of both
 #   z2      the same A/B on llama3-8b q8_0 and qwen3-8b q4_k_m, and qwen3-8b q8_0 at 4,096 of context
+#   y9      y8 cut to what the session's device time left (prepare with PREP_DEFINES=
+#           "-DLATHE_WEIGHTS_EVICT_FIRST=3;-DLATHE_WEIGHTS_EVICT_FIRST=0"): the GEMV tests with the hint on
+#           Q8_0's bulk copies alone, tg128 of qwen3-30b-a3b by 0 / 3 alternated (=2 cost it 1.6%), its
+#           check, and qwen3-8b q8_0 by 0 / 3 at 4,096 of context and at 16
 #   z4      (run on a build that left o, the product right after the attention, out by default; not
 #           kept) qwen3-8b q8_0 and q4_k_m by default, with o too (LATHE_NORM_EPILOGUE=force) and held
 #           back, alternated; llama3-8b; the lane's test of the rule (forced: o too) and the 8B's stamps
@@ -721,6 +725,21 @@ for part in "$@"; do
       LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 $h 2>&1 | grep -E "tg128" | sed 's/.*| tg128/tg128/'
       python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps ${h:-norm_epilogue}"; tail -12 ${st%.csv}.txt; xz -f $st
     done ;;
+  y9)  # the evict-first hint on Q8_0's bulk copies alone, cut down (see the list above)
+    ef="-DLATHE_WEIGHTS_EVICT_FIRST=3"
+    LATHE_KERNEL_DEFINES="$ef" gpu_tests test_gemv_gpu
+    f=$(synth qwen3-30b-a3b q8_0)
+    for rep in 1 2; do
+      for v in 0 3; do echo "== qwen3-30b-a3b q8_0 =$v"; LATHE_KERNEL_DEFINES="-DLATHE_WEIGHTS_EVICT_FIRST=$v" tg128 $L $f; done
+    done
+    echo "== check the 30B, =3"; LATHE_KERNEL_DEFINES="$ef" timeout 90 $L check $f --steps 8 2>&1 | tail -2 | head -1
+    rm -f $f
+    f=$(synth qwen3-8b q8_0)
+    for v in 0 3; do
+      echo "== qwen3-8b q8_0 at 4,096 of context, =$v"
+      LATHE_KERNEL_DEFINES="-DLATHE_WEIGHTS_EVICT_FIRST=$v" timeout 60 $L bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'
+    done
+    for v in 0 3; do echo "== qwen3-8b q8_0, =$v"; LATHE_KERNEL_DEFINES="-DLATHE_WEIGHTS_EVICT_FIRST=$v" tg128 $L $f; done ;;
   z5)  # the landed build (see the list above)
     for t in test_norm_epilogue_gpu test_gemv_multi_gpu test_gemv_gpu test_persistent_step_gpu test_route_epilogue_gpu test_moe_gpu test_product_stamps_gpu test_gpu_ops_gpu; do
       echo "== $t"; timeout 150 $C/$t --gtest_filter='-*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|held back .* us" | head -8

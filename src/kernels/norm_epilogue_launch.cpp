@@ -13,7 +13,7 @@
 namespace lathe::kernels {
 namespace {
 
-constexpr int64_t kEpilogueStatic = 1024;  // its kept rows, a block sum's scratch
+constexpr int64_t kEpilogueStatic = 1024;  // its kept rows (512 bytes) and their 32-row blocks' squares
 
 // LATHE_NORM_EPILOGUE: "force" takes unbalanced shapes too, "0" none. Read at every question (a plan
 // asks once a product; a captured step asks no more), so a test may set it between engines.
