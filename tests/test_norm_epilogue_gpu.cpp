@@ -11,7 +11,8 @@
 //     largest (x's levels quantized before the norm's factor, and the squares summed in another
 //     order: a level moves where that rounding crosses a half step, as between the norm prologue and
 //     add_rms_norm).
-// Then the timing at qwen3-8b's shapes: o then gate/up, and down then q/k/v, each pair in a graph.
+// Then which shapes the launcher takes unforced, and the timing at qwen3-8b's shapes: o then gate/up,
+// and down then q/k/v, each pair in a graph.
 #include "kernels/gemv_launch.h"
 #include "kernels/gemv_multi_launch.h"
 #include "kernels/norm_epilogue_launch.h"
@@ -203,6 +204,27 @@ TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
       EXPECT_LE(worst, kBoundOutputs) << ggml_type_name(c.producer) << " " << n << " x " << c.k;
     }
   }
+}
+
+// Which shapes the launcher takes without forcing: those whose rows dealt by 32-row blocks load no
+// block more than dealing them one by one (the 8B's 4,096 rows: 128 blocks of 32, against 32 dealt);
+// not qwen3-0.6b's 1,024 (32 blocks of 32 rows for the whole card), nor a width that is not whole
+// 32-row blocks, nor the f32 contract. LATHE_NORM_EPILOGUE=0 refuses every shape.
+TEST(NormEpilogueGpu, TakesTheBalancedShapes) {
+  LATHE_NEED_GPU();
+  ASSERT_EQ(setenv("LATHE_NORM_EPILOGUE", "1", 1), 0);
+  const CUdeviceptr any = 256;  // never read: only the shapes are asked about
+  const Activations a = Activations::int8x2;
+  EXPECT_TRUE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 4096, 4096}, a));   // qwen3-8b's o
+  EXPECT_TRUE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 4096, 12288}, a));  // its down
+  EXPECT_TRUE(norm_epilogue_applies(WeightMatrix{GgmlType::Q6_K, any, 4096, 14336}, a));  // llama3-8b's down
+  EXPECT_FALSE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 1024, 2048}, a));  // qwen3-0.6b's o
+  EXPECT_FALSE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 4080, 4096}, a));  // not whole 32-row blocks
+  EXPECT_FALSE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 4096, 4096}, Activations::f32));
+  ASSERT_EQ(setenv("LATHE_NORM_EPILOGUE", "0", 1), 0);
+  EXPECT_FALSE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 4096, 4096}, a));
+  ASSERT_EQ(setenv("LATHE_NORM_EPILOGUE", "force", 1), 0);  // as the other tests run
+  EXPECT_TRUE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 1024, 2048}, a));
 }
 
 // Microseconds of a product and the merged products after it at qwen3-8b's Q8_0 shapes, in a graph
