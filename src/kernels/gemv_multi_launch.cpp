@@ -168,7 +168,7 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
                shared, stream,
                {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2], &n_out[0], &n_out[1],
                 &n_out[2], &b_mask, &sw, &xq, &k, &group, &early, &nx, &ny, &nw, &eps, &nsum, &qk, &xparts, &n_parts},
-               made   ? "launching a merged decode GEMV scaling its x by the norm's factor"
+               made   ? "launching a merged decode GEMV scaling its rows by the norm's factor"
                : norm ? "launching a merged decode GEMV with the norm in its prologue"
                       : "launching a merged decode GEMV");
   if (swiglu && qout && !quantize_in_epilogue) quantize_activations(y[0], 1, n_out[0], a, qout, stream);
