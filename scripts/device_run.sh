@@ -208,6 +208,18 @@
 #   z3      the second form (the merged products scale their rows' sums by the norm's factor, the
 #           epilogue's squares summed by other warps than its quantization, only after a product that
 #           holds every SM): the kernel, merged and lane tests, then z1's A/B and stamps and z2's
+#   a1      2026-12-02's seventeenth session (its defines and LATHE_ATTN_GRANULE since removed: measured,
+#           not kept; docs/perf.md): the decode attention's merge with its loads in flight a
+#           batch at a time (-DLATHE_ATTD_MERGE_SERIAL=1 the form before), its finishing loop run dry
+#           before the wait (-DLATHE_ATTD_WARM=1), splits by 16 slots (LATHE_ATTN_GRANULE=16): the
+#           attention test with each, qwen3-8b q8_0 at 4,096 of context and at 16, qwen3-0.6b, stamps
+#   a2      (a1's pack) the attention's phases at 4,096 of context with the finishing loop run dry
+#           before the wait and without (a1 measured it +3.4% there, -5.5% at 16)
+#   a3      the dry runs only in rows of several splits, the merge's too (-DLATHE_ATTD_WARM=1): the
+#           attention tests with it, qwen3-8b q8_0 at 4,096 of context and at 16 and qwen3-0.6b with and
+#           without, alternated; the phases at depth with it and with the weights evict-first
+#   a4      (a3's pack) the splits merged by a launch of their own (LATHE_ATTN_MERGE=kernel) against the
+#           last split's block, qwen3-8b q8_0 at 4,096 of context and at 16, alternated
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -714,6 +726,81 @@ for part in "$@"; do
       python3 scripts/product_stamps.py $st
       xz -f $st
     done ;;
+  a1)  # the attention's merge, warm finishing loop, 16-slot splits (see the list above)
+    echo "== test_gpu_attention_gpu"; timeout 200 $C/test_gpu_attention_gpu --gtest_filter='-*Speed*:*Timing*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6
+    echo "== warm"; LATHE_KERNEL_DEFINES="-DLATHE_ATTD_WARM=1" timeout 200 $C/test_gpu_attention_gpu --gtest_filter='*DecodeMatches*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6
+    echo "== granule 16"; LATHE_ATTN_GRANULE=16 timeout 200 $C/test_gpu_attention_gpu --gtest_filter='*DecodeMatches*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6
+    f=$(synth qwen3-8b q8_0)
+    echo "== check"; timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    depth() { timeout 60 $L bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'; }
+    for rep in 1 2; do
+      echo "== depth default"; depth
+      echo "== depth serial"; LATHE_KERNEL_DEFINES="-DLATHE_ATTD_MERGE_SERIAL=1" depth
+      echo "== depth granule 16"; LATHE_ATTN_GRANULE=16 depth
+      echo "== depth granule 64"; LATHE_ATTN_GRANULE=64 depth
+      echo "== depth warm"; LATHE_KERNEL_DEFINES="-DLATHE_ATTD_WARM=1" depth
+    done
+    st=${OUT:-/tmp}/stamps-a1-depth.csv
+    LATHE_STAMPS=$st timeout 200 $L bench $f -p 0 -n 128 -d 4096 -r 1 --ctx 4608 2>&1 | grep -E "tg128" | sed 's/.*| tg128/tg128/'
+    python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps depth"; tail -14 ${st%.csv}.txt; xz -f $st
+    for rep in 1 2; do
+      echo "== qwen3-8b default"; tg128 $L $f
+      echo "== qwen3-8b warm"; LATHE_KERNEL_DEFINES="-DLATHE_ATTD_WARM=1" tg128 $L $f
+      echo "== qwen3-8b granule 16"; LATHE_ATTN_GRANULE=16 tg128 $L $f
+    done
+    for v in "" "-DLATHE_ATTD_WARM=1"; do
+      st=${OUT:-/tmp}/stamps-a1${v:+-warm}.csv
+      LATHE_KERNEL_DEFINES="$v" LATHE_STAMPS=$st timeout 200 $L bench $f -p 16 -n 128 -r 1 2>&1 | grep -E "tg128" | sed 's/.*| tg128/tg128/'
+      python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps ${v:-default}"; tail -6 ${st%.csv}.txt; xz -f $st
+    done
+    rm -f $f
+    g=$(synth qwen3-0.6b q8_0)
+    for rep in 1 2; do
+      echo "== qwen3-0.6b default"; tg128 $L $g
+      echo "== qwen3-0.6b warm"; LATHE_KERNEL_DEFINES="-DLATHE_ATTD_WARM=1" tg128 $L $g
+      echo "== qwen3-0.6b granule 16"; LATHE_ATTN_GRANULE=16 tg128 $L $g
+    done ;;
+  a2)  # the attention's phases at depth, warm and not (see the list above)
+    f=$(synth qwen3-8b q8_0)
+    for v in "-DLATHE_ATTD_WARM=1" ""; do
+      st=${OUT:-/tmp}/stamps-a2${v:+-warm}.csv
+      LATHE_KERNEL_DEFINES="$v" LATHE_STAMPS=$st timeout 200 $L bench $f -p 0 -n 128 -d 4096 -r 1 --ctx 4608 2>&1 | grep -E "tg128" | sed 's/.*| tg128/tg128/'
+      python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps ${v:-default}"; head -12 ${st%.csv}.txt; xz -f $st
+    done ;;
+  a3)  # dry runs in split rows only (see the list above)
+    wm="-DLATHE_ATTD_WARM=1"
+    echo "== test_gpu_attention_gpu warm"; LATHE_KERNEL_DEFINES="$wm" timeout 200 $C/test_gpu_attention_gpu --gtest_filter='-*Speed*:*Timing*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6
+    f=$(synth qwen3-8b q8_0)
+    echo "== check warm"; LATHE_KERNEL_DEFINES="$wm" timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    depth() { timeout 60 $L bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'; }
+    for rep in 1 2; do
+      echo "== depth default"; depth
+      echo "== depth warm"; LATHE_KERNEL_DEFINES="$wm" depth
+    done
+    for rep in 1 2; do
+      echo "== qwen3-8b default"; tg128 $L $f
+      echo "== qwen3-8b warm"; LATHE_KERNEL_DEFINES="$wm" tg128 $L $f
+    done
+    for v in "$wm" "-DLATHE_WEIGHTS_EVICT_FIRST=1"; do
+      st=${OUT:-/tmp}/stamps-a3-$(echo ${v#-D} | tr -c "A-Za-z0-9_\n" _).csv
+      LATHE_KERNEL_DEFINES="$v" LATHE_STAMPS=$st timeout 200 $L bench $f -p 0 -n 128 -d 4096 -r 1 --ctx 4608 2>&1 | grep -E "tg128" | sed 's/.*| tg128/tg128/'
+      python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps $v"; head -12 ${st%.csv}.txt; xz -f $st
+    done
+    rm -f $f
+    g=$(synth qwen3-0.6b q8_0)
+    for rep in 1 2; do
+      echo "== qwen3-0.6b default"; tg128 $L $g
+      echo "== qwen3-0.6b warm"; LATHE_KERNEL_DEFINES="$wm" tg128 $L $g
+    done ;;
+  a4)  # the merge by a launch of its own (see the list above)
+    f=$(synth qwen3-8b q8_0)
+    depth() { timeout 60 $L bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'; }
+    for rep in 1 2; do
+      echo "== depth in the block"; depth
+      echo "== depth merge kernel"; LATHE_ATTN_MERGE=kernel depth
+    done
+    echo "== qwen3-8b in the block"; tg128 $L $f
+    echo "== qwen3-8b merge kernel"; LATHE_ATTN_MERGE=kernel tg128 $L $f ;;
   z1)  # the norm in the product's epilogue (see the list above)
     echo "== test_norm_epilogue_gpu"; timeout 300 $C/test_norm_epilogue_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|  q|  Q|held back|Expected|Which is|  [a-z]" | head -60
     gpu_tests test_gemv_multi_gpu test_gemv_gpu test_persistent_step_gpu test_route_epilogue_gpu
