@@ -15,8 +15,9 @@ cp build-dev/lathe build-dev/carry/
 for t in build-dev/tests/test_*_gpu; do [ -x "$t" ] && cp "$t" build-dev/carry/; done
 scripts/device_libs.sh build-dev/devlibs build-dev/lathe build-dev/carry/test_*_gpu >/dev/null
 rm -rf build-dev/kcache && LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90
-# and the library with the products' edge stamps (LATHE_STAMPS: runtime/product_stamps.h)
-LATHE_STAMPS=on LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90
+# and the library with the products' edge stamps (LATHE_STAMPS: runtime/product_stamps.h), unless
+# SKIP_STAMPS=1
+[ "${SKIP_STAMPS:-0}" = 1 ] || LATHE_STAMPS=on LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90
 # and compile-time variants a batch measures (LATHE_KERNEL_DEFINES, kernels/library.h): PREP_DEFINES
 # holds them separated by ';', e.g. "-DLATHE_GEMV1_BEFORE_WAIT=1;-DLATHE_GEMV1_BEFORE_WAIT=2"
 IFS=';' read -ra variants <<< "${PREP_DEFINES:-}"

@@ -220,6 +220,14 @@
 #           without, alternated; the phases at depth with it and with the weights evict-first
 #   a4      (a3's pack) the splits merged by a launch of their own (LATHE_ATTN_MERGE=kernel) against the
 #           last split's block, qwen3-8b q8_0 at 4,096 of context and at 16, alternated
+#   b1      2026-12-02's eighteenth session: the decode step's forms by position (--merge-from; the
+#           merge kernel writing the int8 form itself): the attention and lane tests, the 8B's check in
+#           both forms, tg128 at 4,096, 1,024 and 512 of context with the merge by launch (from 1) and
+#           in the block (0), alternated; qwen3-8b q8_0 and qwen3-0.6b at 16 with and without forms
+#   b2      the forms' default by the model's width (128 from 2,048 wide) and the mixture's grouping
+#           launch opted in to its shared memory: the tests they touch, checks (the 30B's too, in both
+#           forms), the 30B at 1,024 of context (it failed before), and tg128 by default against one
+#           form (--merge-from 0), alternated, at 16 and at 4,096 of context
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -801,6 +809,49 @@ for part in "$@"; do
     done
     echo "== qwen3-8b in the block"; tg128 $L $f
     echo "== qwen3-8b merge kernel"; LATHE_ATTN_MERGE=kernel tg128 $L $f ;;
+  b1)  # the decode step's forms by position (see the list above)
+    gpu_tests test_gpu_attention_gpu
+    echo "== lane"; timeout 400 $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|decode at|vs interpreter" | head -40
+    f=$(synth qwen3-8b q8_0)
+    echo "== check qwen3-8b q8_0"; timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    echo "== check qwen3-8b q8_0 --merge-from 1"; timeout 90 $L check $f --steps 16 --merge-from 1 2>&1 | tail -2 | head -1
+    at() { timeout 90 $L bench $f -p 0 -n 128 -d $1 -r 2 --ctx $(( $1 + 512 )) --merge-from $2 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'; }
+    for rep in 1 2; do
+      for d in 4096 1024 512; do
+        for m in 0 1; do echo "== depth $d --merge-from $m"; at $d $m; done
+      done
+    done
+    short() { timeout 60 $L bench $1 -p 16 -n 128 -r 3 --merge-from $2 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'; }
+    g=$(synth qwen3-0.6b q8_0)
+    for rep in 1 2; do
+      for m in 0 1024; do echo "== qwen3-8b q8_0 --merge-from $m"; short $f $m; done
+      for m in 0 1024; do echo "== qwen3-0.6b q8_0 --merge-from $m"; short $g $m; done
+    done ;;
+  b2)  # the forms' default by width, the grouping's shared memory (see the list above)
+    gpu_tests test_gpu_attention_gpu test_moe_prefill_gpu test_moe_gpu test_persistent_step_gpu
+    echo "== lane"; timeout 400 $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|decode at" | head -20
+    checks "qwen3-8b q8_0" "qwen3-30b-a3b q8_0"
+    h=$(synth qwen3-30b-a3b q8_0)
+    echo "== check qwen3-30b-a3b q8_0 --merge-from 1"; timeout 90 $L check $h --steps 16 --merge-from 1 2>&1 | tail -2 | head -1
+    at() { timeout 120 $L bench $1 -p 0 -n 128 -d $2 -r 2 --ctx $(( $2 + 512 )) $3 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'; }
+    short() { timeout 90 $L bench $1 -p 16 -n 128 -r 3 $2 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'; }
+    f=$(synth qwen3-8b q8_0)
+    for rep in 1 2; do
+      for m in "" "--merge-from 0"; do
+        echo "== qwen3-30b-a3b d1024 $m"; at $h 1024 "$m"
+        echo "== qwen3-30b-a3b d4096 $m"; at $h 4096 "$m"
+        echo "== qwen3-30b-a3b $m"; short $h "$m"
+        echo "== qwen3-8b q8_0 d4096 $m"; at $f 4096 "$m"
+        echo "== qwen3-8b q8_0 $m"; short $f "$m"
+      done
+    done
+    rm -f $h
+    for spec in "qwen3-8b q4_k_m" "llama3-8b q8_0"; do
+      set -- $spec; g=$(synth $1 $2)
+      for m in "" "--merge-from 0" ""; do echo "== $1 $2 $m"; short $g "$m"; done
+      rm -f $g
+    done
+    g=$(synth qwen3-0.6b q8_0); echo "== qwen3-0.6b q8_0"; short $g "" ;;
   z1)  # the norm in the product's epilogue (see the list above)
     echo "== test_norm_epilogue_gpu"; timeout 300 $C/test_norm_epilogue_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|  q|  Q|held back|Expected|Which is|  [a-z]" | head -60
     gpu_tests test_gemv_multi_gpu test_gemv_gpu test_persistent_step_gpu test_route_epilogue_gpu

@@ -155,8 +155,8 @@ double run_case(const AttnCase& c, uint32_t seed) {
   for (int32_t t : from_device<int32_t>(tickets, kernels::attention_ticket_bytes(shape) / sizeof(int32_t)))
     EXPECT_EQ(t, 0) << "a ticket was left set";
   // quantize_epilogue: the output's int8 form, written by the blocks that finish a row (or by the
-  // quantizer after the merge kernel), is quantize_activations' bytes of the same output, which the
-  // form leaves as it was.
+  // merge kernel for the rows it merges), is quantize_activations' bytes of the same output, which
+  // the form leaves as it was.
   for (kernels::Activations a : {kernels::Activations::int8, kernels::Activations::int8x2}) {
     for (const bool by_kernel : {false, true}) {
       const size_t bytes = static_cast<size_t>(kernels::quantized_activation_bytes(rows, c.n_head * c.d, a));

@@ -226,6 +226,53 @@ TEST(GpuLaneNormEpilogue, AgreesWithHeldBackAndInterpreter) {
   unsetenv("LATHE_NORM_EPILOGUE");
 }
 
+// A decode step's range forms (plan::StepForm), a graph each: below long_from the attention planned
+// for that many slots gives the one-form step's bits (the same splits); from it on the merge kernel
+// merges the splits, bound-equal (another order of the same sums). The steps cross the line.
+TEST(GpuLaneDecodeForms, ShortAndLongFormsAgreeWithTheOneForm) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  const GgufFile f = synthetic("qwen3-tiny", "decode-forms");
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 300; ++i) ids.push_back((i * 41 + 7) % 300);
+  const auto steps = [&](GpuEngine& e) {
+    std::vector<std::vector<float>> out;
+    e.run(ids, 0, false);
+    for (int s = 0; s < 6; ++s) {
+      const int32_t one[1] = {(s * 13 + 5) % 300};
+      out.push_back(e.run(one, 300 + s, false));
+    }
+    return out;
+  };
+  GpuEngineOptions go;
+  go.n_ctx = 512;
+  go.max_chunk = 128;
+  go.long_from = 0;
+  GpuEngine one(f, go);
+  EXPECT_EQ(one.plan(1).form_for(5000), plan::StepForm::any_position);
+  const std::vector<std::vector<float>> base = steps(one);
+  go.long_from = 303;
+  GpuEngine ranged(f, go);
+  const std::vector<std::vector<float>> got = steps(ranged);
+  const std::string plan = ranged.plan(1).describe();
+  EXPECT_NE(plan.find("from it: merged by a launch of their own"), std::string::npos) << plan;
+  EXPECT_EQ(ranged.plan(1).form_for(302), plan::StepForm::short_positions);
+  EXPECT_EQ(ranged.plan(1).form_for(303), plan::StepForm::long_positions);
+  CpuEngine cpu(f, 512, 128);
+  cpu.run(ids, 0, false);
+  for (int s = 0; s < 6; ++s) {
+    const int32_t one_id[1] = {(s * 13 + 5) % 300};
+    const std::vector<float> ref = cpu.run(one_id, 300 + s, false);
+    const double vs_one = normalized(got[static_cast<size_t>(s)], base[static_cast<size_t>(s)]);
+    const double vs_cpu = normalized(got[static_cast<size_t>(s)], ref);
+    std::printf("[ lane ] decode at %d (%s form): vs one form %.2e, vs interpreter %.2e\n", 300 + s,
+                300 + s < 303 ? "short" : "long", vs_one, vs_cpu);
+    if (300 + s < 303) EXPECT_EQ(got[static_cast<size_t>(s)], base[static_cast<size_t>(s)]) << "position " << 300 + s;
+    else EXPECT_LT(vs_one, 1e-4) << "position " << 300 + s;  // the merge's order, then f16 cache roundings
+    EXPECT_LT(vs_cpu, 2e-3);
+  }
+}
+
 // A prompt whose caller reads only the last row's logits runs the chunk's prompt variant (the output
 // product and argmax on the last row alone): its logits agree with the all-rows plan's last row
 // within the contract (a GEMV row against the chunk's GEMM) and with the interpreter.

@@ -255,7 +255,7 @@ TEST(MoePrefillGpu, GroupingMatchesHost) {
   int checked = 0;
   for (int64_t ne : {1, 10, 128, 1000})
     for (int64_t kk : {1, 3, 8})
-      for (int64_t rows : {1, 9, 100, 512, 2000})
+      for (int64_t rows : {1, 9, 100, 512, 1024, 2000})  // 1024 of 128 experts: static + dynamic shared > 48 KB
         for (int skew : {0, 1}) {
           if (kk > ne) continue;
           std::vector<int32_t> ids;

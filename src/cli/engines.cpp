@@ -29,6 +29,11 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
   cmd->add_flag("--persistent", o.persistent,
                 "run the decode step's products, rope and attention as phases of one persistent launch "
                 "(also LATHE_PERSISTENT=1)");
+  cmd->add_option("--merge-from", o.merge_from,
+                  "the position from which a decode step merges the attention's splits by a launch of its own "
+                  "(a second captured graph); 0: the last split merges at every position (default: 128 for "
+                  "models 2,048 wide or more, else 0; also LATHE_ATTN_MERGE_FROM)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 kernels::Activations parse_activations(const std::string& name) {
@@ -49,6 +54,7 @@ std::unique_ptr<Engine> make_gpu_engine(const GgufFile& file, const EngineOption
   g.program_file = o.program;
   g.gpu_memory = static_cast<size_t>(o.gpu_memory_gb * 1e9);
   g.persistent = o.persistent;
+  if (o.merge_from >= 0) g.long_from = o.merge_from;
   auto engine = std::make_unique<GpuEngine>(file, g);
   // Matrices read over PCIe make every token slow: say so where it happens.
   if (engine->device_model().host_bytes() > 0) fmt::print(stderr, "note: {}\n", engine->device_model().residence());

@@ -27,6 +27,7 @@ struct EngineOptions {
   std::string program;                 // a program file run instead of the architecture's
   double gpu_memory_gb = 0;            // > 0: the most GPU memory to take, in GB (1e9 bytes)
   bool persistent = false;             // the decode step as persistent launches (GPU lane)
+  int64_t merge_from = -1;             // >= 0: GpuEngineOptions::long_from (-1: its default)
 };
 
 void add_engine_options(CLI::App* cmd, EngineOptions& options);

@@ -30,7 +30,8 @@
 // unnormalized output and (max, sum) to the partials. Then,
 // with tickets (an int per (row, blockIdx.y), zero between launches), the last of the row's splits
 // to finish merges them (attd_merge_in_block) and sets its ticket back to zero; without them (the
-// held-back form, LATHE_ATTN_MERGE=kernel) lathe_attn_merge does it in a launch of its own.
+// form a decode step takes at long positions; attention_launch.h) lathe_attn_merge does it in a
+// launch of its own.
 // Invariants (the launcher checks them): G <= 32, split_min a multiple of ATTD_CHUNK, caches and q
 // 16-byte aligned, D in {64, 128, 256}.
 
@@ -463,12 +464,14 @@ __device__ __forceinline__ float attd_block_reduce(float v, float* scratch, bool
 // m and the partial maxima are in log2 units. out = sum_s e_s o_s / (sum_s e_s l_s + 2^(sink log2 e
 // - m)), e_s = 2^(m_s - m), m the largest m_s and the sink. Every load of a phase is in flight at
 // once: the weights by one thread a split, the outputs by ATTD_MERGE_THREADS / d groups of d threads
-// that each take every groups-th split, eight loads at a time.
+// that each take every groups-th split, eight loads at a time. With qout (not null) the merged rows'
+// int8 form too (attd_quantize_out, q_words and q_rows as the decode kernel's): no quantizer after it.
 #define ATTD_MERGE_THREADS 512
 extern "C" __global__ void __launch_bounds__(ATTD_MERGE_THREADS)
     lathe_attn_merge(const float* __restrict__ part_o, const float2* __restrict__ part_ml,
                      const int* __restrict__ positions, float* __restrict__ out, int n_head, int d,
-                     int window, int split_min, int n_split, const float* __restrict__ sinks) {
+                     int window, int split_min, int n_split, const float* __restrict__ sinks,
+                     int8_t* __restrict__ qout, int q_words, int q_rows) {
   lathe_pdl_entry();
   extern __shared__ float attd_merge_shared[];
   float* wgt = attd_merge_shared;     // [n_split] maxima, then weights e_s
@@ -510,9 +513,18 @@ extern "C" __global__ void __launch_bounds__(ATTD_MERGE_THREADS)
     sums[grp * d + i] = o;
   }
   __syncthreads();
-  if (grp == 0) {
-    float o = 0.0f;
-    for (int k = 0; k < groups; ++k) o += sums[k * d + i];
-    out[head_row * d + i] = o / l;
+  // 4 consecutive dims a thread over whole warps (float4 stores; the int8 form's part quantizer, as
+  // the decode kernel's finishing loops): lanes past the head's d values compute on dim 0, write nothing.
+  const int n4 = d / 4;
+  if (tid < ((n4 + 31) & ~31)) {
+    const bool mine = tid < n4;
+    const int dim = mine ? 4 * tid : 0;
+    float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int k = 0; k < groups; ++k)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[e] += sums[k * d + dim + e];
+    const float4 r = make_float4(o[0] / l, o[1] / l, o[2] / l, o[3] / l);
+    if (mine) *reinterpret_cast<float4*>(out + head_row * d + dim) = r;
+    if (qout) attd_quantize_out(r, mine, head_row * d + dim, n_head * d, qout, q_words, q_rows);
   }
 }

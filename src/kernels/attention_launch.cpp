@@ -80,6 +80,8 @@ AttentionSplit plan_attention_split(const AttentionShape& shape, const Attention
   return split;
 }
 
+int64_t attention_first_split_position() { return kGranule; }
+
 size_t attention_ticket_bytes(const AttentionShape& shape) {
   return static_cast<size_t>(std::max<int64_t>(1, shape.rows * shape.n_head_kv * head_sets(shape))) * sizeof(int);
 }
@@ -105,11 +107,11 @@ void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdev
   CUdeviceptr part_ml =
       split.n_split > 1 ? workspace + static_cast<CUdeviceptr>(shape.rows * shape.n_head * split.n_split * shape.d) * sizeof(float)
                         : 0;
-  // The output's int8 form in the kernel's finishing loops (its own rows, or the last split's merge);
-  // after the merge kernel (the held-back merge) by the quantizer.
+  // The output's int8 form in the kernel's finishing loops (its own rows, or the last split's merge),
+  // and in the merge kernel's for the rows it merges.
   const bool merge_kernel = split.n_split > 1 && tickets == 0;
   if (qout.q) LATHE_CHECK(qout.a != Activations::f32 && qout.q % 16 == 0);
-  CUdeviceptr q_out = qout.q && !merge_kernel ? qout.q : 0;
+  CUdeviceptr q_out = qout.q;
   int q_words = qout.a == Activations::int8x2 ? 2 : 1, q_rows = static_cast<int>(shape.rows);
   const int w = warps_for(shape.d);
   const cuda::Dim3 grid{static_cast<unsigned>(split.n_split), static_cast<unsigned>(shape.n_head_kv * head_sets(shape)),
@@ -139,9 +141,9 @@ void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdev
   if (merge_kernel) {
     cuda::launch(kernel("lathe_attn_merge"), {static_cast<unsigned>(shape.n_head), static_cast<unsigned>(shape.rows)},
                  {kMergeThreads}, static_cast<unsigned>((2 * split.n_split + 32 + kMergeThreads) * sizeof(float)), stream,
-                 {&part_o, &part_ml, &positions, &out, &n_head, &d, &window, &split_len, &n_split, &sinks},
+                 {&part_o, &part_ml, &positions, &out, &n_head, &d, &window, &split_len, &n_split, &sinks,
+                  &q_out, &q_words, &q_rows},
                  "attention merge");
-    if (qout.q) quantize_activations(out, shape.rows, shape.n_head * shape.d, qout.a, qout.q, stream);
   }
 }
 

@@ -62,8 +62,9 @@ struct AttentionRope {
 // tickets: attention_ticket_bytes(shape) of device memory, ZERO before the first call and left zero
 // by every call (the last split of a row merges the row's splits in its block and resets the row's
 // ticket), reusable by any later call of no more rows and heads on the same stream; or 0: the
-// splits are merged by a second launch (lathe_attn_merge; the held-back form). Both forms compute
-// the same sums in a different order (bound-equal, test_gpu_attention_gpu).
+// splits are merged by a second launch (lathe_attn_merge), which a decode step takes at long
+// positions (plan/step_plan.h's forms). Both forms compute the same sums in a different order
+// (bound-equal, test_gpu_attention_gpu).
 // rope (fusion rule rope_attention; rope_attention.cuh): q is the product's, not yet rotated; each
 // block norms (rope->norm: each head, by q_weight / k_weight or 1) and rotates the query heads it
 // reads in its shared memory, and the split that holds a row's slot writes that row's rotated k and
@@ -71,8 +72,8 @@ struct AttentionRope {
 // the same bits. Only for rows of distinct sequences (each row's new slot read by that row alone).
 // qout (quantize_epilogue): out also in qout.a's int8 form ([rows][n_head * d], quantize_activations'
 // layout, bit for bit; 16-byte aligned) for the product that reads it next: written by the blocks
-// that finish a row (its only split, or the last split's merge), or by the quantizer after the merge
-// kernel.
+// that finish a row (its only split, or the last split's merge), or by the merge kernel for the rows
+// it merges.
 void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdeviceptr v_cache,
                       CUdeviceptr sequences, CUdeviceptr positions, const AttentionShape& shape,
                       const AttentionOptionsGpu& options, const AttentionSplit& split,
@@ -80,6 +81,10 @@ void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdev
                       const QuantizedOut& qout = {}, const AttentionRope* rope = nullptr);
 
 size_t attention_ticket_bytes(const AttentionShape& shape);
+
+// The first position whose row reads more than one split (the splits' granule): below it the
+// decode attention never merges.
+int64_t attention_first_split_position();
 
 // Warps a block of the decode kernel for head sizes <= 128: 8 by default, or 4 (LATHE_ATTN_WARPS=4,
 // read once). The splits are the same; 4 warps take a block's chunks in other turns, so the sums are

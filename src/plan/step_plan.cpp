@@ -246,6 +246,10 @@ StepPlan::StepPlan(const graph::Graph& g, const DeviceModel& model, const PlanOp
   if (g.sequences > model.cache_shape().n_seq)
     fail("the step runs {} sequences; the caches hold {}", g.sequences, model.cache_shape().n_seq);
   fusion_ = fuse::fuse(g, options.held);
+  // The range forms only for a decode step that has an attention (the one op whose launch they change).
+  const bool attends = std::any_of(g.nodes.begin(), g.nodes.end(),
+                                   [](const graph::Node& n) { return n.kind == lang::OpKind::attention; });
+  long_from_ = g.rows == 1 && attends ? std::max<int64_t>(0, options.long_from) : 0;
   Builder b(g, model, options, *this);
   b.assign_storage();
   b.place();
@@ -274,6 +278,16 @@ void StepPlan::set_inputs(const std::vector<int32_t>& tokens, const std::vector<
   cuda::check(d.cuMemcpyHtoDAsync(tokens_, staging_.data(), n, stream), "copying the step's tokens");
   cuda::check(d.cuMemcpyHtoDAsync(positions_, staging_.data() + tokens.size(), n, stream), "copying the step's positions");
   cuda::check(d.cuMemcpyHtoDAsync(sequences_, staging_.data() + 2 * tokens.size(), n, stream), "copying the step's sequences");
+}
+
+StepForm StepPlan::form_for(int64_t position) const {
+  if (long_from_ <= 0) return StepForm::any_position;
+  return position < long_from_ ? StepForm::short_positions : StepForm::long_positions;
+}
+
+void StepPlan::set_form(StepForm f) {
+  if (f != StepForm::any_position && long_from_ <= 0) internal_fail("a step without range forms was asked for one");
+  form_ = f;
 }
 
 void StepPlan::run(CUstream stream) const {

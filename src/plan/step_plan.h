@@ -22,12 +22,22 @@
 
 namespace lathe::plan {
 
+// The forms a step runs in. Every step has the form for any position. A decode step (one row) with
+// PlanOptions::long_from > 0 has two more, each valid for a range of positions and captured as a
+// graph of its own (runtime/gpu_engine.h): below long_from the decode attention is planned for
+// long_from visible slots (fewer split blocks launched, the same splits a row uses, so the same
+// bits); from long_from on its splits are merged by a launch of their own (kernels/attention_launch.h),
+// which beats the last split's in-block merge where rows use many splits and costs a launch where
+// they use one (docs/perf.md, eighteenth session).
+enum class StepForm { any_position, short_positions, long_positions };
+
 struct PlanOptions {
   kernels::Activations activations = kernels::Activations::int8x2;
   std::set<std::string> held;  // fusion rules held back
   // A prompt chunk whose caller reads the returned values (logits, next) of its last row only: the
   // product that makes them and the argmax run on that row alone (the other rows' are not written).
   bool last_row_outputs = false;
+  int64_t long_from = 0;  // > 0: a decode step's short and long forms split at this position (above)
 };
 
 struct Launch {
@@ -56,6 +66,13 @@ class StepPlan {
   CUdeviceptr positions_ptr() const { return positions_; }
   CUdeviceptr sequences_ptr() const { return sequences_; }
 
+  // The form a step at `position` runs in: any_position unless the plan has ranges (long_from).
+  StepForm form_for(int64_t position) const;
+  // launches() run in form `f` from now on (a captured graph keeps the form it was captured in).
+  // Refuses a range form the plan does not have.
+  void set_form(StepForm f);
+  StepForm form() const { return form_; }
+
   const std::vector<Launch>& launches() const { return launches_; }
   const fuse::FusionPlan& fusion() const { return fusion_; }
   size_t arena_bytes() const { return arena_.bytes(); }
@@ -70,6 +87,8 @@ class StepPlan {
 
  private:
   int64_t rows_ = 1;
+  int64_t long_from_ = 0;  // 0: the one form
+  StepForm form_ = StepForm::any_position;
   fuse::FusionPlan fusion_;
   std::vector<Launch> launches_;
   cuda::DeviceBuffer arena_, io_, workspace_;

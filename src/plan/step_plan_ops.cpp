@@ -265,12 +265,22 @@ StepPlan::Builder::AttentionLaunch StepPlan::Builder::attention_launch(const gra
   at.pos = n.find(ModKind::up_to) ? ptr(n.find(ModKind::up_to)->args[0].tensor) : input_ptr(lang::ValueKind::positions);
   at.ws = scratch_ptr(gi, 0);
   if (!flash_prefill(n)) {
-    at.split = k::plan_attention_split(at.shape, at.opt);
-    // The splits merged by the last of them (LATHE_ATTN_MERGE=kernel: by a launch of their own).
-    const char* mv = std::getenv("LATHE_ATTN_MERGE");
-    at.tickets = mv && std::string(mv) == "kernel" ? 0 : p.tickets_.ptr();
+    at.split = at.split_short = k::plan_attention_split(at.shape, at.opt);
+    if (p.long_from_ > 0) {
+      k::AttentionShape s = at.shape;
+      s.max_visible = std::min(p.long_from_, s.n_ctx);
+      at.split_short = k::plan_attention_split(s, at.opt);
+    }
+    at.tickets = p.tickets_.ptr();  // the splits merged by the last of them (the long form: by a launch)
   }
   return at;
+}
+
+// What a decode attention does in the plan's range forms, for its launch's description.
+std::string StepPlan::Builder::forms_note(const AttentionLaunch& at) const {
+  if (p.long_from_ <= 0) return "";
+  return fmt::format(" (below position {}: {} splits; from it: merged by a launch of their own)", p.long_from_,
+                     at.split_short.n_split);
 }
 
 void StepPlan::Builder::emit(int gi) {
@@ -394,11 +404,10 @@ void StepPlan::Builder::emit(int gi) {
       const k::AttentionRope rope{k_in, v, &table, order, norm, qw, kw, eps};
       add(fmt::format("attention with rope{} and the cache append [{} x {} x {}] over {} slots in {} splits{}{}",
                       norm ? ", head norms" : "", at.shape.rows, at.shape.n_head, at.shape.d, at.shape.n_ctx,
-                      at.split.n_split, at.split.n_split > 1 && !at.tickets ? ", then a merge" : "",
-                      qout.q ? ", quantized" : ""),
-          an, [=](CUstream s) {
-            k::decode_attention(at.out, q_in, at.kc, at.vc, at.seqs, at.pos, at.shape, at.opt, at.split, at.ws, s,
-                                at.tickets, qout, &rope);
+                      at.split.n_split, forms_note(at), qout.q ? ", quantized" : ""),
+          an, [=, form = &p.form_](CUstream s) {
+            k::decode_attention(at.out, q_in, at.kc, at.vc, at.seqs, at.pos, at.shape, at.opt, at.split_in(*form),
+                                at.ws, s, at.tickets_in(*form), qout, &rope);
           });
       return;
     }
@@ -539,11 +548,10 @@ void StepPlan::Builder::emit(int gi) {
         return;
       }
       add(fmt::format("attention [{} x {} x {}] over {} slots in {} splits{}{}", at.shape.rows, at.shape.n_head,
-                      at.shape.d, at.shape.n_ctx, at.split.n_split,
-                      at.split.n_split > 1 && !at.tickets ? ", then a merge" : "", qout.q ? ", quantized" : ""),
-          n, [=](CUstream s) {
-            k::decode_attention(at.out, at.q, at.kc, at.vc, at.seqs, at.pos, at.shape, at.opt, at.split, at.ws, s,
-                                at.tickets, qout);
+                      at.shape.d, at.shape.n_ctx, at.split.n_split, forms_note(at), qout.q ? ", quantized" : ""),
+          n, [=, form = &p.form_](CUstream s) {
+            k::decode_attention(at.out, at.q, at.kc, at.vc, at.seqs, at.pos, at.shape, at.opt, at.split_in(*form),
+                                at.ws, s, at.tickets_in(*form), qout);
           });
       return;
     }

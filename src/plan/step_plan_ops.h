@@ -69,10 +69,17 @@ struct StepPlan::Builder {
   struct AttentionLaunch {  // a decode attention's launch (step_plan_ops.cpp)
     kernels::AttentionShape shape;
     kernels::AttentionOptionsGpu opt;
-    kernels::AttentionSplit split;
+    kernels::AttentionSplit split;        // for every position (n_ctx visible slots)
+    kernels::AttentionSplit split_short;  // StepForm::short_positions' (long_from visible slots)
     CUdeviceptr out = 0, q = 0, kc = 0, vc = 0, seqs = 0, pos = 0, ws = 0, tickets = 0;
+    // The split and the tickets (0: the merge kernel) of the step's form.
+    const kernels::AttentionSplit& split_in(StepForm f) const {
+      return f == StepForm::short_positions ? split_short : split;
+    }
+    CUdeviceptr tickets_in(StepForm f) const { return f == StepForm::long_positions ? 0 : tickets; }
   };
   AttentionLaunch attention_launch(const graph::Node& attention, int group) const;
+  std::string forms_note(const AttentionLaunch& at) const;
   void assign_storage();
   void place();
   CUdeviceptr ptr(int tensor) const;

@@ -23,7 +23,7 @@ namespace lathe::cuda {
   X(cuGraphDestroy) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)  \
   X(cuEventElapsedTime) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync)         \
   X(cuMemsetD8Async) X(cuCtxSynchronize) X(cuLaunchKernelEx)                                 \
-  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuFuncGetAttribute)
 
 // Entries only some paths need, left null where the driver lacks them (older than CUDA 12.4): the
 // persistent decode step reads each launch's kernel name and parameter layout with them, and says

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -409,12 +410,25 @@ void prefer_carveout(CUfunction f, const char* what) {
     check(D().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout), what);
 }
 
+// A kernel's static shared memory (its __shared__ arrays), asked of the driver once a function.
+int static_shared_bytes(CUfunction f, const char* what) {
+  static std::mutex mu;
+  static std::map<CUfunction, int> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(f);
+  if (it != known.end()) return it->second;
+  int bytes = 0;
+  check(D().cuFuncGetAttribute(&bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), what);
+  return known[f] = bytes;
+}
+
 // cuLaunchKernelEx with at most one launch attribute (CU_LAUNCH_ATTRIBUTE_IGNORE: none), after opting f in to its
-// dynamic shared memory.
+// dynamic shared memory where that and its static shared memory pass 48 KB together (without the opt-in the
+// driver refuses such a launch: CUDA_ERROR_INVALID_VALUE).
 void launch_with(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, std::vector<void*>& args,
                  const CUlaunchAttribute& attr, const char* what) {
   prefer_carveout(f, what);
-  if (shared_bytes > 48 * 1024)
+  if (shared_bytes > 0 && shared_bytes + static_cast<unsigned>(static_shared_bytes(f, what)) > 48 * 1024)
     check(D().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared_bytes)),
           what);
   CUlaunchConfig config{};

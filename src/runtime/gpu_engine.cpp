@@ -1,5 +1,6 @@
 #include "runtime/gpu_engine.h"
 
+#include "kernels/attention_launch.h"
 #include "lang/program.h"
 #include "model/model_spec.h"
 
@@ -24,8 +25,15 @@ GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : fi
   if (options_.n_ctx <= 0) fail("--ctx must be positive");
   if (options_.max_chunk <= 0) fail("--max-chunk must be positive");
   if (const char* env = std::getenv("LATHE_PERSISTENT"); env && *env) options_.persistent = std::string(env) != "0";
+  if (const char* env = std::getenv("LATHE_ATTN_MERGE_FROM"); env && *env) {
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (*end != '\0' || v < 0) fail("LATHE_ATTN_MERGE_FROM must be a position (0: one decode form), not '{}'", env);
+    options_.long_from = v;
+  }
   options_.max_chunk = std::min(options_.max_chunk, options_.n_ctx);  // a chunk never exceeds the cache
   const ModelSpec spec = read_model_spec(file);
+  if (options_.long_from < 0) options_.long_from = spec.n_embd >= 2048 ? kernels::attention_first_split_position() : 0;
   n_vocab_ = spec.n_vocab;
   program_ = model_program(file, spec, options_.n_ctx, options_.program_file);
   fuse::check_rule_names(options_.held);
@@ -63,6 +71,8 @@ plan::StepPlan& GpuEngine::mutable_plan(int64_t rows, bool last_row_outputs) {
   po.activations = options_.activations;
   po.held = options_.held;
   po.last_row_outputs = last_row_outputs;
+  // The persistent step collects one set of launches for every position: the one form.
+  po.long_from = options_.persistent ? 0 : options_.long_from;
   return *plans_.emplace(std::make_pair(rows, last_row_outputs), std::make_unique<plan::StepPlan>(g, *model_, po))
               .first->second;
 }
@@ -112,14 +122,16 @@ void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start, bool la
     if (rows == 1 && persistent_) persistent_->run(stream_->handle());
     else p.run(stream_->handle());
   };
+  if (rows == 1) p.set_form(p.form_for(start));
   if (rows == 1 && options_.use_graph) {
-    if (!decode_graph_) {
-      decode_graph_ = std::make_unique<cuda::CapturedGraph>();
-      decode_graph_->begin(*stream_);
+    std::unique_ptr<cuda::CapturedGraph>& graph = decode_graphs_[p.form()];
+    if (!graph) {
+      graph = std::make_unique<cuda::CapturedGraph>();
+      graph->begin(*stream_);
       run_step();
-      decode_graph_->end(*stream_);
+      graph->end(*stream_);
     }
-    decode_graph_->replay(*stream_);
+    graph->replay(*stream_);
   } else if (rows == 1) {
     run_step();
   } else {

@@ -1,6 +1,7 @@
 // The GPU lane as an engine: the model's program lifted for each cut it runs (the decode step and
 // prefill chunks of powers of two), fused, planned on the device and run; the decode step is
-// captured once as a CUDA graph and replayed for every token.
+// captured as a CUDA graph once for each of its forms (plan::StepForm: one for short positions, one
+// for long) and replayed for every token.
 #pragma once
 
 #include "gguf/gguf_file.h"
@@ -27,6 +28,14 @@ struct GpuEngineOptions {
   size_t gpu_memory = 0;       // > 0: the most device memory to take (residence moves the rest to the host)
   // The decode step as phases of persistent launches (runtime/persistent_step.h); also LATHE_PERSISTENT=1.
   bool persistent = false;
+  // The position from which a decode step takes its long form (plan::StepForm: the attention's splits
+  // merged by a launch of their own), below which its short form; one graph each. 0: one form for
+  // every position (the last split's block merges). LATHE_ATTN_MERGE_FROM=N sets it. -1: by the model:
+  // from the first position whose rows split (128) where the model is 2,048 wide or more, where the
+  // products around the attention load the memory enough that the in-block merge's round trips cost
+  // more than a launch (qwen3-8b, qwen3-30b-a3b); one form for narrower ones (qwen3-0.6b: the launch
+  // costs more). docs/perf.md, eighteenth session.
+  int64_t long_from = -1;
 };
 
 class GpuEngine : public Engine {
@@ -64,7 +73,7 @@ class GpuEngine : public Engine {
   std::unique_ptr<plan::DeviceModel> model_;
   std::map<std::pair<int64_t, bool>, std::unique_ptr<plan::StepPlan>> plans_;  // (rows, last_row_outputs)
   std::unique_ptr<cuda::Stream> stream_;
-  std::unique_ptr<cuda::CapturedGraph> decode_graph_;
+  std::map<plan::StepForm, std::unique_ptr<cuda::CapturedGraph>> decode_graphs_;  // one a form used
   std::unique_ptr<PersistentStep> persistent_;
 };
 

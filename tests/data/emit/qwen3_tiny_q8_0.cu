@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -631,10 +632,19 @@ struct Program {
       }
     }
     for (size_t i = 0; i < n_args; ++i) arg_ptrs.push_back(&values[2 * i]);
+    // A kernel's dynamic shared memory needs the opt-in where it and the kernel's static shared memory
+    // pass 48 KB together (the launch fails otherwise): the most any of its launches asks for.
+    std::vector<unsigned> most_shared(sizeof(kKernels) / sizeof(kKernels[0]), 0);
     for (int oi = 0; oi < kOpCount; ++oi)
-      if (const Op& op = kOps[oi]; op.kernel >= 0 && op.shared > 48 * 1024)
-        check(cudaFuncSetAttribute(kKernels[op.kernel], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(op.shared)), kKernelNames[op.kernel]);
+      if (const Op& op = kOps[oi]; op.kernel >= 0)
+        most_shared[static_cast<size_t>(op.kernel)] = std::max(most_shared[static_cast<size_t>(op.kernel)], op.shared);
+    for (size_t k = 0; k < most_shared.size(); ++k) {
+      cudaFuncAttributes fa{};
+      check(cudaFuncGetAttributes(&fa, kKernels[k]), kKernelNames[k]);
+      if (most_shared[k] > 0 && most_shared[k] + fa.sharedSizeBytes > 48 * 1024)
+        check(cudaFuncSetAttribute(kKernels[k], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(most_shared[k])), kKernelNames[k]);
+    }
     check(cudaMallocHost(reinterpret_cast<void**>(&staging), 3 * sizeof(int) * kMaxRows), "pinned memory");
     check(cudaMallocHost(reinterpret_cast<void**>(&logits), sizeof(float) * kVocab), "pinned memory");
     check(cudaDeviceSynchronize(), "loading the checkpoint");
