@@ -228,6 +228,12 @@
 #           launch opted in to its shared memory: the tests they touch, checks (the 30B's too, in both
 #           forms), the 30B at 1,024 of context (it failed before), and tg128 by default against one
 #           form (--merge-from 0), alternated, at 16 and at 4,096 of context
+#   b3      (with the stamped library) where the step's time goes now: qwen3-8b q8_0 at 4,096 of context
+#           in both forms, qwen3-0.6b and qwen3-30b-a3b at 16
+#   b4      the merge kernel as one warp a head, its loads in one round trip, the last split's block's
+#           arithmetic (the same bits): the attention, lane and persistent tests, the 8B's check in both
+#           forms, tg128 at 4,096 of context by default against one form, alternated, on qwen3-8b and
+#           qwen3-30b-a3b q8_0
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -852,6 +858,34 @@ for part in "$@"; do
       rm -f $g
     done
     g=$(synth qwen3-0.6b q8_0); echo "== qwen3-0.6b q8_0"; short $g "" ;;
+  b3)  # stamps of the landed step (see the list above)
+    stamp() {  # NAME FILE bench-args...
+      local name=$1 file=$2; shift 2
+      st=${OUT:-/tmp}/stamps-b3-$name.csv
+      LATHE_STAMPS=$st timeout 200 $L bench $file "$@" 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'
+      python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps $name"; cat ${st%.csv}.txt; xz -f $st
+    }
+    f=$(synth qwen3-8b q8_0)
+    stamp 8b-depth-long $f -p 0 -n 128 -d 4096 -r 1 --ctx 4608
+    stamp 8b-depth-one $f -p 0 -n 128 -d 4096 -r 1 --ctx 4608 --merge-from 0
+    stamp 8b-16 $f -p 16 -n 128 -r 1
+    stamp 06b-16 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1
+    stamp 30b-16 $(synth qwen3-30b-a3b q8_0) -p 16 -n 128 -r 1 ;;
+  b4)  # the merge kernel's one round trip (see the list above)
+    gpu_tests test_gpu_attention_gpu test_persistent_step_gpu
+    echo "== lane"; timeout 400 $C/test_gpu_lane_gpu --gtest_filter='*DecodeForms*:*NormEpilogue*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|decode at" | head -20
+    f=$(synth qwen3-8b q8_0)
+    echo "== check qwen3-8b q8_0"; timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    echo "== check qwen3-8b q8_0 --merge-from 1"; timeout 90 $L check $f --steps 16 --merge-from 1 2>&1 | tail -2 | head -1
+    at() { timeout 120 $L bench $1 -p 0 -n 128 -d $2 -r 2 --ctx $(( $2 + 512 )) $3 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'; }
+    h=$(synth qwen3-30b-a3b q8_0)
+    for rep in 1 2; do
+      for m in "" "--merge-from 0"; do
+        echo "== qwen3-8b q8_0 d4096 $m"; at $f 4096 "$m"
+        echo "== qwen3-30b-a3b d4096 $m"; at $h 4096 "$m"
+      done
+    done
+    echo "== qwen3-8b q8_0"; timeout 90 $L bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/' ;;
   z1)  # the norm in the product's epilogue (see the list above)
     echo "== test_norm_epilogue_gpu"; timeout 300 $C/test_norm_epilogue_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|  q|  Q|held back|Expected|Which is|  [a-z]" | head -60
     gpu_tests test_gemv_multi_gpu test_gemv_gpu test_persistent_step_gpu test_route_epilogue_gpu

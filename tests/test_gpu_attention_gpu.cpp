@@ -171,9 +171,9 @@ double run_case(const AttnCase& c, uint32_t seed) {
           << "the int8 form is not the quantizer's (" << kernels::activations_name(a) << (by_kernel ? ", merge kernel)" : ")");
     }
   }
-  // Same partials, merged in another order: within f32 rounding of a few sums.
+  // Same partials, merged by the same arithmetic (attd_merge_dims) in the same order: the same bits.
   const double vs_kernel = normalized_error(in_block, merged_by_kernel);
-  EXPECT_LE(vs_kernel, 1e-6) << "merged in the block against the merge kernel";
+  EXPECT_EQ(in_block, merged_by_kernel) << "merged in the block against the merge kernel";
   std::printf("  [splits %lld x %lld, in-block merge vs kernel %.1e]", static_cast<long long>(split.n_split),
               static_cast<long long>(split.split_len), vs_kernel);
   return std::max(normalized_error(in_block, want), normalized_error(merged_by_kernel, want));

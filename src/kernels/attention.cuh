@@ -29,7 +29,7 @@
 // it (sinks, division; with qout, the output's int8 form too: attd_quantize_out), else it writes its
 // unnormalized output and (max, sum) to the partials. Then,
 // with tickets (an int per (row, blockIdx.y), zero between launches), the last of the row's splits
-// to finish merges them (attd_merge_in_block) and sets its ticket back to zero; without them (the
+// to finish merges them (attd_merge_dims) and sets its ticket back to zero; without them (the
 // form a decode step takes at long positions; attention_launch.h) lathe_attn_merge does it in a
 // launch of its own.
 // Invariants (the launcher checks them): G <= 32, split_min a multiple of ATTD_CHUNK, caches and q
@@ -108,6 +108,57 @@ __device__ __forceinline__ void attd_quantize_out(float4 v, bool mine, long long
   float4* ds = reinterpret_cast<float4*>(qout + values * q_words);
   lathe_quantize_block32_part(v, q_words == 2, mine ? qout + i : attd_dummy_q, mine ? qout + values + i : attd_dummy_q + 4,
                               mine ? ds + (i >> 5) : &attd_dummy_ds);
+}
+
+// One head's splits merged for 4 consecutive dims: ml its splits' (max, sum) in log2 units, po its
+// partial outputs at those dims (split s at po + s * d), sk the sink's logit in log2 units where
+// has_sink. out = sum_s e_s o_s / (sum_s e_s l_s + [2^(sk - m)]), e_s = 2^(m_s - m), m the largest m_s
+// and the sink, summed in split order. B > 0: the first B splits' loads all in flight at once (one
+// round trip where used <= B; the merge kernel's); B == 0: loop by loop (the last split's block, whose
+// registers the decode loop sizes). The arithmetic and its order are the same, so both merges give
+// the same bits (test_gpu_attention_gpu).
+template <int B>
+__device__ __forceinline__ float4 attd_merge_dims(const float2* __restrict__ ml, const float* __restrict__ po, int d,
+                                                  int used, float sk, bool has_sink) {
+  float m = sk, l, o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (B > 0 && used <= B) {
+    float2 v[B > 0 ? B : 1];
+    float4 p[B > 0 ? B : 1];
+#pragma unroll
+    for (int s = 0; s < B; ++s)
+      if (s < used) {
+        v[s] = __ldcg(&ml[s]);
+        p[s] = __ldcg(reinterpret_cast<const float4*>(po + (long long)s * d));
+      }
+#pragma unroll
+    for (int s = 0; s < B; ++s)
+      if (s < used) m = fmaxf(m, v[s].x);
+    l = has_sink ? exp2f(sk - m) : 0.0f;
+#pragma unroll
+    for (int s = 0; s < B; ++s)
+      if (s < used) {
+        const float e = exp2f(v[s].x - m);
+        l = fmaf(e, v[s].y, l);
+        o[0] = fmaf(e, p[s].x, o[0]);
+        o[1] = fmaf(e, p[s].y, o[1]);
+        o[2] = fmaf(e, p[s].z, o[2]);
+        o[3] = fmaf(e, p[s].w, o[3]);
+      }
+  } else {
+    for (int s = 0; s < used; ++s) m = fmaxf(m, __ldcg(&ml[s].x));
+    l = has_sink ? exp2f(sk - m) : 0.0f;
+    for (int s = 0; s < used; ++s) {
+      const float2 v = __ldcg(&ml[s]);
+      const float e = exp2f(v.x - m);
+      l = fmaf(e, v.y, l);
+      const float4 p = __ldcg(reinterpret_cast<const float4*>(po + (long long)s * d));
+      o[0] = fmaf(e, p.x, o[0]);
+      o[1] = fmaf(e, p.y, o[1]);
+      o[2] = fmaf(e, p.z, o[2]);
+      o[3] = fmaf(e, p.w, o[3]);
+    }
+  }
+  return make_float4(o[0] / l, o[1] / l, o[2] / l, o[3] / l);
 }
 
 // What a block does around its wait for the kernel before, beside the cache's first chunks: nothing
@@ -397,23 +448,9 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     const bool mine = i4 < n4;
     const int idx = mine ? 4 * i4 : 0, h = head0 + idx / D, dim = idx % D;
     const long long head_row = (long long)row * n_head + h;
-    const float2* ml = part_ml + head_row * n_split;
     const float sk = sinks ? sinks[h] * ATTD_LOG2E : ATTD_NEG_INF;
-    float m = sk;
-    for (int s = 0; s < used; ++s) m = fmaxf(m, __ldcg(&ml[s].x));
-    float l = sinks ? exp2f(sk - m) : 0.0f, o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    const float* po = part_o + head_row * n_split * D + dim;
-    for (int s = 0; s < used; ++s) {
-      const float2 v = __ldcg(&ml[s]);
-      const float e = exp2f(v.x - m);
-      l = fmaf(e, v.y, l);
-      const float4 p = __ldcg(reinterpret_cast<const float4*>(po + (long long)s * D));
-      o[0] = fmaf(e, p.x, o[0]);
-      o[1] = fmaf(e, p.y, o[1]);
-      o[2] = fmaf(e, p.z, o[2]);
-      o[3] = fmaf(e, p.w, o[3]);
-    }
-    const float4 r = make_float4(o[0] / l, o[1] / l, o[2] / l, o[3] / l);
+    const float4 r = attd_merge_dims<0>(part_ml + head_row * n_split, part_o + head_row * n_split * D + dim, D, used,
+                                        sk, sinks != nullptr);
     if (mine) *reinterpret_cast<float4*>(out + head_row * D + dim) = r;
     if (qout) attd_quantize_out(r, mine, head_row * D + dim, n_head * D, qout, q_words, q_rows);
   }
@@ -441,43 +478,20 @@ ATTD_DECODE_ENTRY(256, 4, lathe_attn_decode_256)
 ATTD_DECODE_ENTRY(64, 8, lathe_attn_decode_64_w8)
 ATTD_DECODE_ENTRY(128, 8, lathe_attn_decode_128_w8)
 
-// Block-wide max or sum (blockDim.x a multiple of 32); `scratch` is 32 floats of shared memory.
-__device__ __forceinline__ float attd_block_reduce(float v, float* scratch, bool is_max) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
-  for (int o = 16; o > 0; o >>= 1) {
-    const float u = __shfl_xor_sync(0xffffffffu, v, o);
-    v = is_max ? fmaxf(v, u) : v + u;
-  }
-  __syncthreads();  // scratch is free
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  v = lane < n_warps ? scratch[lane] : (is_max ? ATTD_NEG_INF : 0.0f);
-  for (int o = 16; o > 0; o >>= 1) {
-    const float u = __shfl_xor_sync(0xffffffffu, v, o);
-    v = is_max ? fmaxf(v, u) : v + u;
-  }
-  return v;
-}
-
-// Combines the splits of lathe_attn_decode for rows that used more than one: grid (n_head, rows),
-// ATTD_MERGE_THREADS threads, dynamic shared memory (2 n_split + 32 + ATTD_MERGE_THREADS) floats.
-// m and the partial maxima are in log2 units. out = sum_s e_s o_s / (sum_s e_s l_s + 2^(sink log2 e
-// - m)), e_s = 2^(m_s - m), m the largest m_s and the sink. Every load of a phase is in flight at
-// once: the weights by one thread a split, the outputs by ATTD_MERGE_THREADS / d groups of d threads
-// that each take every groups-th split, eight loads at a time. With qout (not null) the merged rows'
-// int8 form too (attd_quantize_out, q_words and q_rows as the decode kernel's): no quantizer after it.
-#define ATTD_MERGE_THREADS 512
-extern "C" __global__ void __launch_bounds__(ATTD_MERGE_THREADS)
+// Combines the splits of lathe_attn_decode for rows that used more than one: grid (n_head, rows), a
+// thread 4 dims of the head over whole warps (d / 4 rounded up to 32 threads; lanes past the head's d
+// values compute on dim 0 and write nothing), no shared memory. attd_merge_dims with the first
+// ATTD_MERGE_BATCH splits' loads in flight at once: the last split's block's arithmetic, so the same
+// bits. With qout (not null) the merged rows' int8 form too (attd_quantize_out, q_words and q_rows as
+// the decode kernel's): no quantizer after it.
+#define ATTD_MERGE_BATCH 16
+#define ATTD_MERGE_MAX_THREADS 64  // d 256
+extern "C" __global__ void __launch_bounds__(ATTD_MERGE_MAX_THREADS)
     lathe_attn_merge(const float* __restrict__ part_o, const float2* __restrict__ part_ml,
                      const int* __restrict__ positions, float* __restrict__ out, int n_head, int d,
                      int window, int split_min, int n_split, const float* __restrict__ sinks,
                      int8_t* __restrict__ qout, int q_words, int q_rows) {
   lathe_pdl_entry();
-  extern __shared__ float attd_merge_shared[];
-  float* wgt = attd_merge_shared;     // [n_split] maxima, then weights e_s
-  float* sum_l = wgt + n_split;       // [n_split]
-  float* scratch = sum_l + n_split;   // [32]
-  float* sums = scratch + 32;         // [groups][d]
   const int h = blockIdx.x, row = blockIdx.y, tid = threadIdx.x;
   const int pos = positions[row];  // positions and sequences are the step's inputs: read before any wait
   const int first = window > 0 ? max(0, pos - window + 1) : 0;
@@ -486,45 +500,11 @@ extern "C" __global__ void __launch_bounds__(ATTD_MERGE_THREADS)
   const int used = min(n_split, (visible + len - 1) / len);
   if (used <= 1) return;  // the decode block wrote this row
   const long long head_row = (long long)row * n_head + h;
-  const float2* ml = part_ml + head_row * n_split;
+  const bool mine = tid < d / 4;
+  const int dim = mine ? 4 * tid : 0;
   const float sk = sinks ? sinks[h] * ATTD_LOG2E : ATTD_NEG_INF;
-  float m = sk;
-  for (int s = tid; s < used; s += ATTD_MERGE_THREADS) {
-    const float2 v = ml[s];
-    wgt[s] = v.x;
-    sum_l[s] = v.y;
-    m = fmaxf(m, v.x);
-  }
-  m = attd_block_reduce(m, scratch, true);
-  float l = 0.0f;
-  for (int s = tid; s < used; s += ATTD_MERGE_THREADS) {
-    const float e = exp2f(wgt[s] - m);
-    wgt[s] = e;
-    l += e * sum_l[s];
-  }
-  l = attd_block_reduce(l, scratch, false);  // its barriers also publish wgt
-  if (sinks) l += exp2f(sk - m);
-  const int groups = ATTD_MERGE_THREADS / d, grp = tid / d, i = tid % d;
-  if (grp < groups) {
-    const float* po = part_o + head_row * n_split * d + i;
-    float o = 0.0f;
-#pragma unroll 8
-    for (int s = grp; s < used; s += groups) o += wgt[s] * po[(long long)s * d];
-    sums[grp * d + i] = o;
-  }
-  __syncthreads();
-  // 4 consecutive dims a thread over whole warps (float4 stores; the int8 form's part quantizer, as
-  // the decode kernel's finishing loops): lanes past the head's d values compute on dim 0, write nothing.
-  const int n4 = d / 4;
-  if (tid < ((n4 + 31) & ~31)) {
-    const bool mine = tid < n4;
-    const int dim = mine ? 4 * tid : 0;
-    float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int k = 0; k < groups; ++k)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[e] += sums[k * d + dim + e];
-    const float4 r = make_float4(o[0] / l, o[1] / l, o[2] / l, o[3] / l);
-    if (mine) *reinterpret_cast<float4*>(out + head_row * d + dim) = r;
-    if (qout) attd_quantize_out(r, mine, head_row * d + dim, n_head * d, qout, q_words, q_rows);
-  }
+  const float4 r = attd_merge_dims<ATTD_MERGE_BATCH>(part_ml + head_row * n_split, part_o + head_row * n_split * d + dim,
+                                                     d, used, sk, sinks != nullptr);
+  if (mine) *reinterpret_cast<float4*>(out + head_row * d + dim) = r;
+  if (qout) attd_quantize_out(r, mine, head_row * d + dim, n_head * d, qout, q_words, q_rows);
 }

@@ -15,7 +15,6 @@ constexpr int64_t kChunk = 16;     // ATTD_CHUNK in attention.cuh: slots a warp 
 constexpr int64_t kGranule = 128;  // split lengths are multiples of this: 8 chunks of 16 slots
 constexpr int64_t kSetHeads = 8;   // ATTD_HEADS: query heads of a block
 constexpr int64_t kMaxGroup = 32;
-constexpr unsigned kMergeThreads = 512;  // ATTD_MERGE_THREADS
 
 // Warps a block of the decode kernel: 8 where the head size has that kernel (d <= 128), else 4
 // (ATTD_WARPS); LATHE_ATTN_WARPS=4 (read once; a measuring knob) or set_attention_warps (tests) takes
@@ -139,8 +138,10 @@ void decode_attention(CUdeviceptr out, CUdeviceptr q, CUdeviceptr k_cache, CUdev
                  "decode attention");
   }
   if (merge_kernel) {
+    // 4 dims a thread over whole warps (ATTD_MERGE_MAX_THREADS: 64, for d 256)
+    const unsigned merge_threads = static_cast<unsigned>((shape.d / 4 + 31) / 32 * 32);
     cuda::launch(kernel("lathe_attn_merge"), {static_cast<unsigned>(shape.n_head), static_cast<unsigned>(shape.rows)},
-                 {kMergeThreads}, static_cast<unsigned>((2 * split.n_split + 32 + kMergeThreads) * sizeof(float)), stream,
+                 {merge_threads}, 0, stream,
                  {&part_o, &part_ml, &positions, &out, &n_head, &d, &window, &split_len, &n_split, &sinks,
                   &q_out, &q_words, &q_rows},
                  "attention merge");

@@ -63,8 +63,8 @@ struct AttentionRope {
 // by every call (the last split of a row merges the row's splits in its block and resets the row's
 // ticket), reusable by any later call of no more rows and heads on the same stream; or 0: the
 // splits are merged by a second launch (lathe_attn_merge), which a decode step takes at long
-// positions (plan/step_plan.h's forms). Both forms compute the same sums in a different order
-// (bound-equal, test_gpu_attention_gpu).
+// positions (plan/step_plan.h's forms). Both forms merge by the same arithmetic in the same order:
+// the same bits (test_gpu_attention_gpu).
 // rope (fusion rule rope_attention; rope_attention.cuh): q is the product's, not yet rotated; each
 // block norms (rope->norm: each head, by q_weight / k_weight or 1) and rotates the query heads it
 // reads in its shared memory, and the split that holds a row's slot writes that row's rotated k and

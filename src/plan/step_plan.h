@@ -26,9 +26,9 @@ namespace lathe::plan {
 // PlanOptions::long_from > 0 has two more, each valid for a range of positions and captured as a
 // graph of its own (runtime/gpu_engine.h): below long_from the decode attention is planned for
 // long_from visible slots (fewer split blocks launched, the same splits a row uses, so the same
-// bits); from long_from on its splits are merged by a launch of their own (kernels/attention_launch.h),
-// which beats the last split's in-block merge where rows use many splits and costs a launch where
-// they use one (docs/perf.md, eighteenth session).
+// bits); from long_from on its splits are merged by a launch of their own (kernels/attention_launch.h;
+// the same bits as the last split's in-block merge), which beats the in-block merge where rows split
+// and costs a launch where they do not (docs/perf.md, eighteenth session).
 enum class StepForm { any_position, short_positions, long_positions };
 
 struct PlanOptions {
