@@ -218,8 +218,9 @@
 #   a3      the dry runs only in rows of several splits, the merge's too (-DLATHE_ATTD_WARM=1): the
 #           attention tests with it, qwen3-8b q8_0 at 4,096 of context and at 16 and qwen3-0.6b with and
 #           without, alternated; the phases at depth with it and with the weights evict-first
-#   a4      (a3's pack) the splits merged by a launch of their own (LATHE_ATTN_MERGE=kernel) against the
-#           last split's block, qwen3-8b q8_0 at 4,096 of context and at 16, alternated
+#   a4      (a3's pack) the splits merged by a launch of their own (LATHE_ATTN_MERGE=kernel, a knob
+#           since replaced by --merge-from; s4 names it too) against the last split's block, qwen3-8b
+#           q8_0 at 4,096 of context and at 16, alternated
 #   b1      2026-12-02's eighteenth session: the decode step's forms by position (--merge-from; the
 #           merge kernel writing the int8 form itself): the attention and lane tests, the 8B's check in
 #           both forms, tg128 at 4,096, 1,024 and 512 of context with the merge by launch (from 1) and
