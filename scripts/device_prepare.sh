@@ -14,21 +14,29 @@ rm -rf build-dev/carry && mkdir -p build-dev/carry
 cp build-dev/lathe build-dev/carry/
 for t in build-dev/tests/test_*_gpu; do [ -x "$t" ] && cp "$t" build-dev/carry/; done
 scripts/device_libs.sh build-dev/devlibs build-dev/lathe build-dev/carry/test_*_gpu >/dev/null
-rm -rf build-dev/kcache && LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90
+# The kernel library, compiled into a cache kept between runs (build-dev/kcache-all: a library whose
+# sources and defines did not change is a hit, seconds instead of minutes on 2 cores); the cubins
+# this run names are copied to build-dev/kcache, which is what is carried.
+rm -rf build-dev/kcache && mkdir -p build-dev/kcache build-dev/kcache-all
+kernels() {  # VAR=VALUE... for the compile
+  env "$@" LATHE_CACHE_DIR=build-dev/kcache-all build-dev/lathe kernels --arch sm_90 2>&1 | tee /dev/stderr |
+    sed -n 's/.*: \(build-dev\/kcache-all\/[0-9a-f]*\.cubin\).*/\1/p' | xargs -r cp -t build-dev/kcache/
+}
+kernels
 # and the library with the products' edge stamps (LATHE_STAMPS: runtime/product_stamps.h), unless
 # SKIP_STAMPS=1
-[ "${SKIP_STAMPS:-0}" = 1 ] || LATHE_STAMPS=on LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90
+[ "${SKIP_STAMPS:-0}" = 1 ] || kernels LATHE_STAMPS=on
 # and compile-time variants a batch measures (LATHE_KERNEL_DEFINES, kernels/library.h): PREP_DEFINES
 # holds them separated by ';', e.g. "-DLATHE_GEMV1_BEFORE_WAIT=1;-DLATHE_GEMV1_BEFORE_WAIT=2"
 IFS=';' read -ra variants <<< "${PREP_DEFINES:-}"
 for v in "${variants[@]}"; do
-  LATHE_KERNEL_DEFINES="$v" LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90 &
+  kernels LATHE_KERNEL_DEFINES="$v" &
 done
 wait
 # and variants with the stamps: STAMP_DEFINES, separated by ';' as PREP_DEFINES
 IFS=';' read -ra stamp_variants <<< "${STAMP_DEFINES:-}"
 for v in "${stamp_variants[@]}"; do
-  LATHE_STAMPS=on LATHE_KERNEL_DEFINES="$v" LATHE_CACHE_DIR=build-dev/kcache build-dev/lathe kernels --arch sm_90 &
+  kernels LATHE_STAMPS=on LATHE_KERNEL_DEFINES="$v" &
 done
 wait
 [ "${SKIP_EMITTED:-0}" = 1 ] || scripts/build_emitted.sh build-dev/lathe
