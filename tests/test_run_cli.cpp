@@ -69,6 +69,11 @@ TEST(RunCli, RefusesBadInputClearly) {
   r = run_lathe("run --device cpu");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.out.find("no prompt"), std::string::npos) << r.out;
+  r = run_lathe("run --device gpu --persistent --merge-from 256 -p hi");  // refused before any GPU is asked for
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("--merge-from 256 asks for a second decode graph, which --persistent does not have"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(RunCli, NoTokenizerIsAClearMessage) {

@@ -44,6 +44,10 @@ kernels::Activations parse_activations(const std::string& name) {
 }
 
 std::unique_ptr<Engine> make_gpu_engine(const GgufFile& file, const EngineOptions& o) {
+  if (o.persistent && o.merge_from > 0)
+    fail("--merge-from {} asks for a second decode graph, which --persistent does not have (its step runs one "
+         "form for every position): use one or the other",
+         o.merge_from);
   std::string why;
   if (!cuda::gpu_available(&why)) fail("--device gpu: {}", why);
   GpuEngineOptions g;

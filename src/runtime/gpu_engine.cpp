@@ -31,6 +31,10 @@ GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : fi
     if (*end != '\0' || v < 0) fail("LATHE_ATTN_MERGE_FROM must be a position (0: one decode form), not '{}'", env);
     options_.long_from = v;
   }
+  if (options_.persistent && options_.long_from > 0)
+    fail("a decode step's long form from position {} (--merge-from, LATHE_ATTN_MERGE_FROM) needs the graph of "
+         "kernels: the persistent step runs one form for every position",
+         options_.long_from);
   options_.max_chunk = std::min(options_.max_chunk, options_.n_ctx);  // a chunk never exceeds the cache
   const ModelSpec spec = read_model_spec(file);
   if (options_.long_from < 0) options_.long_from = spec.n_embd >= 2048 ? kernels::attention_first_split_position() : 0;
