@@ -254,6 +254,18 @@ synth() { [ -f "$M/$1-$2.gguf" ] || $L synth --shape $1 --type $2 -o $M/$1-$2.gg
 gpu_tests() { for t in "$@"; do echo "== $t"; timeout 150 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8; done; }
 # tg128 of a checkpoint by one lathe binary (the environment's knobs apply): its table row's tail.
 tg128() { timeout 60 $1 bench $2 -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'; }
+# tg128 of FILE by $L at D tokens of context, or at 16 (short), with the bench arguments after them:
+# the table row's tail, or the error.
+tg_at() { local f=$1 d=$2; shift 2; timeout 120 $L bench $f -p 0 -n 128 -d $d -r 2 --ctx $(( d + 512 )) "$@" 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'; }
+tg_short() { local f=$1; shift; timeout 90 $L bench $f -p 16 -n 128 -r 3 "$@" 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'; }
+# A bench of FILE by $L with the stamps on (NAME FILE bench-args...): its tg128 row, then
+# product_stamps.py's tables, kept under $OUT as stamps-NAME.txt beside the compressed .csv.
+stamped() {
+  local name=$1 f=$2; shift 2
+  local st=${OUT:-/tmp}/stamps-$name.csv
+  LATHE_STAMPS=$st timeout 200 $L bench $f "$@" 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'
+  python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps $name"; cat ${st%.csv}.txt; xz -f $st
+}
 # `lathe check` of each "shape type" named: its last line but one (the largest difference).
 checks() { for spec in "$@"; do set -- $spec; echo "== check $1 $2"; timeout 60 $L check $(synth $1 $2) --steps 16 2>&1 | tail -2 | head -1; done; }
 # tg128 of each "shape type" named, twice, by build-dev/old/lathe (when carried) and $L alternated.
@@ -822,17 +834,15 @@ for part in "$@"; do
     f=$(synth qwen3-8b q8_0)
     echo "== check qwen3-8b q8_0"; timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
     echo "== check qwen3-8b q8_0 --merge-from 1"; timeout 90 $L check $f --steps 16 --merge-from 1 2>&1 | tail -2 | head -1
-    at() { timeout 90 $L bench $f -p 0 -n 128 -d $1 -r 2 --ctx $(( $1 + 512 )) --merge-from $2 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'; }
     for rep in 1 2; do
       for d in 4096 1024 512; do
-        for m in 0 1; do echo "== depth $d --merge-from $m"; at $d $m; done
+        for m in 0 1; do echo "== depth $d --merge-from $m"; tg_at $f $d --merge-from $m; done
       done
     done
-    short() { timeout 60 $L bench $1 -p 16 -n 128 -r 3 --merge-from $2 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'; }
     g=$(synth qwen3-0.6b q8_0)
     for rep in 1 2; do
-      for m in 0 1024; do echo "== qwen3-8b q8_0 --merge-from $m"; short $f $m; done
-      for m in 0 1024; do echo "== qwen3-0.6b q8_0 --merge-from $m"; short $g $m; done
+      for m in 0 1024; do echo "== qwen3-8b q8_0 --merge-from $m"; tg_short $f --merge-from $m; done
+      for m in 0 1024; do echo "== qwen3-0.6b q8_0 --merge-from $m"; tg_short $g --merge-from $m; done
     done ;;
   b2)  # the forms' default by width, the grouping's shared memory (see the list above)
     gpu_tests test_gpu_attention_gpu test_moe_prefill_gpu test_moe_gpu test_persistent_step_gpu
@@ -840,53 +850,44 @@ for part in "$@"; do
     checks "qwen3-8b q8_0" "qwen3-30b-a3b q8_0"
     h=$(synth qwen3-30b-a3b q8_0)
     echo "== check qwen3-30b-a3b q8_0 --merge-from 1"; timeout 90 $L check $h --steps 16 --merge-from 1 2>&1 | tail -2 | head -1
-    at() { timeout 120 $L bench $1 -p 0 -n 128 -d $2 -r 2 --ctx $(( $2 + 512 )) $3 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'; }
-    short() { timeout 90 $L bench $1 -p 16 -n 128 -r 3 $2 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'; }
     f=$(synth qwen3-8b q8_0)
     for rep in 1 2; do
-      for m in "" "--merge-from 0"; do
-        echo "== qwen3-30b-a3b d1024 $m"; at $h 1024 "$m"
-        echo "== qwen3-30b-a3b d4096 $m"; at $h 4096 "$m"
-        echo "== qwen3-30b-a3b $m"; short $h "$m"
-        echo "== qwen3-8b q8_0 d4096 $m"; at $f 4096 "$m"
-        echo "== qwen3-8b q8_0 $m"; short $f "$m"
+      for m in "" "--merge-from 0"; do  # $m unquoted: nothing, or the option and its value
+        echo "== qwen3-30b-a3b d1024 $m"; tg_at $h 1024 $m
+        echo "== qwen3-30b-a3b d4096 $m"; tg_at $h 4096 $m
+        echo "== qwen3-30b-a3b $m"; tg_short $h $m
+        echo "== qwen3-8b q8_0 d4096 $m"; tg_at $f 4096 $m
+        echo "== qwen3-8b q8_0 $m"; tg_short $f $m
       done
     done
     rm -f $h
     for spec in "qwen3-8b q4_k_m" "llama3-8b q8_0"; do
       set -- $spec; g=$(synth $1 $2)
-      for m in "" "--merge-from 0" ""; do echo "== $1 $2 $m"; short $g "$m"; done
+      for m in "" "--merge-from 0" ""; do echo "== $1 $2 $m"; tg_short $g $m; done
       rm -f $g
     done
-    g=$(synth qwen3-0.6b q8_0); echo "== qwen3-0.6b q8_0"; short $g "" ;;
+    g=$(synth qwen3-0.6b q8_0); echo "== qwen3-0.6b q8_0"; tg_short $g ;;
   b3)  # stamps of the landed step (see the list above)
-    stamp() {  # NAME FILE bench-args...
-      local name=$1 file=$2; shift 2
-      st=${OUT:-/tmp}/stamps-b3-$name.csv
-      LATHE_STAMPS=$st timeout 200 $L bench $file "$@" 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'
-      python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps $name"; cat ${st%.csv}.txt; xz -f $st
-    }
     f=$(synth qwen3-8b q8_0)
-    stamp 8b-depth-long $f -p 0 -n 128 -d 4096 -r 1 --ctx 4608
-    stamp 8b-depth-one $f -p 0 -n 128 -d 4096 -r 1 --ctx 4608 --merge-from 0
-    stamp 8b-16 $f -p 16 -n 128 -r 1
-    stamp 06b-16 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1
-    stamp 30b-16 $(synth qwen3-30b-a3b q8_0) -p 16 -n 128 -r 1 ;;
+    stamped b3-8b-depth-long $f -p 0 -n 128 -d 4096 -r 1 --ctx 4608
+    stamped b3-8b-depth-one $f -p 0 -n 128 -d 4096 -r 1 --ctx 4608 --merge-from 0
+    stamped b3-8b-16 $f -p 16 -n 128 -r 1
+    stamped b3-06b-16 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1
+    stamped b3-30b-16 $(synth qwen3-30b-a3b q8_0) -p 16 -n 128 -r 1 ;;
   b4)  # the merge kernel's one round trip (see the list above)
     gpu_tests test_gpu_attention_gpu test_persistent_step_gpu
     echo "== lane"; timeout 400 $C/test_gpu_lane_gpu --gtest_filter='*DecodeForms*:*NormEpilogue*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|decode at" | head -20
     f=$(synth qwen3-8b q8_0)
     echo "== check qwen3-8b q8_0"; timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
     echo "== check qwen3-8b q8_0 --merge-from 1"; timeout 90 $L check $f --steps 16 --merge-from 1 2>&1 | tail -2 | head -1
-    at() { timeout 120 $L bench $1 -p 0 -n 128 -d $2 -r 2 --ctx $(( $2 + 512 )) $3 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'; }
     h=$(synth qwen3-30b-a3b q8_0)
     for rep in 1 2; do
       for m in "" "--merge-from 0"; do
-        echo "== qwen3-8b q8_0 d4096 $m"; at $f 4096 "$m"
-        echo "== qwen3-30b-a3b d4096 $m"; at $h 4096 "$m"
+        echo "== qwen3-8b q8_0 d4096 $m"; tg_at $f 4096 $m
+        echo "== qwen3-30b-a3b d4096 $m"; tg_at $h 4096 $m
       done
     done
-    echo "== qwen3-8b q8_0"; timeout 90 $L bench $f -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/' ;;
+    echo "== qwen3-8b q8_0"; tg_short $f ;;
   z1)  # the norm in the product's epilogue (see the list above)
     echo "== test_norm_epilogue_gpu"; timeout 300 $C/test_norm_epilogue_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|  q|  Q|held back|Expected|Which is|  [a-z]" | head -60
     gpu_tests test_gemv_multi_gpu test_gemv_gpu test_persistent_step_gpu test_route_epilogue_gpu

@@ -1,6 +1,5 @@
 #include "kernels/attention_launch.h"
 
-#include "kernels/gemv_launch.h"
 #include "kernels/library.h"
 
 #include <algorithm>
