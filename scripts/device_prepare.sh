@@ -6,20 +6,23 @@
 # at most 64 MiB with the working tree). Then call the device tool's run with carry
 # ["build-dev/pack.tar.xz"] and
 #   scripts/device_run.sh tests checks bench ...
+# DEV_BUILD=build takes the binaries from scripts/test.sh's Release build (every test built there, the
+# GPU ones too) instead of building build-dev's: one build instead of two on a fresh checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DLATHE_TEST_GLOB="test_*_gpu" >/dev/null
-cmake --build build-dev -j"$(nproc)"
+B=${DEV_BUILD:-build-dev}
+[ "$B" = build-dev ] && cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DLATHE_TEST_GLOB="test_*_gpu" >/dev/null
+cmake --build $B -j"$(nproc)"
 rm -rf build-dev/carry && mkdir -p build-dev/carry
-cp build-dev/lathe build-dev/carry/
-for t in build-dev/tests/test_*_gpu; do [ -x "$t" ] && cp "$t" build-dev/carry/; done
-scripts/device_libs.sh build-dev/devlibs build-dev/lathe build-dev/carry/test_*_gpu >/dev/null
+cp $B/lathe build-dev/carry/
+for t in $B/tests/test_*_gpu; do [ -x "$t" ] && cp "$t" build-dev/carry/; done
+scripts/device_libs.sh build-dev/devlibs $B/lathe build-dev/carry/test_*_gpu >/dev/null
 # The kernel library, compiled into a cache kept between runs (build-dev/kcache-all: a library whose
 # sources and defines did not change is a hit, seconds instead of minutes on 2 cores); the cubins
 # this run names are copied to build-dev/kcache, which is what is carried.
 rm -rf build-dev/kcache && mkdir -p build-dev/kcache build-dev/kcache-all
 kernels() {  # VAR=VALUE... for the compile
-  env "$@" LATHE_CACHE_DIR=build-dev/kcache-all build-dev/lathe kernels --arch sm_90 2>&1 | tee /dev/stderr |
+  env "$@" LATHE_CACHE_DIR=build-dev/kcache-all $B/lathe kernels --arch sm_90 2>&1 | tee /dev/stderr |
     sed -n 's/.*: \(build-dev\/kcache-all\/[0-9a-f]*\.cubin\).*/\1/p' | xargs -r cp -t build-dev/kcache/
 }
 kernels
@@ -39,7 +42,7 @@ for v in "${stamp_variants[@]}"; do
   kernels LATHE_STAMPS=on LATHE_KERNEL_DEFINES="$v" &
 done
 wait
-[ "${SKIP_EMITTED:-0}" = 1 ] || scripts/build_emitted.sh build-dev/lathe
+[ "${SKIP_EMITTED:-0}" = 1 ] || scripts/build_emitted.sh $B/lathe
 strip build-dev/carry/*
 tar -cJf build-dev/pack.tar.xz -C build-dev carry kcache devlibs $([ -d build-dev/old ] && echo old)
 du -sh build-dev/carry build-dev/devlibs build-dev/kcache build-dev/pack.tar.xz

@@ -235,6 +235,23 @@
 #           arithmetic (the same bits): the attention, lane and persistent tests, the 8B's check in both
 #           forms, tg128 at 4,096 of context by default against one form, alternated, on qwen3-8b and
 #           qwen3-30b-a3b q8_0
+#   c1      2026-12-02's nineteenth session: the long form's splits by 16-slot granules
+#           (LATHE_ATTN_LONG_GRANULE, default 16) and the Q8_0 weights evict-first by the model
+#           (LATHE_WEIGHTS_EVICT_FIRST, a run-time switch now; default on for dense models): the GPU
+#           tests they touch and checks (c1), then (c2) tg128 by default against each held back and both (G=128,
+#           EF=0: the build before), alternated, at 4,096 of context and at 16; qwen3-0.6b at 4,096 of
+#           context in one form and in two (the long form's new granule)
+#   c3      (on c1's build, whose library read the switch at every copy; LATHE_WEIGHTS_EVICT_SWITCH,
+#           since removed with that form; prepare with PREP_DEFINES="-DLATHE_WEIGHTS_EVICT_SWITCH=0") the switch's cost: qwen3-8b q8_0
+#           (evict-first off) and qwen3-30b-a3b by the library with the switch and without, alternated;
+#           qwen3-0.6b at 16 and 1,024 of context in one form and in two, alternated
+#   c4      the evict-first weights as kernels of their own (_q8_0_ef_, no switch in the copies) and
+#           the long form for every width: the tests they touch, checks, tg128 by default against
+#           LATHE_WEIGHTS_EVICT_FIRST=0 (qwen3-8b q8_0 at 4,096 and 16, qwen3-0.6b, llama3-8b), qwen3-0.6b
+#           in one form, and qwen3-30b-a3b (plain, as before) at 16 and 4,096
+#   c5      (with the stamped library) qwen3-8b q8_0 and qwen3-0.6b at 16 by default and with the long
+#           form at every position (--merge-from 1: splits by 16 slots where rows are short), alternated;
+#           the stamps of qwen3-8b q8_0 at 4,096 of context in the landed default
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -258,6 +275,8 @@ tg128() { timeout 60 $1 bench $2 -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*
 # the table row's tail, or the error.
 tg_at() { local f=$1 d=$2; shift 2; timeout 120 $L bench $f -p 0 -n 128 -d $d -r 2 --ctx $(( d + 512 )) "$@" 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'; }
 tg_short() { local f=$1; shift; timeout 90 $L bench $f -p 16 -n 128 -r 3 "$@" 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'; }
+# A command with the environment's assignments of its first word ("A=1 B=2", or empty) in a subshell.
+with_env() { ( [ -n "$1" ] && export $1; shift; "$@" ); }
 # A bench of FILE by $L with the stamps on (NAME FILE bench-args...): its tg128 row, then
 # product_stamps.py's tables, kept under $OUT as stamps-NAME.txt beside the compressed .csv.
 stamped() {
@@ -874,6 +893,87 @@ for part in "$@"; do
     stamped b3-8b-16 $f -p 16 -n 128 -r 1
     stamped b3-06b-16 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1
     stamped b3-30b-16 $(synth qwen3-30b-a3b q8_0) -p 16 -n 128 -r 1 ;;
+  c1)  # the long form's 16-slot granules and the evict-first weights by the model (see the list above)
+    gpu_tests test_gemv_gpu test_gpu_attention_gpu test_persistent_step_gpu test_moe_gpu
+    echo "== attention"; timeout 200 $C/test_gpu_attention_gpu --gtest_filter='GpuAttention.DecodeMatches*' 2>&1 | grep -E "by 16" | head -4
+    echo "== lane"; timeout 400 $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|decode at|tests ran" | head -24
+    f=$(synth qwen3-8b q8_0)
+    echo "== check qwen3-8b q8_0"; timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    echo "== check qwen3-8b q8_0 --merge-from 1"; timeout 90 $L check $f --steps 16 --merge-from 1 --prompt-tokens 300 2>&1 | tail -2 | head -1
+    h=$(synth qwen3-30b-a3b q8_0)
+    echo "== check qwen3-30b-a3b q8_0"; timeout 90 $L check $h --steps 8 2>&1 | tail -2 | head -1 ;;
+  c2)  # c1's measurements
+    f=$(synth qwen3-8b q8_0)
+    for rep in 1 2; do
+      for v in "" "LATHE_WEIGHTS_EVICT_FIRST=0" "LATHE_ATTN_LONG_GRANULE=128" "LATHE_WEIGHTS_EVICT_FIRST=0 LATHE_ATTN_LONG_GRANULE=128"; do
+        echo "== qwen3-8b q8_0 d4096 ${v:-default}"; with_env "$v" tg_at $f 4096
+      done
+    done
+    for rep in 1 2; do
+      for v in "" "LATHE_WEIGHTS_EVICT_FIRST=0"; do echo "== qwen3-8b q8_0 ${v:-default}"; with_env "$v" tg_short $f; done
+    done
+    g=$(synth qwen3-0.6b q8_0)
+    for rep in 1 2; do
+      for v in "" "LATHE_WEIGHTS_EVICT_FIRST=0"; do echo "== qwen3-0.6b q8_0 ${v:-default}"; with_env "$v" tg_short $g; done
+    done
+    for m in 0 128; do echo "== qwen3-0.6b q8_0 d4096 --merge-from $m"; tg_at $g 4096 --merge-from $m; done
+    rm -f $f
+    for spec in "llama3-8b q8_0" "qwen3-8b q4_k_m"; do
+      set -- $spec; f=$(synth $1 $2)
+      for v in "" "LATHE_WEIGHTS_EVICT_FIRST=0"; do echo "== $1 $2 ${v:-default}"; with_env "$v" tg_short $f; done
+      rm -f $f
+    done
+    h=$(synth qwen3-30b-a3b q8_0)
+    for v in "" "LATHE_WEIGHTS_EVICT_FIRST=1"; do
+      echo "== qwen3-30b-a3b d4096 ${v:-default}"; with_env "$v" tg_at $h 4096
+    done
+    echo "== qwen3-30b-a3b q8_0"; tg_short $h ;;
+  c3)  # what the evict-first switch costs, the 0.6B's forms (see the list above)
+    sw="-DLATHE_WEIGHTS_EVICT_SWITCH=0"
+    f=$(synth qwen3-8b q8_0); h=$(synth qwen3-30b-a3b q8_0); g=$(synth qwen3-0.6b q8_0)
+    for rep in 1 2; do
+      for v in "" "LATHE_KERNEL_DEFINES=$sw"; do
+        echo "== qwen3-8b q8_0 EF=0 ${v:-switch}"; with_env "LATHE_WEIGHTS_EVICT_FIRST=0 $v" tg_short $f
+        echo "== qwen3-30b-a3b q8_0 ${v:-switch}"; with_env "$v" tg_short $h
+      done
+    done
+    for rep in 1 2; do
+      for m in 0 128; do
+        echo "== qwen3-0.6b q8_0 --merge-from $m"; tg_short $g --merge-from $m
+        echo "== qwen3-0.6b q8_0 d1024 --merge-from $m"; tg_at $g 1024 --merge-from $m
+      done
+    done ;;
+  c4)  # the evict-first weights as kernels of their own, the long form for every width (see the list above)
+    gpu_tests test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu test_persistent_step_gpu
+    echo "== lane"; timeout 300 $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|granule 16|tests ran" | head -12
+    f=$(synth qwen3-8b q8_0); g=$(synth qwen3-0.6b q8_0)
+    checks "qwen3-8b q8_0" "qwen3-0.6b q8_0"
+    echo "== check qwen3-0.6b q8_0, 300 prompt tokens"; timeout 90 $L check $g --steps 16 --prompt-tokens 300 2>&1 | tail -2 | head -1
+    for rep in 1 2; do
+      for v in "" "LATHE_WEIGHTS_EVICT_FIRST=0"; do
+        echo "== qwen3-8b q8_0 d4096 ${v:-default}"; with_env "$v" tg_at $f 4096
+        echo "== qwen3-8b q8_0 ${v:-default}"; with_env "$v" tg_short $f
+        echo "== qwen3-0.6b q8_0 ${v:-default}"; with_env "$v" tg_short $g
+      done
+      echo "== qwen3-0.6b q8_0 --merge-from 0"; tg_short $g --merge-from 0
+    done
+    for v in "" "LATHE_WEIGHTS_EVICT_FIRST=0 LATHE_ATTN_MERGE_FROM=0"; do echo "== qwen3-0.6b q8_0 d4096 ${v:-default}"; with_env "$v" tg_at $g 4096; done
+    rm -f $f
+    f=$(synth llama3-8b q8_0)
+    for v in "" "LATHE_WEIGHTS_EVICT_FIRST=0"; do echo "== llama3-8b q8_0 ${v:-default}"; with_env "$v" tg_short $f; done
+    rm -f $f
+    h=$(synth qwen3-30b-a3b q8_0)
+    echo "== qwen3-30b-a3b q8_0"; tg_short $h
+    echo "== qwen3-30b-a3b q8_0 d4096"; tg_at $h 4096 ;;
+  c5)  # the long form at every position, the landed default's stamps at depth (see the list above)
+    f=$(synth qwen3-8b q8_0); g=$(synth qwen3-0.6b q8_0)
+    for rep in 1 2; do
+      for m in "" "--merge-from 1"; do
+        echo "== qwen3-8b q8_0 ${m:-default}"; tg_short $f $m
+        echo "== qwen3-0.6b q8_0 ${m:-default}"; tg_short $g $m
+      done
+    done
+    stamped c5-8b-d4096 $f -p 0 -n 128 -d 4096 -r 1 --ctx 4608 ;;
   b4)  # the merge kernel's one round trip (see the list above)
     gpu_tests test_gpu_attention_gpu test_persistent_step_gpu
     echo "== lane"; timeout 400 $C/test_gpu_lane_gpu --gtest_filter='*DecodeForms*:*NormEpilogue*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|decode at" | head -20

@@ -174,9 +174,19 @@ double run_case(const AttnCase& c, uint32_t seed) {
   // Same partials, merged by the same arithmetic (attd_merge_dims) in the same order: the same bits.
   const double vs_kernel = normalized_error(in_block, merged_by_kernel);
   EXPECT_EQ(in_block, merged_by_kernel) << "merged in the block against the merge kernel";
-  std::printf("  [splits %lld x %lld, in-block merge vs kernel %.1e]", static_cast<long long>(split.n_split),
-              static_cast<long long>(split.split_len), vs_kernel);
-  return std::max(normalized_error(in_block, want), normalized_error(merged_by_kernel, want));
+  // A decode step's long form: splits by 16-slot granules (more, shorter ones), merged by the kernel.
+  const kernels::AttentionSplit fine = kernels::plan_attention_split(shape, gopt, 0, 16);
+  cuda::DeviceBuffer fine_work(std::max<size_t>(fine.workspace_bytes, 16), "attention workspace (16-slot granules)");
+  dout.upload(std::vector<float>(want.size(), NAN).data(), want.size() * sizeof(float));
+  kernels::decode_attention(dout.ptr(), dq.ptr(), dk.ptr(), dv.ptr(), dseq.ptr(), dpos.ptr(), shape, gopt, fine,
+                            fine_work.ptr(), s.handle());
+  s.synchronize();
+  const std::vector<float> fine_out = from_device<float>(dout, want.size());
+  std::printf("  [splits %lld x %lld, in-block merge vs kernel %.1e; by 16: %lld splits, vs 128 %.1e]",
+              static_cast<long long>(split.n_split), static_cast<long long>(split.split_len), vs_kernel,
+              static_cast<long long>(fine.n_split), normalized_error(fine_out, merged_by_kernel));
+  return std::max({normalized_error(in_block, want), normalized_error(merged_by_kernel, want),
+                   normalized_error(fine_out, want)});
 }
 
 std::vector<RowAt> chunk(int32_t sequence, int32_t first, int32_t count) {

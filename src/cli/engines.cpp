@@ -31,8 +31,8 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
                 "(also LATHE_PERSISTENT=1)");
   cmd->add_option("--merge-from", o.merge_from,
                   "the position from which a decode step merges the attention's splits by a launch of its own "
-                  "(a second captured graph); 0: the last split merges at every position (default: 128 for "
-                  "models 2,048 wide or more, else 0; also LATHE_ATTN_MERGE_FROM)")
+                  "(a second captured graph); 0: the last split merges at every position (default: 128, the "
+                  "first position whose rows split; also LATHE_ATTN_MERGE_FROM)")
       ->check(CLI::NonNegativeNumber);
 }
 

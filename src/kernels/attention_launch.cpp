@@ -59,8 +59,11 @@ void check_shape(const AttentionShape& s, const AttentionOptionsGpu& o) {
 void set_attention_warps(int warps) { g_attention_warps = warps == 8 ? 8 : 4; }
 
 AttentionSplit plan_attention_split(const AttentionShape& shape, const AttentionOptionsGpu& options,
-                                    int64_t target_blocks) {
+                                    int64_t target_blocks, int64_t granule) {
   check_shape(shape, options);
+  if (granule == 0) granule = kGranule;
+  if (granule <= 0 || granule % kChunk != 0)
+    fail("decode attention: a split granule of {} slots is not a positive multiple of {}", granule, kChunk);
   // One block a multiprocessor: measured on the H200 at 4,096 slots (32/8 heads, d 128) it beats two
   // (one row 13.0 us against 14.7, eight rows 50.5 against 52.2): fewer partials to merge, and the
   // second resident block adds no read rate.
@@ -68,9 +71,9 @@ AttentionSplit plan_attention_split(const AttentionShape& shape, const Attention
   int64_t visible = std::clamp<int64_t>(shape.max_visible, 1, shape.n_ctx);
   if (options.window > 0) visible = std::min(visible, options.window);
   const int64_t base_blocks = std::max<int64_t>(1, shape.rows * shape.n_head_kv * head_sets(shape));
-  const int64_t most = (visible + kGranule - 1) / kGranule;
+  const int64_t most = (visible + granule - 1) / granule;
   AttentionSplit split;
-  split.split_len = kGranule;
+  split.split_len = granule;
   split.n_split = std::clamp<int64_t>(target_blocks / base_blocks, 1, most);
   if (split.n_split > 1)
     split.workspace_bytes = static_cast<size_t>(shape.rows * shape.n_head * split.n_split) *

@@ -39,9 +39,13 @@ struct AttentionSplit {
   size_t workspace_bytes = 0;
 };
 // Splits so that about `target_blocks` blocks run (0: one a multiprocessor, which for one row of
-// 8 kv heads at 4,096 slots is 16 splits of 256 slots per kv head).
+// 8 kv heads at 4,096 slots is 16 splits of 256 slots per kv head), their lengths multiples of
+// `granule` slots (0: attention_first_split_position(), 128; else a positive multiple of 16). A
+// shorter granule keeps every split's block busy at positions just past a multiple of the splits
+// (4,100 slots: 16 splits of 272, not 11 of 384), and where the last split's block merges it adds
+// partials to merge; a step whose splits a merge launch merges takes 16 (plan::PlanOptions::long_granule).
 AttentionSplit plan_attention_split(const AttentionShape& shape, const AttentionOptionsGpu& options,
-                                    int64_t target_blocks = 0);
+                                    int64_t target_blocks = 0, int64_t granule = 0);
 
 // What decode_attention's rope prologue reads: the product's k and v ([rows, n_head_kv, d] f32), the
 // table, the order, and the per-head norm's weights (0: 1) and epsilon when `norm`.

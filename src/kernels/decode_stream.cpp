@@ -23,6 +23,19 @@ const DecodeFormat* decode_format(GgmlType t) {
   }
 }
 
+namespace {
+bool g_weights_evict_first = false;
+}  // namespace
+
+void set_weights_evict_first(bool on) { g_weights_evict_first = on; }
+bool weights_evict_first() { return g_weights_evict_first; }
+
+const char* dense_kernel_format(GgmlType t) {
+  if (t == GgmlType::Q8_0 && g_weights_evict_first) return "q8_0_ef";
+  const DecodeFormat* f = decode_format(t);
+  return f ? f->name : nullptr;
+}
+
 int64_t decode_chunks_per_row(const DecodeFormat& f, int64_t k) {
   const int64_t units = k / f.unit_values;
   return (units + f.chunk_units - 1) / f.chunk_units;

@@ -44,6 +44,12 @@ struct DecodeFormat {
 };
 const DecodeFormat* decode_format(GgmlType t);
 
+// The kernel-name part of the dense decode products (lathe_gemv1_, lathe_gemv1_norm_, lathe_gemvm_)
+// for weights of type t: decode_format(t)->name, or "q8_0_ef" for Q8_0 while the weights stream
+// evict-first (gemv_launch.h's set_weights_evict_first): the same arithmetic, the copies with an L2
+// evict-first policy. Null for formats the decode kernels do not read.
+const char* dense_kernel_format(GgmlType t);
+
 // Chunks a row of k values takes.
 int64_t decode_chunks_per_row(const DecodeFormat& f, int64_t k);
 

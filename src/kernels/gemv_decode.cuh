@@ -59,16 +59,13 @@ __device__ __forceinline__ void lathe_gemv1_commit() { asm volatile("cp.async.co
 template <int N>
 __device__ __forceinline__ void lathe_gemv1_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
-// LATHE_WEIGHTS_EVICT_FIRST streams the weights' chunks with an L2 evict-first policy (createpolicy),
-// so the 4-8 GB a token reads through the 60 MB L2 are the first lines it gives up, not the
-// activations, the caches or the kernels' code: 1 for every format, 2 for Q8_0's only (a format
-// trait's evict_first), 3 for Q8_0's bulk copies only (the dense products and the mixture's gate/up;
-// the mixture's down's cp.async lines plain), 0 (the default) the copies as before. A compile-time
-// variant through LATHE_KERNEL_DEFINES, to measure (docs/perf.md, fifteenth session: 2 cost the 30B
-// 1.6%).
-#ifndef LATHE_WEIGHTS_EVICT_FIRST
-#define LATHE_WEIGHTS_EVICT_FIRST 0
-#endif
+// Whether the weights' chunks stream with an L2 evict-first policy (createpolicy), so the 4-8 GB a
+// token reads through the 60 MB L2 are the first lines it gives up, not the activations, the caches
+// or the kernels' code: a format trait's evict_first, true only for lathe_gemv1_q8_0_ef, Q8_0 under
+// another name, whose kernels (_q8_0_ef_) the launchers take where the host asked for it
+// (kernels::set_weights_evict_first, by the model: docs/perf.md, fifteenth and nineteenth sessions).
+// A compile-time choice: the same switch read from a constant at each copy cost qwen3-8b Q8_0 2.5%
+// with it off (nineteenth session), so each form's copies are straight-line code.
 
 // The L2 evict-first policy the weights' copies take where their format's evict_first says so.
 __device__ __forceinline__ unsigned long long lathe_evict_first_policy() {
@@ -187,7 +184,7 @@ __device__ __forceinline__ void lathe_gemv1_words4(unsigned ua, unsigned m, uint
 struct lathe_gemv1_q8_0 {  // d:f16, qs:int8[32]; a piece is a block
   static constexpr int unit_values = 32, unit_bytes = 34, pieces = 1, chunk_units = 64;
   static constexpr bool has_offset = false, two_scales = false;
-  static constexpr bool evict_first = LATHE_WEIGHTS_EVICT_FIRST != 0;  // streamed evict-first (above)
+  static constexpr bool evict_first = false;  // lathe_gemv1_q8_0_ef (below) streams evict-first
   static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int, int sw, uint32_t* q, float& sa,
                                                float& sb, float& offset) {
     lathe_gemv1_words4(ua, m + 2 + 16 * sw, q);
@@ -197,12 +194,17 @@ struct lathe_gemv1_q8_0 {  // d:f16, qs:int8[32]; a piece is a block
   }
 };
 
+// Q8_0 streamed evict-first (above): the kernels named _q8_0_ef_.
+struct lathe_gemv1_q8_0_ef : lathe_gemv1_q8_0 {
+  static constexpr bool evict_first = true;
+};
+
 // Q4_K: piece j is sub-block j; its nibbles are the low (j even) or high halves of qs[32 (j / 2) ..].
 // Units are 144 bytes from a 16-byte aligned base: 16-byte aligned.
 struct lathe_gemv1_q4_k {
   static constexpr int unit_values = 256, unit_bytes = 144, pieces = 8, chunk_units = 16;
   static constexpr bool has_offset = true, two_scales = false;
-  static constexpr bool evict_first = LATHE_WEIGHTS_EVICT_FIRST == 1;
+  static constexpr bool evict_first = false;
   static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int j, int sw, uint32_t* q, float& sa,
                                                float& sb, float& offset) {
     const unsigned u = ua + m;  // m == 0: units are 16-byte aligned
@@ -233,7 +235,7 @@ struct lathe_gemv1_q4_k {
 struct lathe_gemv1_q6_k {
   static constexpr int unit_values = 256, unit_bytes = 210, pieces = 8, chunk_units = 12;
   static constexpr bool has_offset = false, two_scales = true;
-  static constexpr bool evict_first = LATHE_WEIGHTS_EVICT_FIRST == 1;
+  static constexpr bool evict_first = false;
   static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int j, int sw, uint32_t* q, float& sa,
                                                float& sb, float& offset) {
     const int h = j >> 2, kk = j & 3;
@@ -422,7 +424,7 @@ __device__ __forceinline__ int lathe_gemv1_chunk(const uint8_t* w, long long row
   const int head = static_cast<int>(g - g16);
   if (issue) {
     const int n16 = (head + nu * F::unit_bytes + 15) >> 4;
-    lathe_gemv1_cp16_weights<F::evict_first && LATHE_WEIGHTS_EVICT_FIRST != 3>(slot, g16, n16);
+    lathe_gemv1_cp16_weights<F::evict_first>(slot, g16, n16);
   }
   return head;
 }

@@ -243,6 +243,8 @@ __device__ __forceinline__ void lathe_gemv1_body(const uint8_t* w, long long row
 
 LATHE_GEMV1_KERNEL(q8_0, 1, int8)
 LATHE_GEMV1_KERNEL(q8_0, 2, int8x2)
+LATHE_GEMV1_KERNEL(q8_0_ef, 1, int8)
+LATHE_GEMV1_KERNEL(q8_0_ef, 2, int8x2)
 LATHE_GEMV1_KERNEL(q4_k, 1, int8)
 LATHE_GEMV1_KERNEL(q4_k, 2, int8x2)
 LATHE_GEMV1_KERNEL(q6_k, 1, int8)

@@ -117,8 +117,8 @@ bool g_decode_enabled = true;
 
 // Launches the decode kernel when it applies; false otherwise (the caller takes the general one).
 // x_f32: x is the f32 row, quantized by each block (x then unused).
-bool launch_decode_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUdeviceptr x, CUdeviceptr y,
-                        CUstream stream, CUdeviceptr x_f32 = 0) {
+bool launch_decode_gemv(const WeightMatrix& w, Activations a, CUdeviceptr x, CUdeviceptr y, CUstream stream,
+                        CUdeviceptr x_f32 = 0) {
   DecodeGemvLaunch l;
   if (!decode_gemv_launch(w, a, l)) return false;
   int mode = l.mode;
@@ -126,7 +126,7 @@ bool launch_decode_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUd
   int k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out);
   CUdeviceptr wp = w.data;
   int early = decode_early_requests();
-  const std::string name = std::string("lathe_gemv1_") + u.name + "_" + std::string(activations_name(a));
+  const std::string name = std::string("lathe_gemv1_") + dense_kernel_format(w.type) + "_" + std::string(activations_name(a));
   cuda::launch(kernel(name), {l.blocks, 1, 1}, {32 * kDecodeWarps, 1, 1}, static_cast<unsigned>(l.shared_bytes),
                stream, {&wp, &row_bytes, &x, &y, &k, &n_out, &mode, &early, &x_f32}, "launching the decode GEMV");
   return true;
@@ -206,7 +206,7 @@ bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CU
   if (!u || w.n_expert != 1 || a == Activations::f32 || w.k % 128 != 0) return false;  // whole warps of blocks
   if (w.k > g_quantizing_row_max_k) return false;
   LATHE_CHECK(x % 16 == 0 && y % 4 == 0);
-  return launch_decode_gemv(w, *u, a, 0, y, stream, x);
+  return launch_decode_gemv(w, a, 0, y, stream, x);
 }
 
 void set_decode_gemv_enabled(bool enabled) { g_decode_enabled = enabled; }
@@ -257,7 +257,7 @@ void gemv(const WeightMatrix& w, Activations a, CUdeviceptr x, int64_t n_rows, C
   if (n_rows < 1 || n_rows > 8) fail("GEMV: {} rows; the decode product takes 1 to 8 (use matmul)", n_rows);
   LATHE_CHECK(w.n_expert == 1);
   LATHE_CHECK(x % 16 == 0 && y % 4 == 0);
-  if (n_rows == 1 && launch_decode_gemv(w, u, a, x, y, stream)) return;
+  if (n_rows == 1 && launch_decode_gemv(w, a, x, y, stream)) return;
   launch_gemv(w, u, a, x, n_rows, n_rows, 1, nullptr, y, stream);
 }
 

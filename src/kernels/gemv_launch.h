@@ -65,6 +65,14 @@ bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CU
 // measurements; not thread-safe against concurrent calls.
 int64_t set_quantizing_row_max_k(int64_t k);
 
+// Whether the dense decode products stream Q8_0 weights with an L2 evict-first policy (their _q8_0_ef_
+// kernels, decode_stream.h's dense_kernel_format; default false): for the launches made from now on (a
+// graph captured before keeps the kernels it captured). Results do not change, only what L2 keeps.
+// The mixture's and the router epilogue's kernels stream plainly either way. Not thread-safe against
+// concurrent launches.
+void set_weights_evict_first(bool on);
+bool weights_evict_first();
+
 // Whether gemv may take the decode kernel (default true); false forces the general kernel, for
 // measurements and tests that compare the two. Not thread-safe against concurrent gemv calls.
 void set_decode_gemv_enabled(bool enabled);

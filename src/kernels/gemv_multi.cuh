@@ -446,6 +446,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   LATHE_GEMVM_KERNEL(NAME, FA, FB, 2, int8x2)
 
 LATHE_GEMVM_CONTRACTS(q8_0, q8_0, q8_0)
+LATHE_GEMVM_CONTRACTS(q8_0_ef, q8_0_ef, q8_0_ef)
 LATHE_GEMVM_CONTRACTS(q4_k, q4_k, q4_k)
 LATHE_GEMVM_CONTRACTS(q6_k, q6_k, q6_k)
 LATHE_GEMVM_CONTRACTS(q4_k_q6_k, q4_k, q6_k)

@@ -41,7 +41,7 @@ KernelChoice choose_kernel(const WeightMatrix* w, int n, Activations a) {
   const std::string contract(activations_name(a));
   if (all_same) {
     c.b_mask = 0;
-    c.name = std::string("lathe_gemvm_") + decode_format(w[0].type)->name + "_" + contract;
+    c.name = std::string("lathe_gemvm_") + dense_kernel_format(w[0].type) + "_" + contract;
   } else if (q4k_q6k) {
     c.name = "lathe_gemvm_q4_k_q6_k_" + contract;
   }

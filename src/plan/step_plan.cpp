@@ -250,6 +250,7 @@ StepPlan::StepPlan(const graph::Graph& g, const DeviceModel& model, const PlanOp
   const bool attends = std::any_of(g.nodes.begin(), g.nodes.end(),
                                    [](const graph::Node& n) { return n.kind == lang::OpKind::attention; });
   long_from_ = g.rows == 1 && attends ? std::max<int64_t>(0, options.long_from) : 0;
+  long_granule_ = options.long_granule;
   Builder b(g, model, options, *this);
   b.assign_storage();
   b.place();
@@ -360,7 +361,9 @@ size_t StepPlan::estimate_bytes(const graph::Graph& g, const CacheShape& caches)
       const graph::Tensor& q = g.tensor(n.args[0].tensor);
       const kernels::AttentionShape shape{q.shape[0], q.shape[1], caches.n_head_kv, q.shape[2], caches.n_ctx, caches.n_ctx};
       const int64_t blocks = 512;  // more than twice the SMs of any card the kernels size for
-      bytes = static_cast<int64_t>(kernels::plan_attention_split(shape, {}, blocks).workspace_bytes);
+      // The finest granule (16 slots: a long form's) splits the most.
+      bytes = static_cast<int64_t>(std::max(kernels::plan_attention_split(shape, {}, blocks).workspace_bytes,
+                                            kernels::plan_attention_split(shape, {}, blocks, 16).workspace_bytes));
       if (shape.rows <= caches.n_ctx)  // the flash prefill takes a chunk that fits the cache
         bytes = std::max(bytes, static_cast<int64_t>(kernels::plan_prefill_split(shape, {}, blocks).workspace_bytes));
     } else if (n.kind == lang::OpKind::mixture) {

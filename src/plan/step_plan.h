@@ -38,6 +38,14 @@ struct PlanOptions {
   // product that makes them and the argmax run on that row alone (the other rows' are not written).
   bool last_row_outputs = false;
   int64_t long_from = 0;  // > 0: a decode step's short and long forms split at this position (above)
+  // The long form's split lengths are multiples of this many slots (kernels::plan_attention_split's
+  // granule; 0: the one form's, 128). With the merge in a launch of its own, shorter splits add no
+  // merging block's work, and 16 keeps every split's block busy just past a multiple of the splits:
+  // qwen3-8b Q8_0 +0.7-1.1% at 4,096 of context, and the long form then pays on qwen3-0.6b too (+2.8%
+  // at 1,024, +4.5% at 4,096; docs/perf.md, eighteenth and nineteenth sessions). The
+  // long form then adds its partials in another grouping than the one form: equal within the
+  // contract, not bit for bit (128 gives the one form's bits).
+  int64_t long_granule = 16;
 };
 
 struct Launch {
@@ -88,6 +96,7 @@ class StepPlan {
  private:
   int64_t rows_ = 1;
   int64_t long_from_ = 0;  // 0: the one form
+  int64_t long_granule_ = 0;  // the long form's split granule (PlanOptions::long_granule)
   StepForm form_ = StepForm::any_position;
   fuse::FusionPlan fusion_;
   std::vector<Launch> launches_;

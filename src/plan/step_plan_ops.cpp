@@ -187,8 +187,12 @@ std::vector<int> StepPlan::Builder::scratch_for_kernels(int gi) {
                             m.cache_shape().n_ctx, m.cache_shape().n_ctx};
     k::AttentionOptionsGpu opt;
     opt.window = static_cast<int64_t>(number(n, ModKind::window, 0));
+    // The long form's splits may be more than the one form's (a shorter granule): room for either.
     const size_t bytes = flash_prefill(n) ? k::plan_prefill_split(shape, opt).workspace_bytes
-                                          : k::plan_attention_split(shape, opt).workspace_bytes;
+                         : p.long_from_ > 0
+                             ? std::max(k::plan_attention_split(shape, opt).workspace_bytes,
+                                        k::plan_attention_split(shape, opt, 0, p.long_granule_).workspace_bytes)
+                             : k::plan_attention_split(shape, opt).workspace_bytes;
     out.push_back(scratch(gi, static_cast<int64_t>(bytes)));
     // One set of tickets serves every layer: each launch leaves them zero, and the launches run in
     // order on one stream (a programmatic launch waits for the kernel before it).
@@ -265,11 +269,12 @@ StepPlan::Builder::AttentionLaunch StepPlan::Builder::attention_launch(const gra
   at.pos = n.find(ModKind::up_to) ? ptr(n.find(ModKind::up_to)->args[0].tensor) : input_ptr(lang::ValueKind::positions);
   at.ws = scratch_ptr(gi, 0);
   if (!flash_prefill(n)) {
-    at.split = at.split_short = k::plan_attention_split(at.shape, at.opt);
+    at.split = at.split_short = at.split_long = k::plan_attention_split(at.shape, at.opt);
     if (p.long_from_ > 0) {
       k::AttentionShape s = at.shape;
       s.max_visible = std::min(p.long_from_, s.n_ctx);
       at.split_short = k::plan_attention_split(s, at.opt);
+      at.split_long = k::plan_attention_split(at.shape, at.opt, 0, p.long_granule_);
     }
     at.tickets = p.tickets_.ptr();  // the splits merged by the last of them (the long form: by a launch)
   }
@@ -279,8 +284,9 @@ StepPlan::Builder::AttentionLaunch StepPlan::Builder::attention_launch(const gra
 // What a decode attention does in the plan's range forms, for its launch's description.
 std::string StepPlan::Builder::forms_note(const AttentionLaunch& at) const {
   if (p.long_from_ <= 0) return "";
-  return fmt::format(" (below position {}: {} splits; from it: merged by a launch of their own)", p.long_from_,
-                     at.split_short.n_split);
+  return fmt::format(" (below position {}: {} splits; from it: {} splits of {}-slot granules, merged by a launch of "
+                     "their own)",
+                     p.long_from_, at.split_short.n_split, at.split_long.n_split, at.split_long.split_len);
 }
 
 void StepPlan::Builder::emit(int gi) {

@@ -71,10 +71,11 @@ struct StepPlan::Builder {
     kernels::AttentionOptionsGpu opt;
     kernels::AttentionSplit split;        // for every position (n_ctx visible slots)
     kernels::AttentionSplit split_short;  // StepForm::short_positions' (long_from visible slots)
+    kernels::AttentionSplit split_long;   // StepForm::long_positions' (by PlanOptions::long_granule)
     CUdeviceptr out = 0, q = 0, kc = 0, vc = 0, seqs = 0, pos = 0, ws = 0, tickets = 0;
     // The split and the tickets (0: the merge kernel) of the step's form.
     const kernels::AttentionSplit& split_in(StepForm f) const {
-      return f == StepForm::short_positions ? split_short : split;
+      return f == StepForm::short_positions ? split_short : f == StepForm::long_positions ? split_long : split;
     }
     CUdeviceptr tickets_in(StepForm f) const { return f == StepForm::long_positions ? 0 : tickets; }
   };

@@ -1,6 +1,7 @@
 #include "runtime/gpu_engine.h"
 
 #include "kernels/attention_launch.h"
+#include "kernels/gemv_launch.h"
 #include "lang/program.h"
 #include "model/model_spec.h"
 
@@ -31,13 +32,29 @@ GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : fi
     if (*end != '\0' || v < 0) fail("LATHE_ATTN_MERGE_FROM must be a position (0: one decode form), not '{}'", env);
     options_.long_from = v;
   }
+  if (const char* env = std::getenv("LATHE_ATTN_LONG_GRANULE"); env && *env) {
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (*end != '\0' || v <= 0 || v % 16 != 0)
+      fail("LATHE_ATTN_LONG_GRANULE must be a positive multiple of 16 slots, not '{}'", env);
+    options_.long_granule = v;
+  }
+  if (options_.long_granule <= 0 || options_.long_granule % 16 != 0)
+    fail("the long form's split granule must be a positive multiple of 16 slots, not {}", options_.long_granule);
+  if (const char* env = std::getenv("LATHE_WEIGHTS_EVICT_FIRST"); env && *env) {
+    if (std::string(env) != "0" && std::string(env) != "1")
+      fail("LATHE_WEIGHTS_EVICT_FIRST must be 0 or 1, not '{}'", env);
+    options_.weights_evict_first = env[0] - '0';
+  }
   if (options_.persistent && options_.long_from > 0)
     fail("a decode step's long form from position {} (--merge-from, LATHE_ATTN_MERGE_FROM) needs the graph of "
          "kernels: the persistent step runs one form for every position",
          options_.long_from);
   options_.max_chunk = std::min(options_.max_chunk, options_.n_ctx);  // a chunk never exceeds the cache
   const ModelSpec spec = read_model_spec(file);
-  if (options_.long_from < 0) options_.long_from = spec.n_embd >= 2048 ? kernels::attention_first_split_position() : 0;
+  if (options_.long_from < 0) options_.long_from = kernels::attention_first_split_position();
+  if (options_.weights_evict_first < 0) options_.weights_evict_first = spec.n_expert == 0 ? 1 : 0;
+  if (options_.persistent) options_.weights_evict_first = 0;  // its phases are the plain products' bodies
   n_vocab_ = spec.n_vocab;
   program_ = model_program(file, spec, options_.n_ctx, options_.program_file);
   fuse::check_rule_names(options_.held);
@@ -77,6 +94,7 @@ plan::StepPlan& GpuEngine::mutable_plan(int64_t rows, bool last_row_outputs) {
   po.last_row_outputs = last_row_outputs;
   // The persistent step collects one set of launches for every position: the one form.
   po.long_from = options_.persistent ? 0 : options_.long_from;
+  po.long_granule = options_.long_granule;
   return *plans_.emplace(std::make_pair(rows, last_row_outputs), std::make_unique<plan::StepPlan>(g, *model_, po))
               .first->second;
 }
@@ -85,6 +103,7 @@ void GpuEngine::synchronize() { stream_->synchronize(); }
 
 std::vector<std::pair<std::string, double>> GpuEngine::profile(int64_t rows, int reps) {
   plan::StepPlan& p = mutable_plan(rows, true);
+  kernels::set_weights_evict_first(options_.weights_evict_first == 1);
   std::vector<int32_t> t(static_cast<size_t>(rows), 1), pos(static_cast<size_t>(rows)), seq(static_cast<size_t>(rows), 0);
   for (int64_t r = 0; r < rows; ++r) pos[static_cast<size_t>(r)] = static_cast<int32_t>(r);
   p.set_inputs(t, pos, seq, stream_->handle());
@@ -119,6 +138,7 @@ void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start, bool la
   // Programmatic dependent launch pays for the decode step's chain of small kernels (qwen3-8b Q8_0
   // tg128 223 -> 248 tok/s) and costs a prefill chunk's large ones (pp512 1363 -> 1176): docs/perf.md.
   cuda::set_programmatic_launch(rows <= 8);
+  kernels::set_weights_evict_first(options_.weights_evict_first == 1);  // (the launchers': this engine's choice)
   if (rows == 1 && options_.persistent && !persistent_)
     persistent_ = std::make_unique<PersistentStep>(p, options_.activations, PersistentOptions::from_environment(),
                                                    stream_->handle());

@@ -30,12 +30,20 @@ struct GpuEngineOptions {
   bool persistent = false;
   // The position from which a decode step takes its long form (plan::StepForm: the attention's splits
   // merged by a launch of their own), below which its short form; one graph each. 0: one form for
-  // every position (the last split's block merges). LATHE_ATTN_MERGE_FROM=N sets it. -1: by the model:
-  // from the first position whose rows split (128) where the model is 2,048 wide or more, where the
-  // products around the attention load the memory enough that the in-block merge's round trips cost
-  // more than a launch (qwen3-8b, qwen3-30b-a3b); one form for narrower ones (qwen3-0.6b: the launch
-  // costs more). docs/perf.md, eighteenth session.
+  // every position (the last split's block merges). LATHE_ATTN_MERGE_FROM=N sets it. -1: from the
+  // first position whose rows split (128). With splits by 128 slots the long form paid only on models
+  // 2,048 wide or more (eighteenth session); by 16-slot granules (long_granule) it pays on qwen3-0.6b
+  // too: +2.8% at 1,024 of context, +4.5% at 4,096, even at 16 (docs/perf.md, nineteenth session).
   int64_t long_from = -1;
+  // The long form's split granule in slots (plan::PlanOptions::long_granule: 16; 128 gives the one
+  // form's bits); LATHE_ATTN_LONG_GRANULE=N sets it.
+  int64_t long_granule = 16;
+  // Whether the dense decode products stream Q8_0 weights evict-first from L2 (kernels::
+  // set_weights_evict_first), keeping the caches, activations and code there; also
+  // LATHE_WEIGHTS_EVICT_FIRST=0/1. -1: by the model, on for dense models (qwen3-8b Q8_0 +1.8% at
+  // 4,096 of context, qwen3-0.6b +1.5%) and off for mixtures (qwen3-30b-a3b -1.5% at 4,096):
+  // docs/perf.md, nineteenth session. Off under `persistent` (its phases stream plainly).
+  int weights_evict_first = -1;
 };
 
 class GpuEngine : public Engine {
