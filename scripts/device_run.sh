@@ -251,7 +251,11 @@
 #           in one form, and qwen3-30b-a3b (plain, as before) at 16 and 4,096
 #   c5      (with the stamped library) qwen3-8b q8_0 and qwen3-0.6b at 16 by default and with the long
 #           form at every position (--merge-from 1: splits by 16 slots where rows are short), alternated;
-#           the stamps of qwen3-8b q8_0 at 4,096 of context in the landed default
+#           the stamps of qwen3-8b q8_0 at 4,096 of context in the landed default; qwen3-30b-a3b at 4,096
+#           with the evict-first kernels (now only its attention's q/k/v take them) and without
+#   c6      (prepare with PREP_DEFINES="-DLATHE_ATTD_MERGE_WAIT_FIRST=1") the merge kernel reading the
+#           row's position before its programmatic-launch wait: the attention and forms tests, tg128 at
+#           4,096 of context of qwen3-8b q8_0, qwen3-30b-a3b and qwen3-0.6b with it and as before, alternated
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -973,7 +977,24 @@ for part in "$@"; do
         echo "== qwen3-0.6b q8_0 ${m:-default}"; tg_short $g $m
       done
     done
-    stamped c5-8b-d4096 $f -p 0 -n 128 -d 4096 -r 1 --ctx 4608 ;;
+    stamped c5-8b-d4096 $f -p 0 -n 128 -d 4096 -r 1 --ctx 4608
+    rm -f $f
+    h=$(synth qwen3-30b-a3b q8_0)
+    for rep in 1 2; do
+      for v in "" "LATHE_WEIGHTS_EVICT_FIRST=1"; do echo "== qwen3-30b-a3b d4096 ${v:-default}"; with_env "$v" tg_at $h 4096; done
+    done ;;
+  c6)  # the merge kernel's position read before its wait (see the list above)
+    gpu_tests test_gpu_attention_gpu
+    echo "== lane"; timeout 300 $C/test_gpu_lane_gpu --gtest_filter='*DecodeForms*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -4
+    wf="LATHE_KERNEL_DEFINES=-DLATHE_ATTD_MERGE_WAIT_FIRST=1"
+    f=$(synth qwen3-8b q8_0); h=$(synth qwen3-30b-a3b q8_0); g=$(synth qwen3-0.6b q8_0)
+    for rep in 1 2; do
+      for v in "" "$wf"; do
+        echo "== qwen3-8b q8_0 d4096 ${v:-default}"; with_env "$v" tg_at $f 4096
+        echo "== qwen3-30b-a3b d4096 ${v:-default}"; with_env "$v" tg_at $h 4096
+        echo "== qwen3-0.6b d4096 ${v:-default}"; with_env "$v" tg_at $g 4096
+      done
+    done ;;
   b4)  # the merge kernel's one round trip (see the list above)
     gpu_tests test_gpu_attention_gpu test_persistent_step_gpu
     echo "== lane"; timeout 400 $C/test_gpu_lane_gpu --gtest_filter='*DecodeForms*:*NormEpilogue*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|decode at" | head -20

@@ -484,6 +484,12 @@ ATTD_DECODE_ENTRY(128, 8, lathe_attn_decode_128_w8)
 // ATTD_MERGE_BATCH splits' loads in flight at once: the last split's block's arithmetic, so the same
 // bits. With qout (not null) the merged rows' int8 form too (attd_quantize_out, q_words and q_rows as
 // the decode kernel's): no quantizer after it.
+// The row's position (a step input, in place before the step's first kernel) and the sink (a
+// constant) are read before the programmatic-launch wait, so only the partials' loads follow it;
+// LATHE_ATTD_MERGE_WAIT_FIRST=1 (LATHE_KERNEL_DEFINES, a measuring knob) waits first, as before.
+#ifndef LATHE_ATTD_MERGE_WAIT_FIRST
+#define LATHE_ATTD_MERGE_WAIT_FIRST 0
+#endif
 #define ATTD_MERGE_BATCH 16
 #define ATTD_MERGE_MAX_THREADS 64  // d 256
 extern "C" __global__ void __launch_bounds__(ATTD_MERGE_MAX_THREADS)
@@ -491,18 +497,19 @@ extern "C" __global__ void __launch_bounds__(ATTD_MERGE_MAX_THREADS)
                      const int* __restrict__ positions, float* __restrict__ out, int n_head, int d,
                      int window, int split_min, int n_split, const float* __restrict__ sinks,
                      int8_t* __restrict__ qout, int q_words, int q_rows) {
-  lathe_pdl_entry();
+  if (LATHE_ATTD_MERGE_WAIT_FIRST) lathe_pdl_entry();
   const int h = blockIdx.x, row = blockIdx.y, tid = threadIdx.x;
-  const int pos = positions[row];  // positions and sequences are the step's inputs: read before any wait
+  const int pos = positions[row];
   const int first = window > 0 ? max(0, pos - window + 1) : 0;
   const int visible = pos - first + 1;
   const int len = attd_split_len(visible, n_split, split_min);
   const int used = min(n_split, (visible + len - 1) / len);
-  if (used <= 1) return;  // the decode block wrote this row
+  if (used <= 1) return;  // the decode block wrote this row (a block that exits lets the next kernel launch)
   const long long head_row = (long long)row * n_head + h;
   const bool mine = tid < d / 4;
   const int dim = mine ? 4 * tid : 0;
   const float sk = sinks ? sinks[h] * ATTD_LOG2E : ATTD_NEG_INF;
+  if (!LATHE_ATTD_MERGE_WAIT_FIRST) lathe_pdl_entry();  // the splits' partials are the attention's
   const float4 r = attd_merge_dims<ATTD_MERGE_BATCH>(part_ml + head_row * n_split, part_o + head_row * n_split * d + dim,
                                                      d, used, sk, sinks != nullptr);
   if (mine) *reinterpret_cast<float4*>(out + head_row * d + dim) = r;
