@@ -28,7 +28,6 @@ bool g_weights_evict_first = false;
 }  // namespace
 
 void set_weights_evict_first(bool on) { g_weights_evict_first = on; }
-bool weights_evict_first() { return g_weights_evict_first; }
 
 const char* dense_kernel_format(GgmlType t) {
   if (t == GgmlType::Q8_0 && g_weights_evict_first) return "q8_0_ef";

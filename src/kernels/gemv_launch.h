@@ -71,7 +71,6 @@ int64_t set_quantizing_row_max_k(int64_t k);
 // The mixture's and the router epilogue's kernels stream plainly either way. Not thread-safe against
 // concurrent launches.
 void set_weights_evict_first(bool on);
-bool weights_evict_first();
 
 // Whether gemv may take the decode kernel (default true); false forces the general kernel, for
 // measurements and tests that compare the two. Not thread-safe against concurrent gemv calls.
