@@ -21,8 +21,9 @@ scripts/device_libs.sh build-dev/devlibs $B/lathe build-dev/carry/test_*_gpu >/d
 # sources and defines did not change is a hit, seconds instead of minutes on 2 cores); the cubins
 # this run names are copied to build-dev/kcache, which is what is carried.
 rm -rf build-dev/kcache && mkdir -p build-dev/kcache build-dev/kcache-all
+# (tee -a: where stderr is a file, a plain tee would open it again from its start, overwriting the log.)
 kernels() {  # VAR=VALUE... for the compile
-  env "$@" LATHE_CACHE_DIR=build-dev/kcache-all $B/lathe kernels --arch sm_90 2>&1 | tee /dev/stderr |
+  env "$@" LATHE_CACHE_DIR=build-dev/kcache-all $B/lathe kernels --arch sm_90 2>&1 | tee -a /dev/stderr |
     sed -n 's/.*: \(build-dev\/kcache-all\/[0-9a-f]*\.cubin\).*/\1/p' | xargs -r cp -t build-dev/kcache/
 }
 kernels
