@@ -82,6 +82,7 @@ AttentionSplit plan_attention_split(const AttentionShape& shape, const Attention
 }
 
 int64_t attention_first_split_position() { return kGranule; }
+int64_t attention_chunk_slots() { return kChunk; }
 
 size_t attention_ticket_bytes(const AttentionShape& shape) {
   return static_cast<size_t>(std::max<int64_t>(1, shape.rows * shape.n_head_kv * head_sets(shape))) * sizeof(int);

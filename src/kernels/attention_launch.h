@@ -89,6 +89,8 @@ size_t attention_ticket_bytes(const AttentionShape& shape);
 // The first position whose row reads more than one split (the splits' granule): below it the
 // decode attention never merges.
 int64_t attention_first_split_position();
+// The slots a warp of the decode kernel takes a step (ATTD_CHUNK): a split granule is a multiple of it.
+int64_t attention_chunk_slots();
 
 // Warps a block of the decode kernel for head sizes <= 128: 8 by default, or 4 (LATHE_ATTN_WARPS=4,
 // read once). The splits are the same; 4 warps take a block's chunks in other turns, so the sums are

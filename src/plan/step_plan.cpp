@@ -361,9 +361,10 @@ size_t StepPlan::estimate_bytes(const graph::Graph& g, const CacheShape& caches)
       const graph::Tensor& q = g.tensor(n.args[0].tensor);
       const kernels::AttentionShape shape{q.shape[0], q.shape[1], caches.n_head_kv, q.shape[2], caches.n_ctx, caches.n_ctx};
       const int64_t blocks = 512;  // more than twice the SMs of any card the kernels size for
-      // The finest granule (16 slots: a long form's) splits the most.
+      // The finest granule (one chunk: a long form's may be that fine) splits the most.
+      const int64_t finest = kernels::attention_chunk_slots();
       bytes = static_cast<int64_t>(std::max(kernels::plan_attention_split(shape, {}, blocks).workspace_bytes,
-                                            kernels::plan_attention_split(shape, {}, blocks, 16).workspace_bytes));
+                                            kernels::plan_attention_split(shape, {}, blocks, finest).workspace_bytes));
       if (shape.rows <= caches.n_ctx)  // the flash prefill takes a chunk that fits the cache
         bytes = std::max(bytes, static_cast<int64_t>(kernels::plan_prefill_split(shape, {}, blocks).workspace_bytes));
     } else if (n.kind == lang::OpKind::mixture) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 namespace lathe {
 
@@ -22,25 +23,28 @@ graph::Graph lift_cut(const GgufFile& file, const ModelProgram& program, int64_t
                      });
 }
 
+namespace {
+// A whole number >= 0 from the environment, or none where the variable is unset or empty.
+std::optional<int64_t> env_count(const char* name) {
+  const char* env = std::getenv(name);
+  if (!env || !*env) return std::nullopt;
+  char* end = nullptr;
+  const long long v = std::strtoll(env, &end, 10);
+  if (*end != '\0' || v < 0) fail("{} must be a whole number of 0 or more, not '{}'", name, env);
+  return v;
+}
+}  // namespace
+
 GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : file_(file), options_(options) {
   if (options_.n_ctx <= 0) fail("--ctx must be positive");
   if (options_.max_chunk <= 0) fail("--max-chunk must be positive");
   if (const char* env = std::getenv("LATHE_PERSISTENT"); env && *env) options_.persistent = std::string(env) != "0";
-  if (const char* env = std::getenv("LATHE_ATTN_MERGE_FROM"); env && *env) {
-    char* end = nullptr;
-    const long long v = std::strtoll(env, &end, 10);
-    if (*end != '\0' || v < 0) fail("LATHE_ATTN_MERGE_FROM must be a position (0: one decode form), not '{}'", env);
-    options_.long_from = v;
-  }
-  if (const char* env = std::getenv("LATHE_ATTN_LONG_GRANULE"); env && *env) {
-    char* end = nullptr;
-    const long long v = std::strtoll(env, &end, 10);
-    if (*end != '\0' || v <= 0 || v % 16 != 0)
-      fail("LATHE_ATTN_LONG_GRANULE must be a positive multiple of 16 slots, not '{}'", env);
-    options_.long_granule = v;
-  }
-  if (options_.long_granule <= 0 || options_.long_granule % 16 != 0)
-    fail("the long form's split granule must be a positive multiple of 16 slots, not {}", options_.long_granule);
+  if (const auto v = env_count("LATHE_ATTN_MERGE_FROM")) options_.long_from = *v;
+  if (const auto v = env_count("LATHE_ATTN_LONG_GRANULE")) options_.long_granule = *v;
+  const int64_t slots = kernels::attention_chunk_slots();
+  if (options_.long_granule <= 0 || options_.long_granule % slots != 0)
+    fail("the long form's split granule (LATHE_ATTN_LONG_GRANULE) must be a positive multiple of {} slots, not {}",
+         slots, options_.long_granule);
   if (const char* env = std::getenv("LATHE_WEIGHTS_EVICT_FIRST"); env && *env) {
     if (std::string(env) != "0" && std::string(env) != "1")
       fail("LATHE_WEIGHTS_EVICT_FIRST must be 0 or 1, not '{}'", env);

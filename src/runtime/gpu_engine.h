@@ -40,9 +40,9 @@ struct GpuEngineOptions {
   int64_t long_granule = 16;
   // Whether the dense decode products stream Q8_0 weights evict-first from L2 (kernels::
   // set_weights_evict_first), keeping the caches, activations and code there; also
-  // LATHE_WEIGHTS_EVICT_FIRST=0/1. -1: by the model, on for dense models (qwen3-8b Q8_0 +1.8% at
-  // 4,096 of context, qwen3-0.6b +1.5%) and off for mixtures (qwen3-30b-a3b -1.5% at 4,096):
-  // docs/perf.md, nineteenth session. Off under `persistent` (its phases stream plainly).
+  // LATHE_WEIGHTS_EVICT_FIRST=0/1. -1: by the model, on for dense models (qwen3-8b Q8_0 +1.1-1.8% at
+  // 4,096 of context, even at 16) and off for mixtures (qwen3-30b-a3b: -1.5% or +0.4% at 4,096, by the
+  // form measured): docs/perf.md, nineteenth session. Off under `persistent` (its phases stream plainly).
   int weights_evict_first = -1;
 };
 
