@@ -256,6 +256,12 @@
 #   c6      (prepare with PREP_DEFINES="-DLATHE_ATTD_MERGE_WAIT_FIRST=1") the merge kernel reading the
 #           row's position before its programmatic-launch wait: the attention and forms tests, tg128 at
 #           4,096 of context of qwen3-8b q8_0, qwen3-30b-a3b and qwen3-0.6b with it and as before, alternated
+#   d1      2026-12-02's twentieth session: the products after the attention asking for their whole
+#           ring before the wait (LATHE_FILLS_AFTER_ATTENTION): the GEMV and lane tests, the checks,
+#           tg128 of every target with 0, 2 and 3 fills, alternated, and at 4,096 of context
+#   d2      (with the stamped library) the router tail of qwen3-30b-a3b's o product stamped inside (its last
+#           block: counted, parts in, picks), qwen3-8b q8_0 stamped at 16; the 30B's short rows split
+#           too (--merge-from 1) against the default, alternated
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -983,6 +989,40 @@ for part in "$@"; do
     for rep in 1 2; do
       for v in "" "LATHE_WEIGHTS_EVICT_FIRST=1"; do echo "== qwen3-30b-a3b d4096 ${v:-default}"; with_env "$v" tg_at $h 4096; done
     done ;;
+  d1)  # the products after the attention with their whole ring asked for before the wait (see the list above)
+    echo "== gemv"; timeout 200 $C/test_gemv_gpu --gtest_filter='GemvGpu.DecodeKernelMatchesCpu' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6
+    echo "== lane"; timeout 300 $C/test_gpu_lane_gpu --gtest_filter='*FillsAfterAttention*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|fills after" | head -12
+    f=$(synth qwen3-8b q8_0); g=$(synth qwen3-0.6b q8_0); h=$(synth qwen3-30b-a3b q8_0)
+    echo "== check qwen3-8b q8_0, 3 fills"; LATHE_FILLS_AFTER_ATTENTION=3 timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    for rep in 1 2; do
+      for n in 0 3 2; do
+        v="LATHE_FILLS_AFTER_ATTENTION=$n"
+        echo "== qwen3-8b q8_0 $v"; with_env "$v" tg_short $f
+        echo "== qwen3-0.6b q8_0 $v"; with_env "$v" tg_short $g
+        echo "== qwen3-30b-a3b q8_0 $v"; with_env "$v" tg_short $h
+      done
+    done
+    for n in 0 3; do
+      v="LATHE_FILLS_AFTER_ATTENTION=$n"
+      echo "== qwen3-8b q8_0 d4096 $v"; with_env "$v" tg_at $f 4096
+      echo "== qwen3-30b-a3b d4096 $v"; with_env "$v" tg_at $h 4096
+    done
+    rm -f $f $h
+    for spec in "llama3-8b q8_0" "qwen3-8b q4_k_m"; do
+      set -- $spec; f=$(synth $1 $2)
+      for n in 0 3 0 3; do v="LATHE_FILLS_AFTER_ATTENTION=$n"; echo "== $1 $2 $v"; with_env "$v" tg_short $f; done
+      rm -f $f
+    done ;;
+  d2)  # the 30B's router tail stamped, the 8B stamped at 16, the 30B's rows split at 16 (see the list above)
+    h=$(synth qwen3-30b-a3b q8_0)
+    stamped d2-30b-16 $h -p 16 -n 128 -r 1
+    for rep in 1 2; do
+      for m in "" "--merge-from 1"; do echo "== qwen3-30b-a3b q8_0 ${m:-default}"; tg_short $h $m; done
+      echo "== qwen3-30b-a3b q8_0 LATHE_ATTN_WARPS=4"; with_env "LATHE_ATTN_WARPS=4" tg_short $h
+    done
+    rm -f $h
+    f=$(synth qwen3-8b q8_0)
+    stamped d2-8b-16 $f -p 16 -n 128 -r 1 ;;
   c6)  # the merge kernel's position read before its wait (see the list above)
     gpu_tests test_gpu_attention_gpu
     echo "== lane"; timeout 300 $C/test_gpu_lane_gpu --gtest_filter='*DecodeForms*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -4

@@ -18,6 +18,10 @@ The mixture's router stamps too (its row: n_out = the experts, k = the row's wid
 x in place -> the block's sums written, and `stream` those -> the block's end (the cluster barrier or
 the count, and in the block that picks, the top k).
 
+The router in o's epilogue adds a table: its last block's time from the others' median end until it
+knows it is last (every block's count in), then until every part is in its shared memory, then to its
+end (the sums, the top k, x's int8 form).
+
 The decode attention stamps too (its row: n_out = the query heads, k = the head size), and a table of
 its own phases after the products' (medians over its launches of the median block, us): entry to
 wait; the prologue (rope and the cache append); warp 0's first chunk landed after it; its chunks'
@@ -95,6 +99,19 @@ def main(path):
         vals = " ".join(f"{med(d[c]) / 1000:8.2f}" if d[c] else f"{'-':>8}" for c in cols)
         label = f"{shape[0]:>7} x {shape[1]:<6}" if shape[1] >= 512 else f"{'attn ' + str(shape[0]) + 'x' + str(shape[1]):>16}"
         print(f"{label} {len(d['blocks']):>8} {med(d['blocks']):>6} {vals}")
+    # The router in o's epilogue (moe_route_epilogue.cuh): only its last block stamps xb (it knows it
+    # is last: every block's parts counted) and xc (every part, s and w in its shared memory).
+    route = []
+    for L in launches:
+        lasts = [r for r in L if r["xc"] > 0 and r["xb"] > 0]
+        if len(L) > 1 and len(lasts) == 1 and all(r["xc"] <= 0 for r in L if r is not lasts[0]):
+            r = lasts[0]
+            others = med([q["end"] for q in L if q is not r])
+            route.append((r["xb"] - others, r["xc"] - r["xb"], r["end"] - r["xc"], r["end"] - others))
+    if route:
+        print(f"{'router tail':>16} {'counted':>9} {'parts in':>9} {'picks':>9} {'tail':>9}  (the last block, after"
+              " the others' median end)")
+        print(f"{len(route):>16} " + " ".join(f"{med([t[i] for t in route]) / 1000:9.2f}" for i in range(4)))
     attention = [L for L in launches if L[0]["k"] < 512]
     if attention:
         phases = [("entry", "wait", "to wait"), ("wait", "x", "prologue"), ("x", "first", "landed"),
