@@ -262,6 +262,12 @@
 #   d2      (with the stamped library) the router tail of qwen3-30b-a3b's o product stamped inside (its last
 #           block: counted, parts in, picks), qwen3-8b q8_0 stamped at 16; the 30B's short rows split
 #           too (--merge-from 1) against the default, alternated
+#   d3      (with the stamped library) the router's tail in a block of its own, its code run dry before
+#           the wait (LATHE_ROUTE_TAIL_BLOCK=1, the default, against 0): the router epilogue's, mixture's
+#           and lane's tests, the checks of qwen3moe-tiny and the 30B, the 30B stamped, and its tg128
+#           at 16 and 4,096 in both forms, alternated (the code on branch wip/route-tail-block)
+#   d4      (with the stamped library) the last block's router tail stamped inside (the parts added, the
+#           keys, thread 0's pick, the end) on qwen3-30b-a3b
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1023,6 +1029,21 @@ for part in "$@"; do
     rm -f $h
     f=$(synth qwen3-8b q8_0)
     stamped d2-8b-16 $f -p 16 -n 128 -r 1 ;;
+  d3)  # the router's tail in a block of its own (see the list above)
+    gpu_tests test_route_epilogue_gpu test_moe_gpu
+    echo "== route"; timeout 200 $C/test_route_epilogue_gpu 2>&1 | grep -E "cases within"
+    echo "== lane"; timeout 300 $C/test_gpu_lane_gpu --gtest_filter='*RouterEpilogue*:*Mixture*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|router in" | head -8
+    checks "qwen3moe-tiny q8_0"
+    h=$(synth qwen3-30b-a3b q8_0)
+    echo "== check qwen3-30b-a3b q8_0"; timeout 90 $L check $h --steps 8 2>&1 | tail -3
+    echo "== check qwen3-30b-a3b q8_0 LATHE_ROUTE_TAIL_BLOCK=0"; LATHE_ROUTE_TAIL_BLOCK=0 timeout 90 $L check $h --steps 8 2>&1 | tail -2 | head -1
+    stamped d3-30b-16 $h -p 16 -n 128 -r 1
+    for rep in 1 2; do
+      for v in "LATHE_ROUTE_TAIL_BLOCK=1" "LATHE_ROUTE_TAIL_BLOCK=0"; do echo "== qwen3-30b-a3b q8_0 $v"; with_env "$v" tg_short $h; done
+    done
+    for v in "LATHE_ROUTE_TAIL_BLOCK=1" "LATHE_ROUTE_TAIL_BLOCK=0"; do echo "== qwen3-30b-a3b d4096 $v"; with_env "$v" tg_at $h 4096; done ;;
+  d4)  # the router tail stamped inside (see the list above)
+    stamped d4-30b-16 $(synth qwen3-30b-a3b q8_0) -p 16 -n 128 -r 1 ;;
   c6)  # the merge kernel's position read before its wait (see the list above)
     gpu_tests test_gpu_attention_gpu
     echo "== lane"; timeout 300 $C/test_gpu_lane_gpu --gtest_filter='*DecodeForms*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -4

@@ -107,11 +107,17 @@ def main(path):
         if len(L) > 1 and len(lasts) == 1 and all(r["xc"] <= 0 for r in L if r is not lasts[0]):
             r = lasts[0]
             others = med([q["end"] for q in L if q is not r])
-            route.append((r["xb"] - others, r["xc"] - r["xb"], r["end"] - r["xc"], r["end"] - others))
+            # Inside the tail where stamped (slots x, first, xa: the parts added, the keys, thread 0's pick).
+            inside = (r["x"] - r["xc"], r["first"] - r["x"], r["xa"] - r["first"], r["end"] - r["xa"]) \
+                if r["xa"] > r["first"] > r["x"] > r["xc"] else (-1, -1, -1, -1)
+            route.append((r["xb"] - others, r["xc"] - r["xb"], r["end"] - r["xc"], r["end"] - others) + inside)
     if route:
         print(f"{'router tail':>16} {'counted':>9} {'parts in':>9} {'picks':>9} {'tail':>9}  (the last block, after"
               " the others' median end)")
         print(f"{len(route):>16} " + " ".join(f"{med([t[i] for t in route]) / 1000:9.2f}" for i in range(4)))
+        if all(t[4] >= 0 for t in route):
+            print(f"{'picks, inside':>16} {'sums':>9} {'keys':>9} {'pick 0':>9} {'to end':>9}")
+            print(f"{len(route):>16} " + " ".join(f"{med([t[i] for t in route]) / 1000:9.2f}" for i in range(4, 8)))
     attention = [L for L in launches if L[0]["k"] < 512]
     if attention:
         phases = [("entry", "wait", "to wait"), ("wait", "x", "prologue"), ("x", "first", "landed"),
