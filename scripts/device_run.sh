@@ -268,6 +268,13 @@
 #           at 16 and 4,096 in both forms, alternated (the code on branch wip/route-tail-block)
 #   d4      (with the stamped library) the last block's router tail stamped inside (the parts added, the
 #           keys, thread 0's pick, the end) on qwen3-30b-a3b
+#   d5      (branch wip/route-top-k-block; prepare with PREP_DEFINES="-DLATHE_ROUTE_EPI_TOP_WARPS=1") the
+#           last block's top k by four
+#           threads an expert over the whole block, after x's int8 form: the router epilogue's and lane's
+#           tests, the checks of qwen3moe-tiny and the 30B, the 30B's tg128 at 16 and 4,096 against the
+#           form before (the ranks on the first warps beside the quantizing ones), alternated
+#   d6      (with the stamped library built from branch wip/route-top-k-block) d5's top k over the whole
+#           block, stamped inside on qwen3-30b-a3b
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1044,6 +1051,19 @@ for part in "$@"; do
     for v in "LATHE_ROUTE_TAIL_BLOCK=1" "LATHE_ROUTE_TAIL_BLOCK=0"; do echo "== qwen3-30b-a3b d4096 $v"; with_env "$v" tg_at $h 4096; done ;;
   d4)  # the router tail stamped inside (see the list above)
     stamped d4-30b-16 $(synth qwen3-30b-a3b q8_0) -p 16 -n 128 -r 1 ;;
+  d5)  # the router tail's top k over the whole block (see the list above)
+    gpu_tests test_route_epilogue_gpu
+    echo "== lane"; timeout 300 $C/test_gpu_lane_gpu --gtest_filter='*RouterEpilogue*:*Mixture*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|router in" | head -8
+    checks "qwen3moe-tiny q8_0"
+    h=$(synth qwen3-30b-a3b q8_0)
+    echo "== check qwen3-30b-a3b q8_0"; timeout 90 $L check $h --steps 8 2>&1 | tail -2 | head -1
+    tw="LATHE_KERNEL_DEFINES=-DLATHE_ROUTE_EPI_TOP_WARPS=1"
+    for rep in 1 2; do
+      for v in "" "$tw"; do echo "== qwen3-30b-a3b q8_0 ${v:-default}"; with_env "$v" tg_short $h; done
+    done
+    for v in "" "$tw"; do echo "== qwen3-30b-a3b d4096 ${v:-default}"; with_env "$v" tg_at $h 4096; done ;;
+  d6)  # d5's form stamped (see the list above)
+    stamped d6-30b-16 $(synth qwen3-30b-a3b q8_0) -p 16 -n 128 -r 1 ;;
   c6)  # the merge kernel's position read before its wait (see the list above)
     gpu_tests test_gpu_attention_gpu
     echo "== lane"; timeout 300 $C/test_gpu_lane_gpu --gtest_filter='*DecodeForms*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -4

@@ -20,7 +20,8 @@ the count, and in the block that picks, the top k).
 
 The router in o's epilogue adds a table: its last block's time from the others' median end until it
 knows it is last (every block's count in), then until every part is in its shared memory, then to its
-end (the sums, the top k, x's int8 form).
+end (the sums, the top k, x's int8 form); and inside that, where stamped (its product's x, first and xa
+slots, free by then): the parts added, the logits and their keys, thread 0's pick written, the end.
 
 The decode attention stamps too (its row: n_out = the query heads, k = the head size), and a table of
 its own phases after the products' (medians over its launches of the median block, us): entry to

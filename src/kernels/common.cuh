@@ -132,6 +132,7 @@ __device__ __forceinline__ void lathe_stamps_end(lathe_block_stamps& s, const vo
   lathe_block_stamps& s = lathe_stamps_block; \
   lathe_stamps_begin(s)
 #define LATHE_STAMP_X(j) lathe_stamps_at(lathe_stamps_block, 4 + (j))
+#define LATHE_STAMP_SLOT(i) lathe_stamps_at(lathe_stamps_block, i)  // (a block whose slot i is free by then)
 #define LATHE_STAMP_AT(s, i) lathe_stamps_at(s, i)
 #define LATHE_STAMP_FIRST(s, has, wait)                         \
   do {                                                          \
@@ -156,6 +157,9 @@ __device__ __forceinline__ void lathe_stamps_end(lathe_block_stamps& s, const vo
   } while (0)
 #define LATHE_STAMP_X(j) \
   do {                   \
+  } while (0)
+#define LATHE_STAMP_SLOT(i) \
+  do {                      \
   } while (0)
 #endif
 

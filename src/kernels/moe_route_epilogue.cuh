@@ -122,6 +122,7 @@ struct lathe_route_epi {
     __syncthreads();
     if (!last) return;
     __threadfence();
+    LATHE_STAMP_X(1);  // (the stamps' slot 5: the last block knows it is last)
 
     // The last block: every part, s and w into shared memory (one commit group, all in flight).
     const int n_parts = gridDim.x * stride, n_parts16 = (n_parts + 3) >> 2;
@@ -137,6 +138,7 @@ struct lathe_route_epi {
     lathe_gemv1_commit();
     lathe_gemv1_wait<0>();
     __syncthreads();
+    LATHE_STAMP_X(2);  // (slot 6: every part, s and w in shared memory)
     // Each expert's logit sum and the squares: the blocks b = j mod 3 by thread (j, i) in block order,
     // then the three in order.
     float* third = total + ((stride + 1) & ~1);  // [3][n_expert + 1]
@@ -150,6 +152,7 @@ struct lathe_route_epi {
     __syncthreads();
     for (int i = threadIdx.x; i < stride; i += blockDim.x) total[i] = third[i] + third[stride + i] + third[2 * stride + i];
     __syncthreads();
+    LATHE_STAMP_SLOT(2);  // (the last block's slot 2, its x's, once its product is done: the parts added)
     const float inv = rsqrtf(total[n_expert] / float(n_out) + eps);
     for (int i = threadIdx.x; i < n_out; i += blockDim.x) sx[i] = sx[i] * inv * sw[i];
     float* sl = sp;  // the logits, over the parts (added above)
@@ -164,6 +167,7 @@ struct lathe_route_epi {
       if (logits) logits[e] = l;
     }
     __syncthreads();
+    LATHE_STAMP_SLOT(3);  // (slot 3: s normed, the logits and their keys in shared memory)
     // The top k by the first warps (an expert a thread: its rank is the number of keys above its own,
     // keys being distinct), lathe_route_top_k_warp's bits: its softmax max and sum in its order, each
     // pick's probability expf(l - max) / sum, their sum in pick order. The other warps form x's int8 form.
@@ -193,6 +197,7 @@ struct lathe_route_epi {
         ids[e] = pick_id[e];
         weights[e] = renormalize ? pick_p[e] / kept : pick_p[e];
       }
+      if (e == 0) LATHE_STAMP_SLOT(4);  // (slot 4: thread 0's pick written)
       if (e == 0) *count = 0;  // every block has counted: the next launch starts from zero
     } else if (q1) {
       // 8 threads a 32-value block (lathe_quantize_block32_part: the quantizer's bytes); n_out % 128 == 0,
