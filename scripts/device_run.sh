@@ -265,15 +265,15 @@
 #   d3      (with the stamped library) the router's tail in a block of its own, its code run dry before
 #           the wait (LATHE_ROUTE_TAIL_BLOCK=1, the default, against 0): the router epilogue's, mixture's
 #           and lane's tests, the checks of qwen3moe-tiny and the 30B, the 30B stamped, and its tg128
-#           at 16 and 4,096 in both forms, alternated (the code on branch wip/route-tail-block)
+#           at 16 and 4,096 in both forms, alternated (code not kept: docs/perf.md)
 #   d4      (with the stamped library) the last block's router tail stamped inside (the parts added, the
 #           keys, thread 0's pick, the end) on qwen3-30b-a3b
-#   d5      (branch wip/route-top-k-block; prepare with PREP_DEFINES="-DLATHE_ROUTE_EPI_TOP_WARPS=1") the
+#   d5      (code not kept; prepare with PREP_DEFINES="-DLATHE_ROUTE_EPI_TOP_WARPS=1") the
 #           last block's top k by four
 #           threads an expert over the whole block, after x's int8 form: the router epilogue's and lane's
 #           tests, the checks of qwen3moe-tiny and the 30B, the 30B's tg128 at 16 and 4,096 against the
 #           form before (the ranks on the first warps beside the quantizing ones), alternated
-#   d6      (with the stamped library built from branch wip/route-top-k-block) d5's top k over the whole
+#   d6      (with the stamped library of d5's code) d5's top k over the whole
 #           block, stamped inside on qwen3-30b-a3b
 set -uo pipefail
 cd "$(dirname "$0")/.."
