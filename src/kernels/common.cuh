@@ -127,12 +127,12 @@ __device__ __forceinline__ void lathe_stamps_end(lathe_block_stamps& s, const vo
 // The kernels use these (so that without LATHE_PRODUCT_STAMPS they leave no trace in the machine
 // code): a block's stamps declared and begun; stamp i; warp 0 waits for its first chunk (`wait`, a
 // statement the warp's loop then passes at once) where it has one (`has`) and stamps it; the record;
-// and (LATHE_STAMP_X, in x's staging, which has no name for the block's stamps) inside-x stamp j.
+// and, from code with no name for the block's stamps, slot i (LATHE_STAMP_SLOT: a slot the block
+// has not used or no longer needs) and inside-x stamp j (LATHE_STAMP_X, in x's staging: slot 4 + j).
 #define LATHE_BLOCK_STAMPS(s)                    \
   lathe_block_stamps& s = lathe_stamps_block; \
   lathe_stamps_begin(s)
-#define LATHE_STAMP_X(j) lathe_stamps_at(lathe_stamps_block, 4 + (j))
-#define LATHE_STAMP_SLOT(i) lathe_stamps_at(lathe_stamps_block, i)  // (a block whose slot i is free by then)
+#define LATHE_STAMP_SLOT(i) lathe_stamps_at(lathe_stamps_block, i)
 #define LATHE_STAMP_AT(s, i) lathe_stamps_at(s, i)
 #define LATHE_STAMP_FIRST(s, has, wait)                         \
   do {                                                          \
@@ -155,13 +155,11 @@ __device__ __forceinline__ void lathe_stamps_end(lathe_block_stamps& s, const vo
 #define LATHE_STAMP_END(s, w, n_out, k) \
   do {                                  \
   } while (0)
-#define LATHE_STAMP_X(j) \
-  do {                   \
-  } while (0)
 #define LATHE_STAMP_SLOT(i) \
   do {                      \
   } while (0)
 #endif
+#define LATHE_STAMP_X(j) LATHE_STAMP_SLOT(4 + (j))
 
 __device__ __forceinline__ float lathe_f16(const uint8_t* p) {
   return __half2float(*reinterpret_cast<const __half*>(p));

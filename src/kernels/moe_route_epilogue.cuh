@@ -122,7 +122,7 @@ struct lathe_route_epi {
     __syncthreads();
     if (!last) return;
     __threadfence();
-    LATHE_STAMP_X(1);  // (the stamps' slot 5: the last block knows it is last)
+    LATHE_STAMP_SLOT(5);  // (the last block knows it is last)
 
     // The last block: every part, s and w into shared memory (one commit group, all in flight).
     const int n_parts = gridDim.x * stride, n_parts16 = (n_parts + 3) >> 2;
@@ -138,7 +138,7 @@ struct lathe_route_epi {
     lathe_gemv1_commit();
     lathe_gemv1_wait<0>();
     __syncthreads();
-    LATHE_STAMP_X(2);  // (slot 6: every part, s and w in shared memory)
+    LATHE_STAMP_SLOT(6);  // (every part, s and w in shared memory)
     // Each expert's logit sum and the squares: the blocks b = j mod 3 by thread (j, i) in block order,
     // then the three in order.
     float* third = total + ((stride + 1) & ~1);  // [3][n_expert + 1]
@@ -152,7 +152,7 @@ struct lathe_route_epi {
     __syncthreads();
     for (int i = threadIdx.x; i < stride; i += blockDim.x) total[i] = third[i] + third[stride + i] + third[2 * stride + i];
     __syncthreads();
-    LATHE_STAMP_SLOT(2);  // (the last block's slot 2, its x's, once its product is done: the parts added)
+    LATHE_STAMP_SLOT(2);  // (its product's x slot, free now: the parts added)
     const float inv = rsqrtf(total[n_expert] / float(n_out) + eps);
     for (int i = threadIdx.x; i < n_out; i += blockDim.x) sx[i] = sx[i] * inv * sw[i];
     float* sl = sp;  // the logits, over the parts (added above)
