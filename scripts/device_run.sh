@@ -275,6 +275,24 @@
 #           form before (the ranks on the first warps beside the quantizing ones), alternated
 #   d6      (with the stamped library of d5's code) d5's top k over the whole
 #           block, stamped inside on qwen3-30b-a3b
+#   e1      2026-12-02's twenty-first session: Q4_K's decode product on tensor cores (gemv_decode_tiles.cuh):
+#           its test against the CPU and the row walk, the decode kernels' tests, the Q4_K timings with
+#           tiles and rows, the check of qwen3-8b Q4_K_M, its tg128 with and without (LATHE_DECODE_TILES)
+#   e2      the tiles in the norm epilogue and the merged products too: the GEMV, merged, norm epilogue
+#           and lane tests, the Q4_K timings (single and merged, tiles and rows), the checks of qwen3-8b
+#           and qwen3-0.6b Q4_K_M, their tg128 with and without the tiles, alternated
+#   e3      (prepare with PREP_DEFINES="-DLATHE_GEMV1T_COPY=1;-DLATHE_GEMV1T_COPY=2") the tiles' chunk
+#           copies: one bulk copy a row (default), the lanes' 16-byte lines, one copy of the chunk's
+#           bytes (wrong data, timing only), and 8 or 4 warps a tile: the tests, the Q4_K timings
+#           (single, merged), the 8B Q4_K_M's check and tg128 default / no tiles / lines, alternated
+#   e4      the tiles with the block's ring (16 bulk copies of a row's 16 units a super-chunk): the
+#           GEMV, merged, norm epilogue and lane tests, the Q4_K timings, checks of qwen3-8b and -0.6b
+#           Q4_K_M, tg128 of qwen3-8b Q4_K_M against build-dev/old (main at e0bce59) and without the
+#           tiles, alternated, and Q8_0's against old (a control)
+#   e5      qwen3-8b Q4_K_M's decode step by kind (--profile): old, new without the tiles, new
+#   e6      the tiles off by default, the merged ones in kernels of their own (the row kernels' machine
+#           code is e0bce59's): the GPU tests, the 8B Q4_K_M's check with the tiles, tg128 of it against
+#           build-dev/old and with LATHE_DECODE_TILES=1, alternated, Q8_0 against old, the tiles' profile
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -298,6 +316,16 @@ tg128() { timeout 60 $1 bench $2 -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*
 # the table row's tail, or the error.
 tg_at() { local f=$1 d=$2; shift 2; timeout 120 $L bench $f -p 0 -n 128 -d $d -r 2 --ctx $(( d + 512 )) "$@" 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'; }
 tg_short() { local f=$1; shift; timeout 90 $L bench $f -p 16 -n 128 -r 3 "$@" 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'; }
+# the same with build-dev/old's lathe (main at an earlier commit, carried beside this one)
+tg_old() { local f=$1; shift; timeout 90 build-dev/old/lathe bench $f -p 16 -n 128 -r 3 "$@" 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'; }
+# tg128 of FILE (NAME in the log) twice over: build-dev/old's, then this lathe under each VAR=VALUE ("": none)
+tg_vs_old() {
+  local f=$1 name=$2; shift 2
+  for rep in 1 2; do
+    echo "== $name old"; tg_old $f
+    for v in "$@"; do echo "== $name ${v:-new}"; with_env "$v" tg_short $f; done
+  done
+}
 # A command with the environment's assignments of its first word ("A=1 B=2", or empty) in a subshell.
 with_env() { ( [ -n "$1" ] && export $1; shift; "$@" ); }
 # A bench of FILE by $L with the stamps on (NAME FILE bench-args...): its tg128 row, then
@@ -1062,6 +1090,75 @@ for part in "$@"; do
       for v in "" "$tw"; do echo "== qwen3-30b-a3b q8_0 ${v:-default}"; with_env "$v" tg_short $h; done
     done
     for v in "" "$tw"; do echo "== qwen3-30b-a3b d4096 ${v:-default}"; with_env "$v" tg_at $h 4096; done ;;
+  e1)  # Q4_K's decode product on tensor cores (see the list above)
+    echo "== tiles"; timeout 300 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*:*DecodeKernelMatchesCpu*:*QuantizingRow*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|n_out=|tiles" | head -40
+    echo "== timing"; LATHE_GEMV_TIMING_CASE=q4_K timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q4_K|FAILED" | head -40
+    f=$(synth qwen3-8b q4_k_m)
+    echo "== check qwen3-8b q4_k_m"; timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    for rep in 1 2; do
+      for v in "LATHE_DECODE_TILES=1" "LATHE_DECODE_TILES=0"; do echo "== qwen3-8b q4_k_m $v"; with_env "$v" tg_short $f; done
+    done ;;
+  e2)  # Q4_K's tiles in the norm epilogue and the merged products too (see the list above)
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu
+    echo "== lane"; timeout 400 $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
+    echo "== timing"; LATHE_GEMV_TIMING_CASE=q4_K timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q4_K|FAILED" | head -40
+    timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q4_K|FAILED" | head -40
+    f=$(synth qwen3-8b q4_k_m); g=$(synth qwen3-0.6b q4_k_m)
+    echo "== check qwen3-8b q4_k_m"; timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    echo "== check qwen3-0.6b q4_k_m"; timeout 90 $L check $g --steps 16 2>&1 | tail -2 | head -1
+    for rep in 1 2; do
+      for v in "LATHE_DECODE_TILES=1" "LATHE_DECODE_TILES=0"; do
+        echo "== qwen3-8b q4_k_m $v"; with_env "$v" tg_short $f
+        echo "== qwen3-0.6b q4_k_m $v"; with_env "$v" tg_short $g
+      done
+    done ;;
+  e3)  # the tiles' chunk copies (see the list above)
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu
+    cp1="LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_COPY=1"
+    echo "== tiles test, lines"; with_env "$cp1" timeout 200 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -4
+    for v in "" "$cp1" "LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_COPY=2" "LATHE_DECODE_TILE_GROUP=8" "LATHE_DECODE_TILE_GROUP=4"; do
+      echo "== timing ${v:-default}"
+      with_env "$v" env LATHE_GEMV_TIMING_CASE=q4_K timeout 200 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x2 (decode|rows)|FAILED"
+    done
+    for v in "" "$cp1"; do
+      echo "== merged timing ${v:-default}"
+      with_env "$v" timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q4_K.*int8x2 products|FAILED"
+    done
+    f=$(synth qwen3-8b q4_k_m)
+    echo "== check qwen3-8b q4_k_m"; timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    for rep in 1 2; do
+      for v in "" "LATHE_DECODE_TILES=0" "$cp1"; do echo "== qwen3-8b q4_k_m ${v:-default}"; with_env "$v" tg_short $f; done
+    done ;;
+  e4)  # the tiles with the block's ring (see the list above)
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu
+    echo "== lane"; timeout 400 $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
+    echo "== tiles"; timeout 200 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "n_out=|tiles"
+    echo "== timing"; LATHE_GEMV_TIMING_CASE=q4_K timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x?2? +(decode|rows)|FAILED"
+    timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q4_K.*products|FAILED"
+    f=$(synth qwen3-8b q4_k_m); g=$(synth qwen3-0.6b q4_k_m); q=$(synth qwen3-8b q8_0)
+    echo "== check qwen3-8b q4_k_m"; timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    echo "== check qwen3-0.6b q4_k_m"; timeout 90 $L check $g --steps 16 2>&1 | tail -2 | head -1
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    tg_vs_old $f "qwen3-8b q4_k_m" "" "LATHE_DECODE_TILES=0"  # (the tiles were on by default then)
+    echo "== qwen3-8b q8_0 old"; tg_old $q
+    echo "== qwen3-8b q8_0 new"; tg_short $q ;;
+  e5)  # where Q4_K_M's step lost against old (see the list above)
+    f=$(synth qwen3-8b q4_k_m)
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    echo "== old"; timeout 120 build-dev/old/lathe bench $f -p 16 -n 32 -r 1 --profile 2>&1 | tail -40
+    echo "== new, no tiles"; LATHE_DECODE_TILES=0 timeout 120 $L bench $f -p 16 -n 32 -r 1 --profile 2>&1 | tail -40
+    echo "== new"; timeout 120 $L bench $f -p 16 -n 32 -r 1 --profile 2>&1 | tail -40 ;;
+  e6)  # the tiles off by default in kernels of their own (see the list above)
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu test_moe_gpu test_route_epilogue_gpu
+    echo "== lane"; timeout 400 $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8
+    echo "== norm epilogue"; timeout 200 $C/test_norm_epilogue_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "q4_K|FAILED"
+    f=$(synth qwen3-8b q4_k_m); q=$(synth qwen3-8b q8_0)
+    echo "== check qwen3-8b q4_k_m tiles"; LATHE_DECODE_TILES=1 timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    tg_vs_old $f "qwen3-8b q4_k_m" "" "LATHE_DECODE_TILES=1"
+    echo "== qwen3-8b q8_0 old"; tg_old $q
+    echo "== qwen3-8b q8_0 new"; tg_short $q
+    echo "== profile tiles"; LATHE_DECODE_TILES=1 timeout 120 $L bench $f -p 16 -n 32 -r 1 --profile 2>&1 | grep -A10 '^decode step' ;;
   d6)  # d5's form stamped (see the list above)
     stamped d6-30b-16 $(synth qwen3-30b-a3b q8_0) -p 16 -n 128 -r 1 ;;
   c6)  # the merge kernel's position read before its wait (see the list above)

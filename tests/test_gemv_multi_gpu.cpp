@@ -211,8 +211,9 @@ TEST(GemvMultiGpu, MergedQkvMatchesCpuAndSeparate) {
               kBoundRebuilt, kBoundSeparate);
   for (const FormatSet& f : kFormatSets) {
     for (const MultiShape& sh : shapes) {
+      // (q4_K's big shapes take its tiles: gemv_decode_tiles.cuh; each is checked with them and without.)
       const bool big = sh.n_out[0] * sh.k > 4096 * 1024;
-      if (big && std::string(f.name) != "q8_0" && std::string(f.name) != "q4_K_M") continue;
+      if (big && std::string(f.name) == "q6_K") continue;
       std::vector<Matrix> ms;
       for (size_t m = 0; m < sh.n_out.size(); ++m) ms.push_back(make_matrix(f.qkv[m], sh.n_out[m], sh.k, rng));
       const std::vector<float> x = random_values(sh.k, rng);
@@ -226,11 +227,18 @@ TEST(GemvMultiGpu, MergedQkvMatchesCpuAndSeparate) {
       for (const Matrix& m : ms) w.push_back(m.weights());
       std::printf("  %-6s (%s) x %-5lld %-6s", f.name, shape.c_str(), static_cast<long long>(sh.k),
                   merged_gemv_applies(w.data(), static_cast<int>(w.size()), Activations::int8) ? "merged" : "split");
-      for (Activations a : {Activations::int8, Activations::int8x2}) {
-        const Errors e = check_multi(ms, xd, x, 1, a, s);
-        EXPECT_LE(e.cpu, kBoundRebuilt) << f.name << " (" << shape << ") x " << sh.k << " " << activations_name(a);
-        EXPECT_LE(e.separate, kBoundSeparate) << f.name << " (" << shape << ") x " << sh.k << " " << activations_name(a);
-        std::printf("  %s %.1e / %.1e", std::string(activations_name(a)).c_str(), e.cpu, e.separate);
+      for (int tiles = 1; tiles >= (std::string(f.name) == "q4_K" ? 0 : 1); --tiles) {
+        const bool before = set_decode_tiles_enabled(tiles == 1);
+        for (Activations a : {Activations::int8, Activations::int8x2}) {
+          const Errors e = check_multi(ms, xd, x, 1, a, s);
+          EXPECT_LE(e.cpu, kBoundRebuilt) << f.name << " (" << shape << ") x " << sh.k << " " << activations_name(a)
+                                          << " tiles " << tiles;
+          EXPECT_LE(e.separate, kBoundSeparate) << f.name << " (" << shape << ") x " << sh.k << " "
+                                                << activations_name(a) << " tiles " << tiles;
+          std::printf("  %s %.1e / %.1e", std::string(activations_name(a)).c_str(), e.cpu, e.separate);
+        }
+        set_decode_tiles_enabled(before);
+        if (tiles == 1 && std::string(f.name) == "q4_K") std::printf("  | rows:");
       }
       std::printf("\n");
     }
@@ -246,16 +254,23 @@ TEST(GemvMultiGpu, GateUpSwigluMatchesCpuAndSeparate) {
               kBoundRebuilt, kBoundSeparate);
   for (const FormatSet& f : kFormatSets) {
     for (auto [n_out, k] : shapes) {
-      if (n_out * k > 4096 * 1024 && std::string(f.name) != "q8_0" && std::string(f.name) != "q4_K_M") continue;
+      if (n_out * k > 4096 * 1024 && std::string(f.name) == "q6_K") continue;
       Matrix gate = make_matrix(f.gate, n_out, k, rng), up = make_matrix(f.up, n_out, k, rng);
       const std::vector<float> x = random_values(k, rng);
       DeviceBuffer xd = upload(x);
       std::printf("  %-6s %5lld x %-5lld", f.name, static_cast<long long>(n_out), static_cast<long long>(k));
-      for (Activations a : {Activations::int8, Activations::int8x2}) {
-        const Errors e = check_gate_up(gate, up, xd, x, 1, a, s);
-        EXPECT_LE(e.cpu, kBoundRebuilt) << f.name << " " << n_out << " x " << k << " " << activations_name(a);
-        EXPECT_LE(e.separate, kBoundSeparate) << f.name << " " << n_out << " x " << k << " " << activations_name(a);
-        std::printf("  %s %.1e / %.1e", std::string(activations_name(a)).c_str(), e.cpu, e.separate);
+      for (int tiles = 1; tiles >= (std::string(f.name) == "q4_K" ? 0 : 1); --tiles) {
+        const bool before = set_decode_tiles_enabled(tiles == 1);
+        for (Activations a : {Activations::int8, Activations::int8x2}) {
+          const Errors e = check_gate_up(gate, up, xd, x, 1, a, s);
+          EXPECT_LE(e.cpu, kBoundRebuilt) << f.name << " " << n_out << " x " << k << " " << activations_name(a)
+                                          << " tiles " << tiles;
+          EXPECT_LE(e.separate, kBoundSeparate) << f.name << " " << n_out << " x " << k << " " << activations_name(a)
+                                                << " tiles " << tiles;
+          std::printf("  %s %.1e / %.1e", std::string(activations_name(a)).c_str(), e.cpu, e.separate);
+        }
+        set_decode_tiles_enabled(before);
+        if (tiles == 1 && std::string(f.name) == "q4_K") std::printf("  | rows:");
       }
       std::printf("\n");
     }
@@ -456,6 +471,7 @@ TEST(GemvMultiGpu, TimingMergedVsSeparate) {
     std::vector<int64_t> n_out;
     int64_t k;
     bool gate_up;
+    bool tiles = true;  // Q4_K's tiles where they apply (gemv_decode_tiles.cuh); false: its row walk
   };
   const Case cases[] = {
       {"qwen3-8b q8_0 q/k/v", {GgmlType::Q8_0, GgmlType::Q8_0, GgmlType::Q8_0}, {4096, 1024, 1024}, 4096, false},
@@ -464,9 +480,14 @@ TEST(GemvMultiGpu, TimingMergedVsSeparate) {
       {"qwen3-0.6b q8_0 gate/up", {GgmlType::Q8_0, GgmlType::Q8_0}, {3072, 3072}, 1024, true},
       {"qwen3-8b q4_K_M q/k/v", {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, {4096, 1024, 1024}, 4096, false},
       {"qwen3-8b q4_K_M gate/up", {GgmlType::Q4_K, GgmlType::Q4_K}, {12288, 12288}, 4096, true},
+      {"qwen3-8b q4_K_M g/u rows", {GgmlType::Q4_K, GgmlType::Q4_K}, {12288, 12288}, 4096, true, false},
+      {"qwen3-8b q4_K q/k/v", {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q4_K}, {4096, 1024, 1024}, 4096, false},
+      {"qwen3-8b q4_K q/k/v rows", {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q4_K}, {4096, 1024, 1024}, 4096, false,
+       false},
   };
   std::printf("merged vs separate decode GEMVs: us per set, GB/s of weights, %% of %.0f GB/s\n", limit_gbs);
   for (const Case& c : cases) {
+    const bool tiles_before = set_decode_tiles_enabled(c.tiles);
     int64_t set_bytes = 0;
     for (size_t m = 0; m < c.types.size(); ++m) set_bytes += c.n_out[m] * row_bytes(c.types[m], c.k);
     const int copies = static_cast<int>(std::max<int64_t>(2, (256ll << 20) / set_bytes));
@@ -530,6 +551,7 @@ TEST(GemvMultiGpu, TimingMergedVsSeparate) {
         std::printf("  x%.2f\n", us[wq][0] / us[wq][2]);
       }
     }
+    set_decode_tiles_enabled(tiles_before);
   }
 }
 

@@ -91,6 +91,13 @@ void fused_pair(const WeightMatrix& pw, const std::vector<WeightMatrix>& ws, boo
   merged(ws, swiglu, a, made, b, s);
 }
 
+// Sets the Q4_K tiles (gemv_launch.h) for a scope.
+struct TilesSetting {
+  bool before;
+  explicit TilesSetting(bool on) : before(set_decode_tiles_enabled(on)) {}
+  ~TilesSetting() { set_decode_tiles_enabled(before); }
+};
+
 TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
   LATHE_NEED_GPU();
   ASSERT_TRUE(forced);
@@ -123,7 +130,10 @@ TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
     }
     const std::vector<float> xp = random_values(c.k, rng), resid = random_values(n, rng), w = random_values(n, rng);
     const DeviceBuffer xpd = upload(xp), rd = upload(resid), wd = upload(w);
+    // Q4_K producers also with the tiles (gemv_decode_tiles.cuh) on: held back and fused both take them.
+    for (int tiles = 0; tiles <= (c.producer == GgmlType::Q4_K ? 1 : 0); ++tiles)
     for (Activations a : {Activations::int8, Activations::int8x2}) {
+      const TilesSetting tiles_on(tiles == 1);
       ASSERT_TRUE(norm_epilogue_applies(pw, a)) << ggml_type_name(c.producer) << " " << n << " x " << c.k;
       ASSERT_TRUE(merged_norm_applies(ws.data(), static_cast<int>(ws.size()), a));
       DeviceBuffer xq(static_cast<size_t>(quantized_activation_bytes(1, c.k, a)));
@@ -197,10 +207,10 @@ TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
         }
         worst = std::max(worst, diff / std::max(scale, 1e-30));
       }
-      std::printf("  %-5s %5lld x %5lld -> %-5s %s %-6s (%lld blocks): %.2e\n", std::string(ggml_type_name(c.producer)).c_str(),
-                  static_cast<long long>(n), static_cast<long long>(c.k), std::string(ggml_type_name(c.consumer)).c_str(),
-                  c.swiglu ? "gate/up" : "q/k/v  ", std::string(activations_name(a)).c_str(),
-                  static_cast<long long>(blocks), worst);
+      std::printf("  %-5s %5lld x %5lld -> %-5s %s %-6s (%lld blocks)%s: %.2e\n",
+                  std::string(ggml_type_name(c.producer)).c_str(), static_cast<long long>(n), static_cast<long long>(c.k),
+                  std::string(ggml_type_name(c.consumer)).c_str(), c.swiglu ? "gate/up" : "q/k/v  ",
+                  std::string(activations_name(a)).c_str(), static_cast<long long>(blocks), tiles ? " tiles" : "", worst);
       EXPECT_LE(worst, kBoundOutputs) << ggml_type_name(c.producer) << " " << n << " x " << c.k;
     }
   }

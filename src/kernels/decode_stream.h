@@ -31,9 +31,16 @@ constexpr int kDecodePairs = 256;
 // chunk of the mixture's down kernel carries when it holds several experts' rows.
 constexpr int64_t kMoeDownRounds = 4;
 
+// Mirrors LATHE_GEMV1T_ROWS (gemv_decode_tiles.cuh): the rows of a tile of the tensor-core decode
+// products.
+constexpr int64_t kDecodeTileRows = 16;
+
 // The most static shared memory a decode kernel declares beside its dynamic ring and x (the row and
-// the paired bodies' barriers and partial sums: 1,408 bytes by ptxas), with room to spare.
+// the paired bodies' barriers and partial sums: 1,408 bytes by ptxas), with room to spare; and the
+// most a kernel with the tile walk (gemv_decode_tiles.cuh) declares: the merged ones, which also hold
+// the row walk's sums and the tiles' two sums of 16 rows a warp (~5.3 KB by ptxas).
 constexpr int64_t kDecodeStaticBytes = 2048;
+constexpr int64_t kDecodeTileStaticBytes = 6144;
 
 // A format the streamed kernels read: its kernel-name part, values a unit (a block, or a K-format
 // super-block) and units a chunk (each format's chunk_units in the device code). Null for others.

@@ -115,10 +115,36 @@ constexpr int kDecodeWarps = 16;
 
 bool g_decode_enabled = true;
 
+// The Q4_K decode products on tensor cores (gemv_decode_tiles.cuh): off by default (in qwen3-8b
+// Q4_K_M's step they measured slower than the row walk: docs/perf.md, 2026-12-02); LATHE_DECODE_TILES=1
+// (read once) or set_decode_tiles_enabled turns them on.
+bool g_decode_tiles = [] {
+  const char* v = std::getenv("LATHE_DECODE_TILES");
+  return v && *v == '1';
+}();
+
+// Launches the tile kernel where it takes w (decode_tiles_group, dealt).
+bool launch_decode_tiles(const WeightMatrix& w, Activations a, CUdeviceptr x, CUdeviceptr y, CUstream stream,
+                         CUdeviceptr x_f32) {
+  int group = decode_tiles_group(w, a, true);
+  if (group == 0) return false;
+  const int64_t shared = kDecodeStageBytes + staged_levels_bytes(w.k, a);
+  const int64_t sm_count = cuda::Context::get().info().sm_count, n_tiles = w.n_out / kDecodeTileRows;
+  const unsigned blocks = static_cast<unsigned>(std::min(sm_count, n_tiles));  // a block a tile at a time
+  long long row_bytes = lathe::row_bytes(w.type, w.k);
+  int k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out), early = decode_early_requests();
+  CUdeviceptr wp = w.data;
+  const std::string name = "lathe_gemv1t_q4_k_" + std::string(activations_name(a));
+  cuda::launch(kernel(name), {blocks, 1, 1}, {32 * kDecodeWarps, 1, 1}, static_cast<unsigned>(shared), stream,
+               {&wp, &row_bytes, &x, &y, &k, &n_out, &group, &early, &x_f32}, "launching the decode GEMV's tiles");
+  return true;
+}
+
 // Launches the decode kernel when it applies; false otherwise (the caller takes the general one).
 // x_f32: x is the f32 row, quantized by each block (x then unused).
 bool launch_decode_gemv(const WeightMatrix& w, Activations a, CUdeviceptr x, CUdeviceptr y, CUstream stream,
                         CUdeviceptr x_f32 = 0) {
+  if (launch_decode_tiles(w, a, x, y, stream, x_f32)) return true;
   DecodeGemvLaunch l;
   if (!decode_gemv_launch(w, a, l)) return false;
   int mode = l.mode;
@@ -153,6 +179,17 @@ void launch_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUdevicept
 }
 
 }  // namespace
+
+int decode_tiles_group(const WeightMatrix& w, Activations a, bool dealt) {
+  if (!g_decode_enabled || !g_decode_tiles || w.type != GgmlType::Q4_K || a == Activations::f32) return 0;
+  // Whole tiles of whole 16-unit super-chunks (a unit for each warp of the block).
+  if (w.n_out % kDecodeTileRows != 0 || w.k % (256 * kDecodeWarps) != 0 || w.n_expert != 1) return 0;
+  // Dealt tiles keep a tile in one block, so fewer tiles than SMs would leave SMs idle that the row
+  // walk fills.
+  if (dealt && w.n_out / kDecodeTileRows < cuda::Context::get().info().sm_count) return 0;
+  if (kDecodeStageBytes + staged_levels_bytes(w.k, a) + kDecodeTileStaticBytes > shared_optin_bytes()) return 0;
+  return kDecodeWarps;
+}
 
 bool decode_gemv_launch(const WeightMatrix& w, Activations a, DecodeGemvLaunch& out, bool allow_pairs) {
   const DecodeFormat* f = decode_format(w.type);
@@ -210,6 +247,8 @@ bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CU
 }
 
 void set_decode_gemv_enabled(bool enabled) { g_decode_enabled = enabled; }
+
+bool set_decode_tiles_enabled(bool enabled) { return std::exchange(g_decode_tiles, enabled); }
 
 int64_t set_quantizing_row_max_k(int64_t k) { return std::exchange(g_quantizing_row_max_k, k); }
 

@@ -12,7 +12,9 @@
 // Speed (H200, one row, weights cycled past L2, launches in a graph; tests/test_gemv_gpu.cpp
 // TimingPrintsBandwidth), decode kernel (gemv_decode.cuh), int8 / int8x2, % of 4,630 GB/s, measured
 // 2026-12-01 (docs/perf.md): q8_0 151936x4096 95 / 94%; 12288x4096 80 / 78%; 4096x12288 81 / 78%;
-// 4096x4096 56 / 52%; 1024x4096 28 / 28%; q4_K 12288x4096 53 / 48%, 4096x4096 38 / 35%; q6_K
+// 4096x4096 56 / 52%; 1024x4096 28 / 28%; q4_K 12288x4096 53 / 48%, 4096x4096 38 / 35% (2026-12-02:
+// 62 / 56%, 44 / 40%, and 4096x12288 63 / 58%; its tiles, gemv_decode_tiles.cuh: 58 / 54%, 48 / 44%,
+// 65 / 62%); q6_K
 // 12288x4096 50 / 46%, 4096x4096 37 / 34%. (General kernel: q8_0 4096x4096 26%, 12288x4096 37%,
 // q4_K 13%, q6_K 20%.) Small matrices pay a ~3 us floor (launch, first DRAM round trip, tail); the
 // loop is bound by the SM's shared-memory pipe (x read per piece, the weights' words 2-way
@@ -75,6 +77,19 @@ void set_weights_evict_first(bool on);
 // Whether gemv may take the decode kernel (default true); false forces the general kernel, for
 // measurements and tests that compare the two. Not thread-safe against concurrent gemv calls.
 void set_decode_gemv_enabled(bool enabled);
+
+// Whether one row of Q4_K weights takes the decode kernels' tensor-core form (gemv_decode_tiles.cuh:
+// 16-row tiles, mma.sync for the integer sums) where it applies (decode_tiles_group): the plain,
+// norm-epilogue and merged products. Default false (measured slower in the step; docs/perf.md),
+// LATHE_DECODE_TILES=1 turns it on. Returns the setting before. For tests and measurements; not
+// thread-safe against concurrent gemv calls.
+bool set_decode_tiles_enabled(bool enabled);
+
+// Whether the tile form (gemv_decode_tiles.cuh) takes one row of w under contract a: Q4_K, whole
+// 16-row tiles, k a multiple of 16 units (4,096), the form enabled, its shared memory within the
+// device's; dealt (the plain product's tiles dealt over the SMs, not a block's own 32-row blocks) also
+// needs a tile for every SM. Returns its group parameter (16: the block's warps a tile), 0 where not.
+int decode_tiles_group(const WeightMatrix& w, Activations a, bool dealt);
 
 // The decode products' requests made before the programmatic-launch wait (their `early` argument):
 // 0 waits first; 1 + P asks for the cp.async ring's first chunks and P more chunks a warp of L2

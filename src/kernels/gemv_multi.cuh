@@ -166,7 +166,55 @@ __device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, cons
   lathe_ring_release(mbar);
 }
 
-template <class FA, class FB, int C, bool ByBlock = false>
+// The merged products on Q4_K's tiles (gemv_decode_tiles.cuh's lathe_gemv1t_run; the lathe_gemvm_t_*
+// kernels), where every segment is Q4_K in whole tiles: items are tiles, segment 0's, then 1's, then
+// 2's; with the SwiGLU, tile i is rows 16 i .. of gate and of up, its units gate's then up's (two sums
+// a row). ByBlock (the quantizing form, SwiGLU only): a block's own 32-row blocks in halves. Rows are
+// written as the row walk writes them (times xscale).
+template <bool ByBlock>
+struct lathe_gemvm_tiles {
+  static constexpr bool kWarp = false, two_parts = true;
+  const uint8_t *w0, *w1, *w2;
+  long long rb0, rb1, rb2;
+  float *y0, *y1, *y2;
+  int t0, t1, t2, n0, swiglu, n_units;
+  const float& xscale;
+  __device__ __forceinline__ int seg(int item) const { return item >= t0 + t1 ? 2 : item >= t0 ? 1 : 0; }
+  // The tile's first row within its segment.
+  __device__ __forceinline__ int row0(int item) const {
+    if (ByBlock) return lathe_gemv1_block_row(LATHE_GEMV1T_ROWS * item);
+    if (swiglu) return LATHE_GEMV1T_ROWS * item;
+    const int s = seg(item);
+    return LATHE_GEMV1T_ROWS * (item - (s == 0 ? 0 : s == 1 ? t0 : t0 + t1));
+  }
+  __device__ __forceinline__ int first(int g0, int j) const { return ByBlock ? j : g0; }
+  __device__ __forceinline__ int step(int n_groups, int groups_per_block) const {
+    return ByBlock ? groups_per_block : n_groups;
+  }
+  __device__ __forceinline__ bool has(int item) const {
+    if (ByBlock) return row0(item) < n0;
+    return item < (swiglu ? t0 : t0 + t1 + t2);
+  }
+  __device__ __forceinline__ int chunks(int) const { return swiglu ? 2 * n_units : n_units; }
+  __device__ __forceinline__ const uint8_t* src(int item, int c, int& part) const {
+    part = swiglu && c >= n_units;
+    const int s = swiglu ? part : seg(item);
+    return lathe_gemvm_pick(s, w0, w1, w2) + static_cast<long long>(row0(item)) * lathe_gemvm_pick(s, rb0, rb1, rb2) +
+           static_cast<long long>(c - part * n_units) * LATHE_GEMV1T_UNIT;
+  }
+  __device__ __forceinline__ long long rb(int item, int c) const {
+    return lathe_gemvm_pick(swiglu ? (c >= n_units ? 1 : 0) : seg(item), rb0, rb1, rb2);
+  }
+  __device__ __forceinline__ void done(int item, int r, float v0, float v1) const {
+    if (swiglu) y0[row0(item) + r] = lathe_swiglu(v0 * xscale, v1 * xscale);
+    else lathe_gemvm_pick(seg(item), y0, y1, y2)[row0(item) + r] = v0 * xscale;
+  }
+  __device__ __forceinline__ void before_wait() const {}
+  __device__ __forceinline__ void after_wait() const {}
+  __device__ __forceinline__ void finish(uint8_t*) const {}
+};
+
+template <class FA, class FB, int C, bool ByBlock = false, bool Tiles = false>
 __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0,
                                                  float* y1, float* y2, long long rb0, long long rb1, long long rb2,
                                                  int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq,
@@ -309,6 +357,16 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     LATHE_STAMP_FIRST(stamps, D.first < D.count, lathe_ring_wait(mbar, 0, 0));
   };
 
+  // Q4_K's tiles (the lathe_gemvm_t_* kernels: every segment Q4_K, swiglu < 2; the launcher checks).
+  if constexpr (Tiles) {
+    lathe_gemvm_tiles<ByBlock> T{w0,  w1, w2, rb0, rb1, rb2, y0, y1, y2, n0 / LATHE_GEMV1T_ROWS, n1 / LATHE_GEMV1T_ROWS,
+                                 n2 / LATHE_GEMV1T_ROWS, n0, swiglu, k / 256, xscale};
+    lathe_gemv1t_run<C>(T, stage_x, k, early, grid);
+    if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
+    LATHE_STAMP_END(stamps, w0, n_items, k);
+    return;
+  }
+
   // swiglu == 2, gate and up of one format: paired products (gemv_decode.cuh's lathe_gemv1_pair_ring),
   // item o the rows o of gate (A) and up (B), cut into half chunks, each x block a lane reads serving
   // both (gemv_multi_launch.cpp picks them where a row's chunks would leave slots part empty).
@@ -450,3 +508,20 @@ LATHE_GEMVM_CONTRACTS(q8_0_ef, q8_0_ef, q8_0_ef)
 LATHE_GEMVM_CONTRACTS(q4_k, q4_k, q4_k)
 LATHE_GEMVM_CONTRACTS(q6_k, q6_k, q6_k)
 LATHE_GEMVM_CONTRACTS(q4_k_q6_k, q4_k, q6_k)
+
+// Q4_K's tiles: lathe_gemvm_t_q4_k_<contract>[_quantizing], the same parameters (group unused: a block
+// takes a tile whole). Kernels of their own, so the row kernels' code is what it was without them.
+#define LATHE_GEMVM_TILE_FORM(C, CNAME, SUFFIX, BY_BLOCK)                                                       \
+  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_t_q4_k_##CNAME##SUFFIX(   \
+      const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
+      long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
+      int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
+      int8_t* qout, const float* xparts, int n_parts) {                                                          \
+    lathe_gemvm_body<lathe_gemv1_q4_k, lathe_gemv1_q4_k, C, BY_BLOCK, true>(                                   \
+        w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2, b_mask, swiglu, xq, k, group, early, nx, ny, nw, eps, \
+        nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts);                                                       \
+  }
+LATHE_GEMVM_TILE_FORM(1, int8, , false)
+LATHE_GEMVM_TILE_FORM(1, int8, _quantizing, true)
+LATHE_GEMVM_TILE_FORM(2, int8x2, , false)
+LATHE_GEMVM_TILE_FORM(2, int8x2, _quantizing, true)

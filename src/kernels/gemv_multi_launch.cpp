@@ -162,9 +162,28 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   float eps = norm ? norm->eps : 0.0f;
   const bool quantize_in_epilogue =
       swiglu && qout && by_block_balanced(n_items, group, sm_count) && y[0] % 16 == 0 && qout % 16 == 0;
+  // Q4_K's tiles (gemv_decode_tiles.cuh): items are 16-row tiles, where every matrix takes them.
+  int tile_items = 0;
+  if (!pairs) {
+    int all = 0;
+    for (int m = 0; m < n; ++m) {
+      const int tg = decode_tiles_group(w[m], a, false);
+      all += tg > 0;
+      tile_items += static_cast<int>(w[m].n_out / kDecodeTileRows);
+    }
+    if (swiglu) tile_items = static_cast<int>(w[0].n_out / kDecodeTileRows);
+    if (all != n || tile_items < sm_count) tile_items = 0;
+  }
+  unsigned grid = blocks;
+  std::string name = kc.name;
+  if (tile_items > 0) {  // a block a tile at a time; by block, the row form's blocks own the 32-row blocks
+    if (!quantize_in_epilogue) grid = static_cast<unsigned>(std::min<int64_t>(sm_count, tile_items));
+    group = kWarps;
+    name = "lathe_gemvm_t_q4_k_" + std::string(activations_name(a));
+  }
   CUdeviceptr qk = quantize_in_epilogue ? qout : 0;
   const unsigned shared = static_cast<unsigned>(merged_shared_bytes(k64, a));
-  cuda::launch(kernel(quantize_in_epilogue ? kc.name + "_quantizing" : kc.name), {blocks, 1, 1}, {32 * kWarps, 1, 1},
+  cuda::launch(kernel(quantize_in_epilogue ? name + "_quantizing" : name), {grid, 1, 1}, {32 * kWarps, 1, 1},
                shared, stream,
                {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2], &n_out[0], &n_out[1],
                 &n_out[2], &b_mask, &sw, &xq, &k, &group, &early, &nx, &ny, &nw, &eps, &nsum, &qk, &xparts, &n_parts},

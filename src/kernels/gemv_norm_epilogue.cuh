@@ -114,3 +114,53 @@ LATHE_GEMV1_NORM_KERNEL(q4_k, 1, int8)
 LATHE_GEMV1_NORM_KERNEL(q4_k, 2, int8x2)
 LATHE_GEMV1_NORM_KERNEL(q6_k, 1, int8)
 LATHE_GEMV1_NORM_KERNEL(q6_k, 2, int8x2)
+
+// Q4_K's product on tensor cores (gemv_decode_tiles.cuh) with the same epilogue: the tiles are halves
+// of the block's own 32-row blocks, item i rows lathe_gemv1_block_row(16 i) ... (group: unused, the
+// tile walk's blocks take a tile whole).
+struct lathe_gemv1t_norm_tiles {
+  static constexpr bool kWarp = true, two_parts = false;
+  lathe_norm_epi& epi;
+  const uint8_t* w;
+  long long row_bytes;
+  int n_out, n_units;
+  __device__ __forceinline__ int row0(int item) const { return lathe_gemv1_block_row(LATHE_GEMV1T_ROWS * item); }
+  __device__ __forceinline__ int first(int, int j) const { return j; }
+  __device__ __forceinline__ int step(int, int groups_per_block) const { return groups_per_block; }
+  __device__ __forceinline__ bool has(int item) const { return row0(item) < n_out; }
+  __device__ __forceinline__ int chunks(int) const { return n_units; }
+  __device__ __forceinline__ const uint8_t* src(int item, int c, int& part) const {
+    part = 0;
+    return w + static_cast<long long>(row0(item)) * row_bytes + static_cast<long long>(c) * LATHE_GEMV1T_UNIT;
+  }
+  __device__ __forceinline__ long long rb(int, int) const { return row_bytes; }
+  __device__ __forceinline__ void done(int item, int r, float v, float) { epi.row(row0(item) + r, v); }
+  __device__ __forceinline__ void before_wait() { epi.before_wait(0, 0, 0); }
+  __device__ __forceinline__ void after_wait() { epi.after_wait(); }
+  __device__ __forceinline__ void finish(uint8_t* smem) { epi.finish(smem); }
+};
+
+template <int C>
+__device__ __forceinline__ void lathe_gemv1t_norm_body(const uint8_t* w, long long row_bytes, const int8_t* xq, int k,
+                                                       int n_out, int group, int early, const float* resid, float* sum,
+                                                       const float* norm_w, int8_t* q1, int8_t* q2, float4* ds,
+                                                       int two_words, float* parts) {
+  extern __shared__ uint4 lathe_gemv1_smem[];
+  __shared__ float rows_kept[LATHE_NORM_EPI_ROWS], squares[LATHE_NORM_EPI_ROWS / 32];
+  lathe_norm_epi epi{resid, norm_w, sum, q1, q2, ds, two_words, parts, n_out, rows_kept, squares, 0.0f, 0.0f};
+  lathe_gemv1t_norm_tiles tiles{epi, w, row_bytes, n_out, k / 256};
+  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_gemv1_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
+  lathe_gemv1t_run<C>(tiles, [&](auto&& late) { lathe_gemv1_stage_x<C>(sx, xq, nullptr, k, late); }, k, early);
+}
+
+#define LATHE_GEMV1T_NORM_KERNEL(C, CNAME)                                                                  \
+  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemv1t_norm_q4_k_##CNAME(  \
+      const uint8_t* w, long long row_bytes, const int8_t* xq, int k, int n_out, int group, int early,        \
+      const float* resid, float* sum, const float* norm_w, int8_t* q1, int8_t* q2, float4* ds, int two_words, \
+      float* parts) {                                                                                        \
+    lathe_gemv1t_norm_body<C>(w, row_bytes, xq, k, n_out, group, early, resid, sum, norm_w, q1, q2, ds,       \
+                              two_words, parts);                                                             \
+  }
+
+LATHE_GEMV1T_NORM_KERNEL(1, int8)
+LATHE_GEMV1T_NORM_KERNEL(2, int8x2)
