@@ -293,6 +293,7 @@
 #   e6      the tiles off by default, the merged ones in kernels of their own (the row kernels' machine
 #           code is e0bce59's): the GPU tests, the 8B Q4_K_M's check with the tiles, tg128 of it against
 #           build-dev/old and with LATHE_DECODE_TILES=1, alternated, Q8_0 against old, the tiles' profile
+#   e7      the tiles' test as mended (its check that they apply, with them on), and the tests beside it
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1159,6 +1160,9 @@ for part in "$@"; do
     echo "== qwen3-8b q8_0 old"; tg_old $q
     echo "== qwen3-8b q8_0 new"; tg_short $q
     echo "== profile tiles"; LATHE_DECODE_TILES=1 timeout 120 $L bench $f -p 16 -n 32 -r 1 --profile 2>&1 | grep -A10 '^decode step' ;;
+  e7)  # the tiles' test as mended, on the landed build (see the list above)
+    gpu_tests test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu
+    echo "== tiles"; timeout 200 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "n_out=|tiles|Failure" ;;
   d6)  # d5's form stamped (see the list above)
     stamped d6-30b-16 $(synth qwen3-30b-a3b q8_0) -p 16 -n 128 -r 1 ;;
   c6)  # the merge kernel's position read before its wait (see the list above)
