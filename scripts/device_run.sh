@@ -294,6 +294,7 @@
 #           code is e0bce59's): the GPU tests, the 8B Q4_K_M's check with the tiles, tg128 of it against
 #           build-dev/old and with LATHE_DECODE_TILES=1, alternated, Q8_0 against old, the tiles' profile
 #   e7      the tiles' test as mended (its check that they apply, with them on), and the tests beside it
+#   e8      GateUpQuantizedOutputIsTheQuantizersBytes with Q4_K's tiles: by block against dealt, bit for bit
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1160,6 +1161,8 @@ for part in "$@"; do
     echo "== qwen3-8b q8_0 old"; tg_old $q
     echo "== qwen3-8b q8_0 new"; tg_short $q
     echo "== profile tiles"; LATHE_DECODE_TILES=1 timeout 120 $L bench $f -p 16 -n 32 -r 1 --profile 2>&1 | grep -A10 '^decode step' ;;
+  e8)  # the merged tiles by block against dealt (see the list above)
+    echo "== quantized gate/up"; timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*QuantizedOutput*' 2>&1 | grep -E "tiles|^\[  (PASSED|FAILED) |Failure" ;;
   e7)  # the tiles' test as mended, on the landed build (see the list above)
     gpu_tests test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu
     echo "== tiles"; timeout 200 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "n_out=|tiles|Failure" ;;

@@ -281,7 +281,8 @@ TEST(GemvMultiGpu, GateUpSwigluMatchesCpuAndSeparate) {
 // block its own 32-row blocks, the rows dealt to it whole) is quantize_activations' bytes of the y it
 // writes, and that y is the dealt form's, bit for bit: with the norm in the prologue or without, the
 // paired products (3072 x 1024) and the chunked ones, 384 32-row blocks over the SMs and 96, every
-// format, and the fallback (4 rows: gemv, gemv, swiglu, then the quantizer).
+// format, Q4_K's tiles (by block against dealt), and the fallback (4 rows: gemv, gemv, swiglu, then
+// the quantizer).
 TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
   LATHE_NEED_GPU();
   cuda::Stream s;
@@ -291,8 +292,11 @@ TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
     GgmlType gate, up;
     int64_t n_out, k, rows;
     bool norm;
+    bool tiles = false;  // Q4_K's tiles (gemv_decode_tiles.cuh): dealt and by block both take them
   };
-  const Case cases[] = {{"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 12288, 4096, 1, false},
+  const Case cases[] = {{"q4_K tiles", GgmlType::Q4_K, GgmlType::Q4_K, 12288, 4096, 1, false, true},
+                        {"q4_K tiles", GgmlType::Q4_K, GgmlType::Q4_K, 12288, 4096, 1, true, true},
+                        {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 12288, 4096, 1, false},
                         {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 12288, 4096, 1, true},
                         {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 3072, 1024, 1, false},
                         {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 3072, 1024, 1, true},
@@ -302,8 +306,12 @@ TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
                         {"q6_K", GgmlType::Q6_K, GgmlType::Q6_K, 3072, 1024, 1, true},
                         {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 1024, 512, 4, false}};
   for (const Case& c : cases) {
+    const bool tiles_before = set_decode_tiles_enabled(c.tiles);
     Matrix gate = make_matrix(c.gate, c.n_out, c.k, rng), up = make_matrix(c.up, c.n_out, c.k, rng);
     const WeightMatrix ws[2] = {gate.weights(), up.weights()};
+    if (c.tiles) {
+      EXPECT_GT(decode_tiles_group(ws[0], Activations::int8x2, false), 0) << c.name;
+    }
     const int64_t n = c.rows * c.n_out;
     const std::vector<float> x = random_values(c.rows * c.k, rng), r = random_values(c.k, rng), nw = random_values(c.k, rng);
     DeviceBuffer xd = upload(x), rd = upload(r), wd = upload(nw), sum(c.k * 4);
@@ -341,6 +349,7 @@ TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
       std::printf("  %s (%s): y and its int8 form the same bits\n", what.c_str(),
                   c.rows == 1 && gate_up_quantizes_in_epilogue(ws[0], ws[1], a) ? "the epilogue" : "the quantizer after");
     }
+    set_decode_tiles_enabled(tiles_before);
   }
 }
 
