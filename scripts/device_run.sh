@@ -281,7 +281,9 @@
 #   e2      the tiles in the norm epilogue and the merged products too: the GEMV, merged, norm epilogue
 #           and lane tests, the Q4_K timings (single and merged, tiles and rows), the checks of qwen3-8b
 #           and qwen3-0.6b Q4_K_M, their tg128 with and without the tiles, alternated
-#   e3      (prepare with PREP_DEFINES="-DLATHE_GEMV1T_COPY=1;-DLATHE_GEMV1T_COPY=2") the tiles' chunk
+#   e3      (code not kept: the first form's defines LATHE_GEMV1T_COPY and the knob
+#           LATHE_DECODE_TILE_GROUP are gone; docs/perf.md records it; prepare with
+#           PREP_DEFINES="-DLATHE_GEMV1T_COPY=1;-DLATHE_GEMV1T_COPY=2") the tiles' chunk
 #           copies: one bulk copy a row (default), the lanes' 16-byte lines, one copy of the chunk's
 #           bytes (wrong data, timing only), and 8 or 4 warps a tile: the tests, the Q4_K timings
 #           (single, merged), the 8B Q4_K_M's check and tg128 default / no tiles / lines, alternated

@@ -37,8 +37,9 @@ constexpr int64_t kDecodeTileRows = 16;
 
 // The most static shared memory a decode kernel declares beside its dynamic ring and x (the row and
 // the paired bodies' barriers and partial sums: 1,408 bytes by ptxas), with room to spare; and the
-// most a kernel with the tile walk (gemv_decode_tiles.cuh) declares: the merged ones, which also hold
-// the row walk's sums and the tiles' two sums of 16 rows a warp (~5.3 KB by ptxas).
+// most a kernel with the tile walk (gemv_decode_tiles.cuh) declares: the merged ones, whose tile
+// kernels also hold the row walk's sums beside the tiles' two sums of 16 rows a warp (4,336 bytes by
+// ptxas), with room to spare.
 constexpr int64_t kDecodeStaticBytes = 2048;
 constexpr int64_t kDecodeTileStaticBytes = 6144;
 

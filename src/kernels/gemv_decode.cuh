@@ -199,6 +199,21 @@ struct lathe_gemv1_q8_0_ef : lathe_gemv1_q8_0 {
   static constexpr bool evict_first = true;
 };
 
+// Sub-block j's scale d * sc and offset -dmin * m (jj = j % 4, low = j < 4) from a Q4_K unit's first 16
+// bytes hd (d, dmin, scales[12]), without branches or byte loads: j < 4: sc = s[jj] & 63,
+// m = s[jj + 4] & 63; j >= 4: sc = (s[jj + 8] & 15) | (s[jj] >> 6) << 4, m = (s[jj + 8] >> 4) |
+// (s[jj + 4] >> 6) << 4 (block_codecs.h's k4_scale_min). The row walk's and the tiles' (gemv_decode_tiles.cuh).
+__device__ __forceinline__ void lathe_gemv1_q4_k_scale(uint4 hd, int jj, bool low, float& sa, float& offset) {
+  const int bs = 8 * jj;
+  const uint32_t s0 = (hd.y >> bs) & 0xFFu, s4 = (hd.z >> bs) & 0xFFu, s8 = (hd.w >> bs) & 0xFFu;
+  const uint32_t sc = low ? s0 & 63u : (s8 & 15u) | ((s0 >> 6) << 4);
+  const uint32_t mn = low ? s4 & 63u : (s8 >> 4) | ((s4 >> 6) << 4);
+  const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(hd.x & 0xFFFFu)));
+  const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(hd.x >> 16)));
+  sa = __fmul_rn(d, static_cast<float>(sc));
+  offset = -__fmul_rn(dmin, static_cast<float>(mn));
+}
+
 // Q4_K: piece j is sub-block j; its nibbles are the low (j even) or high halves of qs[32 (j / 2) ..].
 // Units are 144 bytes from a 16-byte aligned base: 16-byte aligned.
 struct lathe_gemv1_q4_k {
@@ -214,19 +229,8 @@ struct lathe_gemv1_q4_k {
     const uint32_t words[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 #pragma unroll
     for (int i = 0; i < 8; ++i) q[i] = (words[i] >> shift) & 0x0F0F0F0Fu;
-    // Scales without branches or byte loads: the unit's first 16 bytes are d, dmin, scales[12]; for
-    // jj = j % 4, j < 4: sc = s[jj] & 63, m = s[jj + 4] & 63; j >= 4: sc = (s[jj + 8] & 15) |
-    // (s[jj] >> 6) << 4, m = (s[jj + 8] >> 4) | (s[jj + 4] >> 6) << 4 (block_codecs.h's k4_scale_min).
-    const uint4 hd = lathe_lds128u(u);
-    const int bs = 8 * (j & 3);
-    const uint32_t s0 = (hd.y >> bs) & 0xFFu, s4 = (hd.z >> bs) & 0xFFu, s8 = (hd.w >> bs) & 0xFFu;
-    const bool low = j < 4;
-    const uint32_t sc = low ? s0 & 63u : (s8 & 15u) | ((s0 >> 6) << 4);
-    const uint32_t mn = low ? s4 & 63u : (s8 >> 4) | ((s4 >> 6) << 4);
-    const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(hd.x & 0xFFFFu)));
-    const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(hd.x >> 16)));
-    sa = sb = __fmul_rn(d, static_cast<float>(sc));
-    offset = -__fmul_rn(dmin, static_cast<float>(mn));
+    lathe_gemv1_q4_k_scale(lathe_lds128u(u), j & 3, j < 4, sa, offset);
+    sb = sa;
   }
 };
 

@@ -59,27 +59,6 @@ __device__ __forceinline__ void lathe_mma_u8s8(int (&c)[4], uint32_t a0, uint32_
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// Sub-block j's scale d * sc and offset -dmin * m from a Q4_K unit's first 16 bytes (d, dmin,
-// scales[12]), for j = t (high = false) or j = t + 4 (high = true): lathe_gemv1_q4_k::piece's bits.
-template <bool high>
-__device__ __forceinline__ void lathe_gemv1t_q4_k_scale(uint4 hd, int t, float& sa, float& offset) {
-  const int bs = 8 * t;
-  const uint32_t s0 = (hd.y >> bs) & 0xFFu, s4 = (hd.z >> bs) & 0xFFu;
-  uint32_t sc, mn;
-  if constexpr (high) {
-    const uint32_t s8 = (hd.w >> bs) & 0xFFu;
-    sc = (s8 & 15u) | ((s0 >> 6) << 4);
-    mn = (s8 >> 4) | ((s4 >> 6) << 4);
-  } else {
-    sc = s0 & 63u;
-    mn = s4 & 63u;
-  }
-  const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(hd.x & 0xFFFFu)));
-  const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(hd.x >> 16)));
-  sa = __fmul_rn(d, static_cast<float>(sc));
-  offset = -__fmul_rn(dmin, static_cast<float>(mn));
-}
-
 // A sub-block's f32 term from its integer sums (lathe_gemv1_piece_x's order: one-scale, offset form).
 template <int C>
 __device__ __forceinline__ float lathe_gemv1t_term(int s1, int s2, float4 ds, float sa, float offset) {
@@ -124,13 +103,13 @@ __device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, uint2 xa, ui
   const uint4 h0 = lathe_lds128u(s + LATHE_GEMV1T_ROW_STRIDE * g);
   const uint4 h1 = lathe_lds128u(s + LATHE_GEMV1T_ROW_STRIDE * (g + 8));
   float sa, off;
-  lathe_gemv1t_q4_k_scale<false>(h0, t, sa, off);
+  lathe_gemv1_q4_k_scale(h0, t, true, sa, off);
   acc0 += lathe_gemv1t_term<C>(ca[0] >> sh, ca[1] >> sh, dsa, sa, off);
-  lathe_gemv1t_q4_k_scale<true>(h0, t, sa, off);
+  lathe_gemv1_q4_k_scale(h0, t, false, sa, off);
   acc0 += lathe_gemv1t_term<C>(cb[0] >> sh, cb[1] >> sh, dsb, sa, off);
-  lathe_gemv1t_q4_k_scale<false>(h1, t, sa, off);
+  lathe_gemv1_q4_k_scale(h1, t, true, sa, off);
   acc1 += lathe_gemv1t_term<C>(ca[2] >> sh, ca[3] >> sh, dsa, sa, off);
-  lathe_gemv1t_q4_k_scale<true>(h1, t, sa, off);
+  lathe_gemv1_q4_k_scale(h1, t, false, sa, off);
   acc1 += lathe_gemv1t_term<C>(cb[2] >> sh, cb[3] >> sh, dsb, sa, off);
 }
 
