@@ -297,6 +297,15 @@
 #           build-dev/old and with LATHE_DECODE_TILES=1, alternated, Q8_0 against old, the tiles' profile
 #   e7      the tiles' test as mended (its check that they apply, with them on), and the tests beside it
 #   e8      GateUpQuantizedOutputIsTheQuantizersBytes with Q4_K's tiles: by block against dealt, bit for bit
+#   f1      2026-12-02's twenty-second session: Q4_K's tiles with a warp's chunk one TMA box (16 rows x
+#           144 bytes) in the warp's own ring: their tests, the GEMV and merged timings, checks of the
+#           8B and 0.6B Q4_K_M with tiles, tg128 of qwen3-8b Q4_K_M tiles off / on alternated, profiles
+#   f2      the norm epilogue's tiles keeping their rows by lane: its tests; the GEMV timings by the boxes'
+#           L2 promotion (none, 128, 256); tg128 of qwen3-8b Q4_K_M with tiles off, merged products only,
+#           all, and merged with the promotions; the profile with all
+#   f3      tg128 of qwen3-8b Q4_K_M with tiles off, and all with the promotions 128, none, 64, 256
+#   f4      the tiles on by default (promotion 128): every GPU test, checks of the Q4_K_M shapes, tg128 of
+#           qwen3-8b and llama3-8b Q4_K_M by default and with LATHE_DECODE_TILES=0, Q8_0's, pp512, profile
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1163,6 +1172,58 @@ for part in "$@"; do
     echo "== qwen3-8b q8_0 old"; tg_old $q
     echo "== qwen3-8b q8_0 new"; tg_short $q
     echo "== profile tiles"; LATHE_DECODE_TILES=1 timeout 120 $L bench $f -p 16 -n 32 -r 1 --profile 2>&1 | grep -A10 '^decode step' ;;
+  f1)  # the tiles by one TMA box a warp's chunk (see the list above)
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu
+    echo "== tiles"; timeout 200 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "n_out=|tiles|Failure"
+    echo "== quantized gate/up"; timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*QuantizedOutput*' 2>&1 | grep -E "tiles|^\[  (PASSED|FAILED) |Failure"
+    echo "== timing"; LATHE_GEMV_TIMING_CASE=q4_K timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x?2? +(decode|rows|tiles)|FAILED"
+    timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q4_K.*products|FAILED"
+    f=$(synth qwen3-8b q4_k_m); g=$(synth qwen3-0.6b q4_k_m)
+    echo "== check qwen3-8b q4_k_m tiles"; LATHE_DECODE_TILES=1 timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    echo "== check qwen3-0.6b q4_k_m tiles"; LATHE_DECODE_TILES=1 timeout 90 $L check $g --steps 16 2>&1 | tail -2 | head -1
+    for rep in 1 2; do
+      for v in "LATHE_DECODE_TILES=0" "LATHE_DECODE_TILES=1"; do echo "== qwen3-8b q4_k_m $v"; with_env "$v" tg_short $f; done
+    done
+    echo "== profile tiles"; LATHE_DECODE_TILES=1 timeout 120 $L bench $f -p 16 -n 32 -r 1 --profile 2>&1 | grep -A10 '^decode step'
+    echo "== profile rows"; LATHE_DECODE_TILES=0 timeout 120 $L bench $f -p 16 -n 32 -r 1 --profile 2>&1 | grep -A10 '^decode step' ;;
+  f2)  # the tiles by product, and their boxes' L2 promotion (see the list above)
+    gpu_tests test_norm_epilogue_gpu test_gemv_multi_gpu
+    echo "== norm epilogue"; timeout 200 $C/test_norm_epilogue_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "q4_K|FAILED"
+    for v in "LATHE_TILE_L2_PROMOTION=none" "LATHE_TILE_L2_PROMOTION=128" "LATHE_TILE_L2_PROMOTION=256"; do
+      echo "== timing $v"; with_env "$v" env LATHE_GEMV_TIMING_CASE=q4_K timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x2 +(decode|rows)|FAILED"
+    done
+    f=$(synth qwen3-8b q4_k_m)
+    for rep in 1 2; do
+      for v in "LATHE_DECODE_TILES=0" "LATHE_DECODE_TILES=merged" "LATHE_DECODE_TILES=1" \
+               "LATHE_DECODE_TILES=merged LATHE_TILE_L2_PROMOTION=none" "LATHE_DECODE_TILES=merged LATHE_TILE_L2_PROMOTION=128"; do
+        echo "== qwen3-8b q4_k_m $v"; with_env "$v" tg_short $f
+      done
+    done
+    echo "== profile tiles"; LATHE_DECODE_TILES=1 timeout 120 $L bench $f -p 16 -n 32 -r 1 --profile 2>&1 | grep -A10 '^decode step' ;;
+  f3)  # every tile product by the boxes' L2 promotion (see the list above)
+    f=$(synth qwen3-8b q4_k_m)
+    for rep in 1 2; do
+      for v in "LATHE_DECODE_TILES=0" "LATHE_DECODE_TILES=1 LATHE_TILE_L2_PROMOTION=128" "LATHE_DECODE_TILES=1 LATHE_TILE_L2_PROMOTION=none" \
+               "LATHE_DECODE_TILES=1 LATHE_TILE_L2_PROMOTION=64" "LATHE_DECODE_TILES=1 LATHE_TILE_L2_PROMOTION=256"; do
+        echo "== qwen3-8b q4_k_m $v"; with_env "$v" tg_short $f
+      done
+    done ;;
+  f4)  # the tiles on by default, promotion 128 (see the list above)
+    for t in $C/test_*_gpu; do
+      echo "== $(basename $t)"; timeout 300 $t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure" | head -12
+    done
+    echo "== tiles"; timeout 200 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "n_out=|Failure"
+    checks "qwen3-8b q4_k_m" "qwen3-0.6b q4_k_m" "llama3-8b q4_k_m" "qwen3-tiny q4_k_m"
+    f=$(synth qwen3-8b q4_k_m); q=$(synth qwen3-8b q8_0); l=$(synth llama3-8b q4_k_m)
+    for rep in 1 2; do
+      for v in "" "LATHE_DECODE_TILES=0"; do
+        echo "== qwen3-8b q4_k_m ${v:-default}"; with_env "$v" tg_short $f
+        echo "== llama3-8b q4_k_m ${v:-default}"; with_env "$v" tg_short $l
+      done
+    done
+    echo "== qwen3-8b q8_0"; tg_short $q
+    echo "== qwen3-8b q4_k_m pp512"; timeout 120 $L bench $f -p 512 -n 0 -r 3 2>&1 | grep -E "pp512|error"
+    echo "== profile"; timeout 120 $L bench $f -p 16 -n 32 -r 1 --profile 2>&1 | grep -A10 '^decode step' ;;
   e8)  # the merged tiles by block against dealt (see the list above)
     echo "== quantized gate/up"; timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*QuantizedOutput*' 2>&1 | grep -E "tiles|^\[  (PASSED|FAILED) |Failure" ;;
   e7)  # the tiles' test as mended, on the landed build (see the list above)

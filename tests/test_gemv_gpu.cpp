@@ -225,9 +225,9 @@ TEST(GemvGpu, DecodeTilesMatchRowsAndCpu) {
       DeviceBuffer q = activations(xd, 1, k, a, s);
       std::vector<float> y[2];
       for (int tiles = 0; tiles < 2; ++tiles) {
-        const bool before = set_decode_tiles_enabled(tiles == 1);
+        const DecodeTiles before = set_decode_tiles(tiles == 1 ? DecodeTiles::all : DecodeTiles::off);
         if (tiles == 1) {
-          EXPECT_EQ(decode_tiles_group(w, a, true) > 0, k % 4096 == 0) << "n_out=" << n_out << " k=" << k;
+          EXPECT_EQ(decode_tiles_group(w, a, TileProduct::plain) > 0, k % 4096 == 0) << "n_out=" << n_out << " k=" << k;
         }
         yd.zero();
         settle(yd);
@@ -241,7 +241,7 @@ TEST(GemvGpu, DecodeTilesMatchRowsAndCpu) {
           s.synchronize();
           EXPECT_EQ(download(yd, n_out), y[1]) << "quantizing row n_out=" << n_out << " k=" << k;
         }
-        set_decode_tiles_enabled(before);
+        set_decode_tiles(before);
       }
       const double e = error_of(y[1], ref, n_out);
       double d = 0;
@@ -503,10 +503,10 @@ TEST(GemvGpu, TimingPrintsBandwidth) {
           if (mode != 1 && !decode) continue;
           if (mode == 2 && c.t != GgmlType::Q4_K) continue;
           set_decode_gemv_enabled(mode != 1);
-          const bool tiles_before = set_decode_tiles_enabled(mode != 2);
+          const DecodeTiles tiles_before = set_decode_tiles(mode != 2 ? DecodeTiles::all : DecodeTiles::off);
           const double us = time_graph(w, c, a, xin, rows, yd.ptr()), gbs = static_cast<double>(bytes) / (us * 1e3);
           set_decode_gemv_enabled(true);
-          set_decode_tiles_enabled(tiles_before);
+          set_decode_tiles(tiles_before);
           std::printf("  %-5s n_out=%-6lld k=%-6lld rows=%lld %-6s %-7s %8.2f us %7.0f GB/s %5.1f%%\n",
                       std::string(ggml_type_name(c.t)).c_str(), static_cast<long long>(c.n_out),
                       static_cast<long long>(c.k), static_cast<long long>(rows), std::string(activations_name(a)).c_str(),

@@ -228,7 +228,7 @@ TEST(GemvMultiGpu, MergedQkvMatchesCpuAndSeparate) {
       std::printf("  %-6s (%s) x %-5lld %-6s", f.name, shape.c_str(), static_cast<long long>(sh.k),
                   merged_gemv_applies(w.data(), static_cast<int>(w.size()), Activations::int8) ? "merged" : "split");
       for (int tiles = 1; tiles >= (std::string(f.name) == "q4_K" ? 0 : 1); --tiles) {
-        const bool before = set_decode_tiles_enabled(tiles == 1);
+        const DecodeTiles before = set_decode_tiles(tiles == 1 ? DecodeTiles::all : DecodeTiles::off);
         for (Activations a : {Activations::int8, Activations::int8x2}) {
           const Errors e = check_multi(ms, xd, x, 1, a, s);
           EXPECT_LE(e.cpu, kBoundRebuilt) << f.name << " (" << shape << ") x " << sh.k << " " << activations_name(a)
@@ -237,7 +237,7 @@ TEST(GemvMultiGpu, MergedQkvMatchesCpuAndSeparate) {
                                                 << activations_name(a) << " tiles " << tiles;
           std::printf("  %s %.1e / %.1e", std::string(activations_name(a)).c_str(), e.cpu, e.separate);
         }
-        set_decode_tiles_enabled(before);
+        set_decode_tiles(before);
         if (tiles == 1 && std::string(f.name) == "q4_K") std::printf("  | rows:");
       }
       std::printf("\n");
@@ -260,7 +260,7 @@ TEST(GemvMultiGpu, GateUpSwigluMatchesCpuAndSeparate) {
       DeviceBuffer xd = upload(x);
       std::printf("  %-6s %5lld x %-5lld", f.name, static_cast<long long>(n_out), static_cast<long long>(k));
       for (int tiles = 1; tiles >= (std::string(f.name) == "q4_K" ? 0 : 1); --tiles) {
-        const bool before = set_decode_tiles_enabled(tiles == 1);
+        const DecodeTiles before = set_decode_tiles(tiles == 1 ? DecodeTiles::all : DecodeTiles::off);
         for (Activations a : {Activations::int8, Activations::int8x2}) {
           const Errors e = check_gate_up(gate, up, xd, x, 1, a, s);
           EXPECT_LE(e.cpu, kBoundRebuilt) << f.name << " " << n_out << " x " << k << " " << activations_name(a)
@@ -269,7 +269,7 @@ TEST(GemvMultiGpu, GateUpSwigluMatchesCpuAndSeparate) {
                                                 << " tiles " << tiles;
           std::printf("  %s %.1e / %.1e", std::string(activations_name(a)).c_str(), e.cpu, e.separate);
         }
-        set_decode_tiles_enabled(before);
+        set_decode_tiles(before);
         if (tiles == 1 && std::string(f.name) == "q4_K") std::printf("  | rows:");
       }
       std::printf("\n");
@@ -306,11 +306,11 @@ TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
                         {"q6_K", GgmlType::Q6_K, GgmlType::Q6_K, 3072, 1024, 1, true},
                         {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 1024, 512, 4, false}};
   for (const Case& c : cases) {
-    const bool tiles_before = set_decode_tiles_enabled(c.tiles);
+    const DecodeTiles tiles_before = set_decode_tiles(c.tiles ? DecodeTiles::all : DecodeTiles::off);
     Matrix gate = make_matrix(c.gate, c.n_out, c.k, rng), up = make_matrix(c.up, c.n_out, c.k, rng);
     const WeightMatrix ws[2] = {gate.weights(), up.weights()};
     if (c.tiles) {
-      EXPECT_GT(decode_tiles_group(ws[0], Activations::int8x2, false), 0) << c.name;
+      EXPECT_GT(decode_tiles_group(ws[0], Activations::int8x2, TileProduct::merged), 0) << c.name;
     }
     const int64_t n = c.rows * c.n_out;
     const std::vector<float> x = random_values(c.rows * c.k, rng), r = random_values(c.k, rng), nw = random_values(c.k, rng);
@@ -349,7 +349,7 @@ TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
       std::printf("  %s (%s): y and its int8 form the same bits\n", what.c_str(),
                   c.rows == 1 && gate_up_quantizes_in_epilogue(ws[0], ws[1], a) ? "the epilogue" : "the quantizer after");
     }
-    set_decode_tiles_enabled(tiles_before);
+    set_decode_tiles(tiles_before);
   }
 }
 
@@ -496,7 +496,7 @@ TEST(GemvMultiGpu, TimingMergedVsSeparate) {
   };
   std::printf("merged vs separate decode GEMVs: us per set, GB/s of weights, %% of %.0f GB/s\n", limit_gbs);
   for (const Case& c : cases) {
-    const bool tiles_before = set_decode_tiles_enabled(c.tiles);
+    const DecodeTiles tiles_before = set_decode_tiles(c.tiles ? DecodeTiles::all : DecodeTiles::off);
     int64_t set_bytes = 0;
     for (size_t m = 0; m < c.types.size(); ++m) set_bytes += c.n_out[m] * row_bytes(c.types[m], c.k);
     const int copies = static_cast<int>(std::max<int64_t>(2, (256ll << 20) / set_bytes));
@@ -560,7 +560,7 @@ TEST(GemvMultiGpu, TimingMergedVsSeparate) {
         std::printf("  x%.2f\n", us[wq][0] / us[wq][2]);
       }
     }
-    set_decode_tiles_enabled(tiles_before);
+    set_decode_tiles(tiles_before);
   }
 }
 

@@ -93,9 +93,9 @@ void fused_pair(const WeightMatrix& pw, const std::vector<WeightMatrix>& ws, boo
 
 // Sets the Q4_K tiles (gemv_launch.h) for a scope.
 struct TilesSetting {
-  bool before;
-  explicit TilesSetting(bool on) : before(set_decode_tiles_enabled(on)) {}
-  ~TilesSetting() { set_decode_tiles_enabled(before); }
+  DecodeTiles before;
+  explicit TilesSetting(bool on) : before(set_decode_tiles(on ? DecodeTiles::all : DecodeTiles::off)) {}
+  ~TilesSetting() { set_decode_tiles(before); }
 };
 
 TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {

@@ -136,7 +136,8 @@ std::string expand(const std::string& code, const std::map<std::string, Macro>& 
 
 size_t param_type_bytes(std::string_view type) {
   if (type.find('*') != std::string_view::npos) return 8;
-  static const std::set<std::string> qualifiers = {"const", "volatile", "__restrict__", "restrict"};
+  static const std::set<std::string> qualifiers = {"const", "volatile", "__restrict__", "restrict",
+                                                    "__grid_constant__"};
   std::string t;
   for (size_t i = 0; i < type.size();) {
     if (!ident_char(type[i])) {
@@ -154,7 +155,8 @@ size_t param_type_bytes(std::string_view type) {
       {"short", 2}, {"unsigned short", 2}, {"int16_t", 2}, {"uint16_t", 2}, {"__half", 2}, {"__nv_bfloat16", 2},
       {"int", 4}, {"unsigned", 4}, {"unsigned int", 4}, {"int32_t", 4}, {"uint32_t", 4}, {"float", 4},
       {"long long", 8}, {"unsigned long long", 8}, {"long long int", 8}, {"int64_t", 8}, {"uint64_t", 8},
-      {"size_t", 8}, {"double", 8}, {"float2", 8}, {"int2", 8}, {"float4", 16}, {"int4", 16}};
+      {"size_t", 8}, {"double", 8}, {"float2", 8}, {"int2", 8}, {"float4", 16}, {"int4", 16},
+      {"LatheTileMap", 128}};  // a CUtensorMap (gemv_decode_tiles.cuh)
   auto it = sizes.find(t);
   return it == sizes.end() ? 0 : it->second;
 }

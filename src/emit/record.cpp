@@ -1,6 +1,7 @@
 #include "emit/record.h"
 
 #include "emit/kernel_params.h"
+#include "kernels/gemv_launch.h"
 #include "kernels/library.h"
 #include "lang/program.h"
 #include "model/model_program.h"
@@ -110,6 +111,12 @@ RecordedModel record_model(const GgufFile& file, const EmitOptions& options) {
     return sizes;
   });
 
+  // Q4_K's decode tiles take tensor maps, which hold the weights' addresses: the emitted program
+  // would have to encode them at run time, which it does not, so it records the row walk.
+  struct RestoreTiles {
+    kernels::DecodeTiles before;
+    ~RestoreTiles() { kernels::set_decode_tiles(before); }
+  } restore_tiles{kernels::set_decode_tiles(kernels::DecodeTiles::off)};
   const graph::Graph decode = lift_cut(file, mp, 1);
   std::set<std::string> constants;
   for (const graph::Tensor& t : decode.tensors)

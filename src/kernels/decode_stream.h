@@ -31,15 +31,16 @@ constexpr int kDecodePairs = 256;
 // chunk of the mixture's down kernel carries when it holds several experts' rows.
 constexpr int64_t kMoeDownRounds = 4;
 
-// Mirrors LATHE_GEMV1T_ROWS (gemv_decode_tiles.cuh): the rows of a tile of the tensor-core decode
-// products.
+// Mirrors LATHE_GEMV1T_ROWS and LATHE_GEMV1T_UNIT (gemv_decode_tiles.cuh): the rows of a tile of the
+// tensor-core decode products, and the bytes of its box's rows (a Q4_K unit).
 constexpr int64_t kDecodeTileRows = 16;
+constexpr int64_t kDecodeTileUnitBytes = 144;
 
 // The most static shared memory a decode kernel declares beside its dynamic ring and x (the row and
 // the paired bodies' barriers and partial sums: 1,408 bytes by ptxas), with room to spare; and the
 // most a kernel with the tile walk (gemv_decode_tiles.cuh) declares: the merged ones, whose tile
-// kernels also hold the row walk's sums beside the tiles' two sums of 16 rows a warp (4,336 bytes by
-// ptxas), with room to spare.
+// kernels also hold the row walk's sums beside the tiles' two sums of 16 rows a warp and the warps'
+// ring barriers (4,784 bytes by ptxas), with room to spare.
 constexpr int64_t kDecodeStaticBytes = 2048;
 constexpr int64_t kDecodeTileStaticBytes = 6144;
 

@@ -8,10 +8,10 @@
 #include "kernels/gemm_wgmma.cuh"  // lathe_gwg_geometry: the kernel's shared-memory layout, on the host
 #include "kernels/gemm_wgmma_rs.cuh"  // lathe_gwr_geometry, lathe_gwr_boxes: the register-A kernel's layout
 #include "kernels/library.h"
+#include "kernels/tensor_map.h"
 #include "kernels/tile_tuner.h"
 #include "runtime/cuda_driver.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cstring>
@@ -36,35 +36,10 @@ int rs_format(GgmlType type) {
   }
 }
 
-// cuTensorMapEncodeTiled from the driver library cuda_api already loaded (cuda_api's table has no
-// entry for it; dlopen of the same soname returns that handle).
-using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-EncodeTiled encode_tiled() {
-  static EncodeTiled f = [] {
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    return lib ? reinterpret_cast<EncodeTiled>(dlsym(lib, "cuTensorMapEncodeTiled")) : nullptr;
-  }();
-  if (!f) internal_fail("gemm_wgmma: the driver has no cuTensorMapEncodeTiled");
-  return f;
-}
-
-// A 2D tiled tensor map: dims {inner, outer} of `type`, outer stride `stride` bytes, box {bi, bo}.
+// A 2D tiled map (kernels/tensor_map.h) named as this launcher's.
 CUtensorMap tensor_map(CUdeviceptr base, CUtensorMapDataType type, uint64_t inner, uint64_t outer, uint64_t stride,
                        uint32_t bi, uint32_t bo, bool swizzle) {
-  CUtensorMap m;
-  std::memset(&m, 0, sizeof m);
-  const cuuint64_t dims[2] = {inner, outer}, strides[1] = {stride};
-  const cuuint32_t box[2] = {bi, bo}, unit[2] = {1, 1};
-  const CUresult r = encode_tiled()(&m, type, 2, reinterpret_cast<void*>(base), dims, strides, box, unit,
-                                    CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                    swizzle ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
-                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    internal_fail("gemm_wgmma: cuTensorMapEncodeTiled failed ({}) for {} x {} box {} x {}", static_cast<int>(r), inner,
-                  outer, bi, bo);
-  return m;
+  return tensor_map_2d(base, type, inner, outer, stride, bi, bo, swizzle, "gemm_wgmma");
 }
 
 }  // namespace

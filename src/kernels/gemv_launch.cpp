@@ -3,10 +3,12 @@
 #include "gguf/block_format.h"
 #include "kernels/decode_stream.h"
 #include "kernels/library.h"
+#include "kernels/tensor_map.h"
 #include "runtime/cuda_api.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -115,18 +117,27 @@ constexpr int kDecodeWarps = 16;
 
 bool g_decode_enabled = true;
 
-// The Q4_K decode products on tensor cores (gemv_decode_tiles.cuh): off by default (in qwen3-8b
-// Q4_K_M's step they measured slower than the row walk: docs/perf.md, 2026-12-02); LATHE_DECODE_TILES=1
-// (read once) or set_decode_tiles_enabled turns them on.
-bool g_decode_tiles = [] {
-  const char* v = std::getenv("LATHE_DECODE_TILES");
-  return v && *v == '1';
-}();
+// The Q4_K decode products on tensor cores (gemv_decode_tiles.cuh): on for every product by default
+// (qwen3-8b Q4_K_M tg128 +9%: docs/perf.md, 2026-12-02); LATHE_DECODE_TILES (0, merged, 1; read at
+// the first use, so that a bad value is a user error where the caller reports it) or set_decode_tiles
+// sets them.
+std::optional<DecodeTiles> g_decode_tiles;
+DecodeTiles decode_tiles_setting() {
+  if (!g_decode_tiles) {
+    const char* e = std::getenv("LATHE_DECODE_TILES");
+    const std::string v = e ? e : "";
+    if (v == "0" || v == "off") g_decode_tiles = DecodeTiles::off;
+    else if (v.empty() || v == "1" || v == "all") g_decode_tiles = DecodeTiles::all;
+    else if (v == "merged") g_decode_tiles = DecodeTiles::merged;
+    else fail("LATHE_DECODE_TILES={}: it takes 0 (off), merged (the merged products) or 1 (every decode product)", v);
+  }
+  return *g_decode_tiles;
+}
 
 // Launches the tile kernel where it takes w (decode_tiles_group, dealt).
 bool launch_decode_tiles(const WeightMatrix& w, Activations a, CUdeviceptr x, CUdeviceptr y, CUstream stream,
                          CUdeviceptr x_f32) {
-  int group = decode_tiles_group(w, a, true);
+  int group = decode_tiles_group(w, a, TileProduct::plain);
   if (group == 0) return false;
   const int64_t shared = kDecodeStageBytes + staged_levels_bytes(w.k, a);
   const int64_t sm_count = cuda::Context::get().info().sm_count, n_tiles = w.n_out / kDecodeTileRows;
@@ -134,9 +145,10 @@ bool launch_decode_tiles(const WeightMatrix& w, Activations a, CUdeviceptr x, CU
   long long row_bytes = lathe::row_bytes(w.type, w.k);
   int k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out), early = decode_early_requests();
   CUdeviceptr wp = w.data;
+  CUtensorMap map = decode_tile_map(w);
   const std::string name = "lathe_gemv1t_q4_k_" + std::string(activations_name(a));
   cuda::launch(kernel(name), {blocks, 1, 1}, {32 * kDecodeWarps, 1, 1}, static_cast<unsigned>(shared), stream,
-               {&wp, &row_bytes, &x, &y, &k, &n_out, &group, &early, &x_f32}, "launching the decode GEMV's tiles");
+               {&wp, &row_bytes, &x, &y, &k, &n_out, &group, &early, &x_f32, &map}, "launching the decode GEMV's tiles");
   return true;
 }
 
@@ -180,8 +192,11 @@ void launch_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUdevicept
 
 }  // namespace
 
-int decode_tiles_group(const WeightMatrix& w, Activations a, bool dealt) {
-  if (!g_decode_enabled || !g_decode_tiles || w.type != GgmlType::Q4_K || a == Activations::f32) return 0;
+int decode_tiles_group(const WeightMatrix& w, Activations a, TileProduct p) {
+  const DecodeTiles set = decode_tiles_setting();
+  const bool set_for = set == DecodeTiles::all || (set == DecodeTiles::merged && p == TileProduct::merged);
+  if (!g_decode_enabled || !set_for || w.type != GgmlType::Q4_K || a == Activations::f32) return 0;
+  const bool dealt = p == TileProduct::plain;
   // Whole tiles of whole 16-unit super-chunks (a unit for each warp of the block).
   if (w.n_out % kDecodeTileRows != 0 || w.k % (256 * kDecodeWarps) != 0 || w.n_expert != 1) return 0;
   // Dealt tiles keep a tile in one block, so fewer tiles than SMs would leave SMs idle that the row
@@ -189,6 +204,25 @@ int decode_tiles_group(const WeightMatrix& w, Activations a, bool dealt) {
   if (dealt && w.n_out / kDecodeTileRows < cuda::Context::get().info().sm_count) return 0;
   if (kDecodeStageBytes + staged_levels_bytes(w.k, a) + kDecodeTileStaticBytes > shared_optin_bytes()) return 0;
   return kDecodeWarps;
+}
+
+CUtensorMap decode_tile_map(const WeightMatrix& w) {
+  // The boxes' L2 promotion: 128 bytes unless LATHE_TILE_L2_PROMOTION (none, 64, 128, 256) says
+  // otherwise (a measuring knob). A box's 16 rows are 144-byte pieces, a line and a part each; in
+  // qwen3-8b Q4_K_M's step 128 measured +2.5% over none, +3.6% over 256 (docs/perf.md, 2026-12-02).
+  static const CUtensorMapL2promotion promotion = [] {
+    const char* e = std::getenv("LATHE_TILE_L2_PROMOTION");
+    const std::string v = e ? e : "128";
+    if (v == "none") return CU_TENSOR_MAP_L2_PROMOTION_NONE;
+    if (v == "64") return CU_TENSOR_MAP_L2_PROMOTION_L2_64B;
+    if (v == "128") return CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
+    if (v == "256") return CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+    fail("LATHE_TILE_L2_PROMOTION={}: it takes none, 64, 128 or 256", v);
+  }();
+  const uint64_t rb = static_cast<uint64_t>(lathe::row_bytes(w.type, w.k));
+  return tensor_map_2d(w.data, CU_TENSOR_MAP_DATA_TYPE_UINT8, rb, static_cast<uint64_t>(w.n_out), rb,
+                       static_cast<uint32_t>(kDecodeTileUnitBytes), static_cast<uint32_t>(kDecodeTileRows),
+                       false, "the decode tiles", promotion);
 }
 
 bool decode_gemv_launch(const WeightMatrix& w, Activations a, DecodeGemvLaunch& out, bool allow_pairs) {
@@ -248,7 +282,11 @@ bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CU
 
 void set_decode_gemv_enabled(bool enabled) { g_decode_enabled = enabled; }
 
-bool set_decode_tiles_enabled(bool enabled) { return std::exchange(g_decode_tiles, enabled); }
+DecodeTiles set_decode_tiles(DecodeTiles tiles) {
+  const DecodeTiles before = decode_tiles_setting();
+  g_decode_tiles = tiles;
+  return before;
+}
 
 int64_t set_quantizing_row_max_k(int64_t k) { return std::exchange(g_quantizing_row_max_k, k); }
 

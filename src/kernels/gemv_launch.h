@@ -78,18 +78,26 @@ void set_weights_evict_first(bool on);
 // measurements and tests that compare the two. Not thread-safe against concurrent gemv calls.
 void set_decode_gemv_enabled(bool enabled);
 
-// Whether one row of Q4_K weights takes the decode kernels' tensor-core form (gemv_decode_tiles.cuh:
-// 16-row tiles, mma.sync for the integer sums) where it applies (decode_tiles_group): the plain,
-// norm-epilogue and merged products. Default false (measured slower in the step; docs/perf.md),
-// LATHE_DECODE_TILES=1 turns it on. Returns the setting before. For tests and measurements; not
-// thread-safe against concurrent gemv calls.
-bool set_decode_tiles_enabled(bool enabled);
+// Which decode products of one row of Q4_K weights take the tensor-core form (gemv_decode_tiles.cuh:
+// 16-row tiles, mma.sync for the integer sums) where it applies (decode_tiles_group): none, the merged
+// products only (q/k/v, gate/up with SwiGLU), or also the plain and norm-epilogue ones. Default all
+// (docs/perf.md has the measurements); LATHE_DECODE_TILES=0, merged or 1 (all) sets it. Returns the
+// setting before. For tests and measurements; not thread-safe against concurrent gemv calls.
+enum class DecodeTiles { off, merged, all };
+DecodeTiles set_decode_tiles(DecodeTiles tiles);
 
-// Whether the tile form (gemv_decode_tiles.cuh) takes one row of w under contract a: Q4_K, whole
-// 16-row tiles, k a multiple of 16 units (4,096), the form enabled, its shared memory within the
-// device's; dealt (the plain product's tiles dealt over the SMs, not a block's own 32-row blocks) also
+// The decode products the tile form serves.
+enum class TileProduct { plain, norm_epilogue, merged };
+
+// Whether the tile form (gemv_decode_tiles.cuh) takes one row of w under contract a in product p: Q4_K,
+// whole 16-row tiles, k a multiple of 16 units (4,096), the form set for p, its shared memory within
+// the device's; the plain product (its tiles dealt over the SMs, not a block's own 32-row blocks) also
 // needs a tile for every SM. Returns its group parameter (16: the block's warps a tile), 0 where not.
-int decode_tiles_group(const WeightMatrix& w, Activations a, bool dealt);
+int decode_tiles_group(const WeightMatrix& w, Activations a, TileProduct p);
+
+// The tile kernels' tensor map of w (a LatheTileMap parameter, gemv_decode_tiles.cuh): w's rows as 2D
+// bytes [n_out][row_bytes], a box one Q4_K unit (144 bytes) of a tile's 16 rows.
+CUtensorMap decode_tile_map(const WeightMatrix& w);
 
 // The decode products' requests made before the programmatic-launch wait (their `early` argument):
 // 0 waits first; 1 + P asks for the cp.async ring's first chunks and P more chunks a warp of L2

@@ -173,9 +173,8 @@ __device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, cons
 // written as the row walk writes them (times xscale).
 template <bool ByBlock>
 struct lathe_gemvm_tiles {
-  static constexpr bool kWarp = false, two_parts = true;
-  const uint8_t *w0, *w1, *w2;
-  long long rb0, rb1, rb2;
+  static constexpr bool two_parts = true;
+  const LatheTileMap *m0, *m1, *m2;
   float *y0, *y1, *y2;
   int t0, t1, t2, n0, swiglu, n_units;
   const float& xscale;
@@ -196,14 +195,12 @@ struct lathe_gemvm_tiles {
     return item < (swiglu ? t0 : t0 + t1 + t2);
   }
   __device__ __forceinline__ int chunks(int) const { return swiglu ? 2 * n_units : n_units; }
-  __device__ __forceinline__ const uint8_t* src(int item, int c, int& part) const {
-    part = swiglu && c >= n_units;
-    const int s = swiglu ? part : seg(item);
-    return lathe_gemvm_pick(s, w0, w1, w2) + static_cast<long long>(row0(item)) * lathe_gemvm_pick(s, rb0, rb1, rb2) +
-           static_cast<long long>(c - part * n_units) * LATHE_GEMV1T_UNIT;
-  }
-  __device__ __forceinline__ long long rb(int item, int c) const {
-    return lathe_gemvm_pick(swiglu ? (c >= n_units ? 1 : 0) : seg(item), rb0, rb1, rb2);
+  __device__ __forceinline__ int part(int c) const { return swiglu && c >= n_units; }
+  __device__ __forceinline__ const LatheTileMap* box(int item, int c, int& col, int& row) const {
+    const int p = part(c);
+    col = (c - p * n_units) * LATHE_GEMV1T_UNIT;
+    row = row0(item);
+    return lathe_gemvm_pick(swiglu ? p : seg(item), m0, m1, m2);
   }
   __device__ __forceinline__ void done(int item, int r, float v0, float v1) const {
     if (swiglu) y0[row0(item) + r] = lathe_swiglu(v0 * xscale, v1 * xscale);
@@ -221,7 +218,8 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
                                                  int k, int group, int early, const float* nx, const float* ny,
                                                  const float* nw, float eps, float* nsum, int8_t* qout,
                                                  const float* xparts = nullptr, int n_parts = 0,
-                                                 const lathe_grid* grid = nullptr) {
+                                                 const lathe_grid* grid = nullptr,
+                                                 const LatheTileMap* const* maps = nullptr) {
   extern __shared__ uint4 lathe_gemvm_smem[];
   __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
   __shared__ __align__(8) unsigned long long ring_bars[LATHE_GEMV1_WARPS][LATHE_GEMV1_STAGES];
@@ -359,7 +357,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
 
   // Q4_K's tiles (the lathe_gemvm_t_* kernels: every segment Q4_K, swiglu < 2; the launcher checks).
   if constexpr (Tiles) {
-    lathe_gemvm_tiles<ByBlock> T{w0,  w1, w2, rb0, rb1, rb2, y0, y1, y2, n0 / LATHE_GEMV1T_ROWS, n1 / LATHE_GEMV1T_ROWS,
+    lathe_gemvm_tiles<ByBlock> T{maps[0], maps[1], maps[2], y0, y1, y2, n0 / LATHE_GEMV1T_ROWS, n1 / LATHE_GEMV1T_ROWS,
                                  n2 / LATHE_GEMV1T_ROWS, n0, swiglu, k / 256, xscale};
     lathe_gemv1t_run<C>(T, stage_x, k, early, grid);
     if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
@@ -510,16 +508,19 @@ LATHE_GEMVM_CONTRACTS(q6_k, q6_k, q6_k)
 LATHE_GEMVM_CONTRACTS(q4_k_q6_k, q4_k, q6_k)
 
 // Q4_K's tiles: lathe_gemvm_t_q4_k_<contract>[_quantizing], the same parameters (group unused: a block
-// takes a tile whole). Kernels of their own, so the row kernels' code is what it was without them.
+// takes a tile whole) and m0..m2, the segments' tensor maps (gemv_decode_tiles.cuh; a segment past the
+// count: any map, unread). Kernels of their own, so the row kernels' code is what it was without them.
 #define LATHE_GEMVM_TILE_FORM(C, CNAME, SUFFIX, BY_BLOCK)                                                       \
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_t_q4_k_##CNAME##SUFFIX(   \
       const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
       long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
       int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
-      int8_t* qout, const float* xparts, int n_parts) {                                                          \
+      int8_t* qout, const float* xparts, int n_parts, const __grid_constant__ LatheTileMap m0,                  \
+      const __grid_constant__ LatheTileMap m1, const __grid_constant__ LatheTileMap m2) {                       \
+    const LatheTileMap* maps[3] = {&m0, &m1, &m2};                                                             \
     lathe_gemvm_body<lathe_gemv1_q4_k, lathe_gemv1_q4_k, C, BY_BLOCK, true>(                                   \
         w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2, b_mask, swiglu, xq, k, group, early, nx, ny, nw, eps, \
-        nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts);                                                       \
+        nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts, nullptr, maps);                                        \
   }
 LATHE_GEMVM_TILE_FORM(1, int8, , false)
 LATHE_GEMVM_TILE_FORM(1, int8, _quantizing, true)

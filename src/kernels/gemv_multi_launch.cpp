@@ -167,7 +167,7 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   if (!pairs) {
     int all = 0;
     for (int m = 0; m < n; ++m) {
-      const int tg = decode_tiles_group(w[m], a, false);
+      const int tg = decode_tiles_group(w[m], a, TileProduct::merged);
       all += tg > 0;
       tile_items += static_cast<int>(w[m].n_out / kDecodeTileRows);
     }
@@ -183,13 +183,25 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   }
   CUdeviceptr qk = quantize_in_epilogue ? qout : 0;
   const unsigned shared = static_cast<unsigned>(merged_shared_bytes(k64, a));
-  cuda::launch(kernel(quantize_in_epilogue ? name + "_quantizing" : name), {grid, 1, 1}, {32 * kWarps, 1, 1},
-               shared, stream,
-               {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2], &n_out[0], &n_out[1],
-                &n_out[2], &b_mask, &sw, &xq, &k, &group, &early, &nx, &ny, &nw, &eps, &nsum, &qk, &xparts, &n_parts},
-               made   ? "launching a merged decode GEMV scaling its rows by the norm's factor"
-               : norm ? "launching a merged decode GEMV with the norm in its prologue"
-                      : "launching a merged decode GEMV");
+  const char* what = made   ? "launching a merged decode GEMV scaling its rows by the norm's factor"
+                     : norm ? "launching a merged decode GEMV with the norm in its prologue"
+                            : "launching a merged decode GEMV";
+  if (tile_items > 0) {  // the tile kernels' parameters end with the segments' tensor maps
+    CUtensorMap maps[3];
+    for (int m = 0; m < 3; ++m) maps[m] = decode_tile_map(w[m < n ? m : 0]);  // past the count: unread
+    cuda::launch(kernel(quantize_in_epilogue ? name + "_quantizing" : name), {grid, 1, 1}, {32 * kWarps, 1, 1},
+                 shared, stream,
+                 {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2], &n_out[0], &n_out[1],
+                  &n_out[2], &b_mask, &sw, &xq, &k, &group, &early, &nx, &ny, &nw, &eps, &nsum, &qk, &xparts, &n_parts,
+                  &maps[0], &maps[1], &maps[2]},
+                 what);
+  } else {
+    cuda::launch(kernel(quantize_in_epilogue ? name + "_quantizing" : name), {grid, 1, 1}, {32 * kWarps, 1, 1},
+                 shared, stream,
+                 {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2], &n_out[0], &n_out[1],
+                  &n_out[2], &b_mask, &sw, &xq, &k, &group, &early, &nx, &ny, &nw, &eps, &nsum, &qk, &xparts, &n_parts},
+                 what);
+  }
   if (swiglu && qout && !quantize_in_epilogue) quantize_activations(y[0], 1, n_out[0], a, qout, stream);
 }
 

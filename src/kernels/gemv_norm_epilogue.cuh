@@ -51,8 +51,9 @@ struct lathe_norm_epi {
   }
   __device__ __forceinline__ void after_wait() { rv = has_slot() ? resid[lathe_gemv1_block_row(slot())] : 0.0f; }
   // Row o = 32 (b + gridDim.x j) + i is slot 32 j + i. Only kept: the rows' work waits for finish().
+  __device__ __forceinline__ void keep(int o, float v) { sv[32 * ((o >> 5) / static_cast<int>(gridDim.x)) + (o & 31)] = v; }
   __device__ __forceinline__ void row(int o, float v) {
-    if ((threadIdx.x & 31) == 0) sv[32 * ((o >> 5) / static_cast<int>(gridDim.x)) + (o & 31)] = v;
+    if ((threadIdx.x & 31) == 0) keep(o, v);
   }
   // Warps 0-3: warp j forms s for the block's j-th 32-row block (lane i its row i), writes it and
   // quantizes h = s * w (whole warps: a row block is in or out whole). Warps 4-7 at the same time: the
@@ -119,36 +120,36 @@ LATHE_GEMV1_NORM_KERNEL(q6_k, 2, int8x2)
 // of the block's own 32-row blocks, item i rows lathe_gemv1_block_row(16 i) ... (group: unused, the
 // tile walk's blocks take a tile whole).
 struct lathe_gemv1t_norm_tiles {
-  static constexpr bool kWarp = true, two_parts = false;
+  static constexpr bool two_parts = false;
   lathe_norm_epi& epi;
-  const uint8_t* w;
-  long long row_bytes;
+  const LatheTileMap* map;
   int n_out, n_units;
   __device__ __forceinline__ int row0(int item) const { return lathe_gemv1_block_row(LATHE_GEMV1T_ROWS * item); }
   __device__ __forceinline__ int first(int, int j) const { return j; }
   __device__ __forceinline__ int step(int, int groups_per_block) const { return groups_per_block; }
   __device__ __forceinline__ bool has(int item) const { return row0(item) < n_out; }
   __device__ __forceinline__ int chunks(int) const { return n_units; }
-  __device__ __forceinline__ const uint8_t* src(int item, int c, int& part) const {
-    part = 0;
-    return w + static_cast<long long>(row0(item)) * row_bytes + static_cast<long long>(c) * LATHE_GEMV1T_UNIT;
+  __device__ __forceinline__ int part(int) const { return 0; }
+  __device__ __forceinline__ const LatheTileMap* box(int item, int c, int& col, int& row) const {
+    col = c * LATHE_GEMV1T_UNIT;
+    row = row0(item);
+    return map;
   }
-  __device__ __forceinline__ long long rb(int, int) const { return row_bytes; }
-  __device__ __forceinline__ void done(int item, int r, float v, float) { epi.row(row0(item) + r, v); }
+  __device__ __forceinline__ void done(int item, int r, float v, float) { epi.keep(row0(item) + r, v); }
   __device__ __forceinline__ void before_wait() { epi.before_wait(0, 0, 0); }
   __device__ __forceinline__ void after_wait() { epi.after_wait(); }
   __device__ __forceinline__ void finish(uint8_t* smem) { epi.finish(smem); }
 };
 
 template <int C>
-__device__ __forceinline__ void lathe_gemv1t_norm_body(const uint8_t* w, long long row_bytes, const int8_t* xq, int k,
+__device__ __forceinline__ void lathe_gemv1t_norm_body(const LatheTileMap* wm, const int8_t* xq, int k,
                                                        int n_out, int group, int early, const float* resid, float* sum,
                                                        const float* norm_w, int8_t* q1, int8_t* q2, float4* ds,
                                                        int two_words, float* parts) {
   extern __shared__ uint4 lathe_gemv1_smem[];
   __shared__ float rows_kept[LATHE_NORM_EPI_ROWS], squares[LATHE_NORM_EPI_ROWS / 32];
   lathe_norm_epi epi{resid, norm_w, sum, q1, q2, ds, two_words, parts, n_out, rows_kept, squares, 0.0f, 0.0f};
-  lathe_gemv1t_norm_tiles tiles{epi, w, row_bytes, n_out, k / 256};
+  lathe_gemv1t_norm_tiles tiles{epi, wm, n_out, k / 256};
   uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_gemv1_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
   lathe_gemv1t_run<C>(tiles, [&](auto&& late) { lathe_gemv1_stage_x<C>(sx, xq, nullptr, k, late); }, k, early);
 }
@@ -157,9 +158,10 @@ __device__ __forceinline__ void lathe_gemv1t_norm_body(const uint8_t* w, long lo
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemv1t_norm_q4_k_##CNAME(  \
       const uint8_t* w, long long row_bytes, const int8_t* xq, int k, int n_out, int group, int early,        \
       const float* resid, float* sum, const float* norm_w, int8_t* q1, int8_t* q2, float4* ds, int two_words, \
-      float* parts) {                                                                                        \
-    lathe_gemv1t_norm_body<C>(w, row_bytes, xq, k, n_out, group, early, resid, sum, norm_w, q1, q2, ds,       \
-                              two_words, parts);                                                             \
+      float* parts, const __grid_constant__ LatheTileMap wm) {                                               \
+    (void)w, (void)row_bytes;                                                                                \
+    lathe_gemv1t_norm_body<C>(&wm, xq, k, n_out, group, early, resid, sum, norm_w, q1, q2, ds, two_words,     \
+                              parts);                                                                        \
   }
 
 LATHE_GEMV1T_NORM_KERNEL(1, int8)

@@ -7,8 +7,8 @@
 #include "kernels/gemm_wgmma_rs_moe.cuh"  // lathe_gwm_geometry: the kernels' shared memory, on the host
 #include "kernels/library.h"
 #include "kernels/moe_prefill_launch.h"
+#include "kernels/tensor_map.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,28 +32,10 @@ const char* format_name(GgmlType type) {
   return type == GgmlType::Q8_0 ? "q8_0" : type == GgmlType::Q4_K ? "q4_k" : "q6_k";
 }
 
-// cuTensorMapEncodeTiled from the loaded driver (as gemm_wgmma_launch.cpp looks it up).
-using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+// A 2D tiled map (kernels/tensor_map.h) named as this launcher's.
 CUtensorMap tensor_map(CUdeviceptr base, CUtensorMapDataType type, uint64_t inner, uint64_t outer, uint64_t stride,
                        uint32_t bi, uint32_t bo, bool swizzle) {
-  static EncodeTiled f = [] {
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    return lib ? reinterpret_cast<EncodeTiled>(dlsym(lib, "cuTensorMapEncodeTiled")) : nullptr;
-  }();
-  if (!f) internal_fail("moe_wgmma: the driver has no cuTensorMapEncodeTiled");
-  CUtensorMap m;
-  std::memset(&m, 0, sizeof m);
-  const cuuint64_t dims[2] = {inner, outer}, strides[1] = {stride};
-  const cuuint32_t box[2] = {bi, bo}, unit[2] = {1, 1};
-  const CUresult r = f(&m, type, 2, reinterpret_cast<void*>(base), dims, strides, box, unit,
-                       CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
-                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    internal_fail("moe_wgmma: cuTensorMapEncodeTiled failed ({}) for {} x {} box {} x {}", static_cast<int>(r), inner,
-                  outer, bi, bo);
-  return m;
+  return tensor_map_2d(base, type, inner, outer, stride, bi, bo, swizzle, "moe_wgmma");
 }
 
 bool matrix_ok(const WeightMatrix& w) {

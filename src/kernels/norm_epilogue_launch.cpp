@@ -73,14 +73,21 @@ void gemv_norm_epilogue(const WeightMatrix& w, Activations a, CUdeviceptr xq, co
   int k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out), mode = s.l.mode & 255,
       early = decode_early_requests(), two = qp.two_words;
   // Q4_K's tiles (gemv_decode_tiles.cuh) over the same blocks' own rows, where they apply.
-  const int tiles = decode_tiles_group(w, a, false);
+  const int tiles = decode_tiles_group(w, a, TileProduct::norm_epilogue);
   const bool by_tiles = tiles > 0 && s.l.shared_bytes + kDecodeTileStaticBytes + kEpilogueStatic <= shared_optin_bytes();
   if (by_tiles) mode = tiles;
   const std::string name = std::string(by_tiles ? "lathe_gemv1t_norm_" : "lathe_gemv1_norm_") +
                            dense_kernel_format(w.type) + "_" + std::string(activations_name(a));
+  const char* what = "launching a decode product with the sum and the norm's weighting in its epilogue";
+  if (by_tiles) {  // the tile kernel's parameters end with w's tensor map
+    CUtensorMap map = decode_tile_map(w);
+    cuda::launch(kernel(name), {s.blocks, 1, 1}, {512, 1, 1}, static_cast<unsigned>(s.l.shared_bytes), stream,
+                 {&wp, &row_bytes, &x, &k, &n_out, &mode, &early, &resid, &sum, &nw, &q1, &q2, &ds, &two, &parts, &map},
+                 what);
+    return;
+  }
   cuda::launch(kernel(name), {s.blocks, 1, 1}, {512, 1, 1}, static_cast<unsigned>(s.l.shared_bytes), stream,
-               {&wp, &row_bytes, &x, &k, &n_out, &mode, &early, &resid, &sum, &nw, &q1, &q2, &ds, &two, &parts},
-               "launching a decode product with the sum and the norm's weighting in its epilogue");
+               {&wp, &row_bytes, &x, &k, &n_out, &mode, &early, &resid, &sum, &nw, &q1, &q2, &ds, &two, &parts}, what);
 }
 
 }  // namespace lathe::kernels
