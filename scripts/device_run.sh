@@ -306,6 +306,8 @@
 #   f3      tg128 of qwen3-8b Q4_K_M with tiles off, and all with the promotions 128, none, 64, 256
 #   f4      the tiles on by default (promotion 128): every GPU test, checks of the Q4_K_M shapes, tg128 of
 #           qwen3-8b and llama3-8b Q4_K_M by default and with LATHE_DECODE_TILES=0, Q8_0's, pp512, profile
+#   f5      tg128 of qwen3-8b and llama3-8b Q4_K_M with the tiles' boxes asked for before the wait: 1 (the
+#           default), 2, 4 (PREP_DEFINES="-DLATHE_GEMV1T_BEFORE_WAIT=2;-DLATHE_GEMV1T_BEFORE_WAIT=4")
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1224,6 +1226,14 @@ for part in "$@"; do
     echo "== qwen3-8b q8_0"; tg_short $q
     echo "== qwen3-8b q4_k_m pp512"; timeout 120 $L bench $f -p 512 -n 0 -r 3 2>&1 | grep -E "pp512|error"
     echo "== profile"; timeout 120 $L bench $f -p 16 -n 32 -r 1 --profile 2>&1 | grep -A10 '^decode step' ;;
+  f5)  # the tiles' boxes asked for before the wait (see the list above)
+    f=$(synth qwen3-8b q4_k_m); l=$(synth llama3-8b q4_k_m)
+    for rep in 1 2; do
+      for v in "" "LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_BEFORE_WAIT=2" "LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_BEFORE_WAIT=4"; do
+        echo "== qwen3-8b q4_k_m ${v:-default}"; with_env "$v" tg_short $f
+        echo "== llama3-8b q4_k_m ${v:-default}"; with_env "$v" tg_short $l
+      done
+    done ;;
   e8)  # the merged tiles by block against dealt (see the list above)
     echo "== quantized gate/up"; timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*QuantizedOutput*' 2>&1 | grep -E "tiles|^\[  (PASSED|FAILED) |Failure" ;;
   e7)  # the tiles' test as mended, on the landed build (see the list above)

@@ -1,8 +1,10 @@
 // The host side of the streamed decode kernels (kernels/decode_stream.h), no GPU needed: how a row is
 // cut into chunks and half chunks, where the paired products are chosen, and that the host's mirrors
 // of the kernels' constants match the kernel text the binary carries.
+#include "base/error.h"
 #include "fuse/fusion.h"
 #include "kernels/decode_stream.h"
+#include "kernels/gemv_launch.h"
 #include "kernels/library.h"
 #include "kernels/route_epilogue_launch.h"
 
@@ -78,6 +80,27 @@ TEST(DecodeStream, MirrorsMatchTheKernelText) {
   EXPECT_EQ(defined("LATHE_ROUTE_EPI_ROWS"), kRouteEpilogueRows);
   EXPECT_EQ(defined("LATHE_ROUTE_EPI_TERMS"), kRouteEpilogueTerms);
   EXPECT_EQ(defined("ATTD_HEADS"), fuse::kRopeAttentionMaxGroup);
+  // Q4_K's tiles: a tile's rows, a box's row bytes, and the warps' rings (4 boxes of 16 x 144 bytes
+  // each, 128 bytes of alignment) within the decode kernels' ring area.
+  EXPECT_EQ(defined("LATHE_GEMV1T_ROWS"), kDecodeTileRows);
+  EXPECT_EQ(defined("LATHE_GEMV1T_UNIT"), kDecodeTileUnitBytes);
+  EXPECT_LE(warps * defined("LATHE_GEMV1T_STAGES") * kDecodeTileRows * kDecodeTileUnitBytes + 128, kDecodeStageBytes);
+}
+
+// LATHE_DECODE_TILES's values (gemv_launch.h), and a clear error for any other.
+TEST(DecodeStream, DecodeTilesSettingByName) {
+  EXPECT_EQ(decode_tiles_named(""), DecodeTiles::all);
+  EXPECT_EQ(decode_tiles_named("1"), DecodeTiles::all);
+  EXPECT_EQ(decode_tiles_named("all"), DecodeTiles::all);
+  EXPECT_EQ(decode_tiles_named("merged"), DecodeTiles::merged);
+  EXPECT_EQ(decode_tiles_named("0"), DecodeTiles::off);
+  EXPECT_EQ(decode_tiles_named("off"), DecodeTiles::off);
+  try {
+    decode_tiles_named("yes");
+    ADD_FAILURE() << "no error for LATHE_DECODE_TILES=yes";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("LATHE_DECODE_TILES=yes"), std::string::npos) << e.what();
+  }
 }
 
 // router_columns (route_epilogue_launch.h) is the router transposed with the norm's weights folded in.

@@ -44,6 +44,11 @@
 #define LATHE_GEMV1T_SPAN 16   // a tile's units a round: one for each warp of the block
 #define LATHE_GEMV1T_SLOT (LATHE_GEMV1T_ROWS * LATHE_GEMV1T_UNIT)  // 2,304: one box, 128-byte aligned
 #define LATHE_GEMV1T_STAGES 4  // 16 warps x 4 x 2,304 + 128 of alignment: within the decode rings (16 x 4 x 2,560)
+// A warp's boxes asked for before the programmatic-launch wait (weights are constants): the row
+// walk's count unless a measuring build says otherwise.
+#ifndef LATHE_GEMV1T_BEFORE_WAIT
+#define LATHE_GEMV1T_BEFORE_WAIT LATHE_GEMV1_BEFORE_WAIT
+#endif
 
 // A CUtensorMap as the kernel receives it (__grid_constant__: TMA reads it from parameter space);
 // the launchers' decode_tile_map encodes it: the matrix as 2D bytes [n_out][row_bytes], box 144 x 16.
@@ -183,7 +188,7 @@ __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int
   };
   tiles.before_wait();
   if (early == 0) lathe_step_wait(grid);
-  while (filled < LATHE_GEMV1_BEFORE_WAIT && filled < LATHE_GEMV1T_STAGES) fill();  // weights: constants
+  while (filled < LATHE_GEMV1T_BEFORE_WAIT && filled < LATHE_GEMV1T_STAGES) fill();
   if (early > 0) lathe_step_wait(grid);
   tiles.after_wait();
   stage_x([&] {

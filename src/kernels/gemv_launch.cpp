@@ -125,11 +125,7 @@ std::optional<DecodeTiles> g_decode_tiles;
 DecodeTiles decode_tiles_setting() {
   if (!g_decode_tiles) {
     const char* e = std::getenv("LATHE_DECODE_TILES");
-    const std::string v = e ? e : "";
-    if (v == "0" || v == "off") g_decode_tiles = DecodeTiles::off;
-    else if (v.empty() || v == "1" || v == "all") g_decode_tiles = DecodeTiles::all;
-    else if (v == "merged") g_decode_tiles = DecodeTiles::merged;
-    else fail("LATHE_DECODE_TILES={}: it takes 0 (off), merged (the merged products) or 1 (every decode product)", v);
+    g_decode_tiles = decode_tiles_named(e ? e : "");
   }
   return *g_decode_tiles;
 }
@@ -281,6 +277,13 @@ bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CU
 }
 
 void set_decode_gemv_enabled(bool enabled) { g_decode_enabled = enabled; }
+
+DecodeTiles decode_tiles_named(std::string_view v) {
+  if (v == "0" || v == "off") return DecodeTiles::off;
+  if (v.empty() || v == "1" || v == "all") return DecodeTiles::all;
+  if (v == "merged") return DecodeTiles::merged;
+  fail("LATHE_DECODE_TILES={}: it takes 0 (off), merged (the merged products) or 1 (every decode product)", v);
+}
 
 DecodeTiles set_decode_tiles(DecodeTiles tiles) {
   const DecodeTiles before = decode_tiles_setting();

@@ -28,6 +28,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <string_view>
 
 namespace lathe::kernels {
 
@@ -85,6 +86,10 @@ void set_decode_gemv_enabled(bool enabled);
 // setting before. For tests and measurements; not thread-safe against concurrent gemv calls.
 enum class DecodeTiles { off, merged, all };
 DecodeTiles set_decode_tiles(DecodeTiles tiles);
+
+// LATHE_DECODE_TILES's value as a setting: "" (the default), 1 or all; merged; 0 or off. UserError
+// naming the variable otherwise.
+DecodeTiles decode_tiles_named(std::string_view value);
 
 // The decode products the tile form serves.
 enum class TileProduct { plain, norm_epilogue, merged };
