@@ -308,6 +308,9 @@
 #           qwen3-8b and llama3-8b Q4_K_M by default and with LATHE_DECODE_TILES=0, Q8_0's, pp512, profile
 #   f5      tg128 of qwen3-8b and llama3-8b Q4_K_M with the tiles' boxes asked for before the wait: 1 (the
 #           default), 2, 4 (PREP_DEFINES="-DLATHE_GEMV1T_BEFORE_WAIT=2;-DLATHE_GEMV1T_BEFORE_WAIT=4")
+#   f6      the tiles for rows of 16 units or more (llama3-8b's down, 56): the GEMV, merged, norm-epilogue
+#           and lane tests, checks, tg128 of llama3-8b and qwen3-8b Q4_K_M with tiles and without
+#   f7      tg128 of qwen3-8b and llama3-8b Q4_K_M, f6's build against build-dev/old (main at 1fb4080)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1234,6 +1237,22 @@ for part in "$@"; do
         echo "== llama3-8b q4_k_m ${v:-default}"; with_env "$v" tg_short $l
       done
     done ;;
+  f6)  # the tiles for rows of 16 units or more, not only multiples of 16 (see the list above)
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu test_gpu_lane_gpu
+    echo "== tiles"; timeout 200 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "n_out=|Failure"
+    echo "== norm epilogue"; timeout 200 $C/test_norm_epilogue_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "q4_K|FAILED"
+    checks "llama3-8b q4_k_m" "qwen3-8b q4_k_m"
+    f=$(synth qwen3-8b q4_k_m); l=$(synth llama3-8b q4_k_m)
+    for rep in 1 2; do
+      for v in "" "LATHE_DECODE_TILES=0"; do
+        echo "== llama3-8b q4_k_m ${v:-default}"; with_env "$v" tg_short $l
+        echo "== qwen3-8b q4_k_m ${v:-default}"; with_env "$v" tg_short $f
+      done
+    done ;;
+  f7)  # f6's tiles against f5's (build-dev/old: main at 1fb4080), alternated (see the list above)
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
+    tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
   e8)  # the merged tiles by block against dealt (see the list above)
     echo "== quantized gate/up"; timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*QuantizedOutput*' 2>&1 | grep -E "tiles|^\[  (PASSED|FAILED) |Failure" ;;
   e7)  # the tiles' test as mended, on the landed build (see the list above)

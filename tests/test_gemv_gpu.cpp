@@ -201,8 +201,9 @@ TEST(GemvGpu, DecodeKernelMatchesCpu) {
 // Q4_K's decode product on tensor cores (gemv_decode_tiles.cuh) against the CPU and against the row
 // walk it replaces: the same terms added in another order, so within a few f32 ulps of the row's scale
 // of the row walk's result. Shapes: a tile for every SM and several, 16 to 48 units a row (one to
-// three super-chunks a tile), both contracts, x quantized before the launch and by each block
-// (gemv_quantizing_row); and a width the tiles do not take (k = 2,048), which stays on the row walk.
+// three a warp), both contracts, x quantized before the launch and by each block
+// (gemv_quantizing_row); and widths the tiles do not take (k = 2,048, 14,336, 4,352: not whole
+// multiples of 16 units), which stay on the row walk.
 TEST(GemvGpu, DecodeTilesMatchRowsAndCpu) {
   LATHE_NEED_GPU();
   cuda::Stream s;
@@ -211,7 +212,8 @@ TEST(GemvGpu, DecodeTilesMatchRowsAndCpu) {
   const int64_t min_rows = 16 * sm_count;
   std::printf("Q4_K decode tiles: normalized error against the CPU, and against the row walk\n");
   const std::pair<int64_t, int64_t> shapes[] = {{min_rows, 4096}, {min_rows + 48, 8192}, {4096, 4096},
-                                                {4096, 12288},    {12288, 4096},         {min_rows, 2048}};
+                                                {4096, 12288},    {12288, 4096},         {min_rows, 2048},
+                                                {4096, 14336},    {min_rows, 4352}};
   for (auto [n_out, k] : shapes) {
     const GgmlType t = GgmlType::Q4_K;
     const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);

@@ -111,6 +111,7 @@ TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
       {GgmlType::Q8_0, GgmlType::Q8_0, 1024, 2048, true},    // qwen3-0.6b's o (8 of 132 SMs: forced)
       {GgmlType::Q8_0, GgmlType::Q6_K, 768, 256, false},     // 24 blocks of 32 rows, a block owning 1
       {GgmlType::Q4_K, GgmlType::Q8_0, 8192, 4096, true},    // blocks owning two 32-row blocks
+      {GgmlType::Q4_K, GgmlType::Q4_K, 4096, 14336, false},  // llama3-8b Q4_K_M's down (56 units: rows, tiles or not)
   };
   std::printf("norm epilogue: merged outputs' normalized difference from the held-back form (bound %.0e)\n",
               kBoundOutputs);
