@@ -311,6 +311,8 @@
 #   f6      the tiles for rows of 16 units or more (llama3-8b's down, 56): the GEMV, merged, norm-epilogue
 #           and lane tests, checks, tg128 of llama3-8b and qwen3-8b Q4_K_M with tiles and without
 #   f7      tg128 of qwen3-8b and llama3-8b Q4_K_M, f6's build against build-dev/old (main at 1fb4080)
+#   f8      the landed build (the launchers' arguments in one list): the GEMV, merged and norm-epilogue
+#           tests, tg128 of every dense target and the 30B, qwen3-8b Q8_0 at 4,096 of context
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1253,6 +1255,12 @@ for part in "$@"; do
     [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
     tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
     tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
+  f8)  # the session's landed build: the launchers' tests, every target's tg128 (see the list above)
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu
+    for spec in "qwen3-8b q4_k_m" "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-30b-a3b q8_0"; do
+      set -- $spec; echo "== $1 $2"; tg_short $(synth $1 $2)
+    done
+    echo "== qwen3-8b q8_0 at 4096"; tg_at $(synth qwen3-8b q8_0) 4096 ;;
   e8)  # the merged tiles by block against dealt (see the list above)
     echo "== quantized gate/up"; timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*QuantizedOutput*' 2>&1 | grep -E "tiles|^\[  (PASSED|FAILED) |Failure" ;;
   e7)  # the tiles' test as mended, on the landed build (see the list above)

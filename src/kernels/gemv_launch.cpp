@@ -193,7 +193,7 @@ int decode_tiles_group(const WeightMatrix& w, Activations a, TileProduct p) {
   const bool set_for = set == DecodeTiles::all || (set == DecodeTiles::merged && p == TileProduct::merged);
   if (!g_decode_enabled || !set_for || w.type != GgmlType::Q4_K || a == Activations::f32) return 0;
   const bool dealt = p == TileProduct::plain;
-  // Whole tiles of whole 16-unit super-chunks (a unit for each warp of the block).
+  // Whole tiles, rows of whole 16-unit rounds (a unit for each warp of the block each round).
   if (w.n_out % kDecodeTileRows != 0 || w.k % (256 * kDecodeWarps) != 0 || w.n_expert != 1) return 0;
   // Dealt tiles keep a tile in one block, so fewer tiles than SMs would leave SMs idle that the row
   // walk fills.

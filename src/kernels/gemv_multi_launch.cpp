@@ -183,25 +183,20 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   }
   CUdeviceptr qk = quantize_in_epilogue ? qout : 0;
   const unsigned shared = static_cast<unsigned>(merged_shared_bytes(k64, a));
-  const char* what = made   ? "launching a merged decode GEMV scaling its rows by the norm's factor"
-                     : norm ? "launching a merged decode GEMV with the norm in its prologue"
-                            : "launching a merged decode GEMV";
-  if (tile_items > 0) {  // the tile kernels' parameters end with the segments' tensor maps
-    CUtensorMap maps[3];
-    for (int m = 0; m < 3; ++m) maps[m] = decode_tile_map(w[m < n ? m : 0]);  // past the count: unread
-    cuda::launch(kernel(quantize_in_epilogue ? name + "_quantizing" : name), {grid, 1, 1}, {32 * kWarps, 1, 1},
-                 shared, stream,
-                 {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2], &n_out[0], &n_out[1],
-                  &n_out[2], &b_mask, &sw, &xq, &k, &group, &early, &nx, &ny, &nw, &eps, &nsum, &qk, &xparts, &n_parts,
-                  &maps[0], &maps[1], &maps[2]},
-                 what);
-  } else {
-    cuda::launch(kernel(quantize_in_epilogue ? name + "_quantizing" : name), {grid, 1, 1}, {32 * kWarps, 1, 1},
-                 shared, stream,
-                 {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2], &n_out[0], &n_out[1],
-                  &n_out[2], &b_mask, &sw, &xq, &k, &group, &early, &nx, &ny, &nw, &eps, &nsum, &qk, &xparts, &n_parts},
-                 what);
-  }
+  std::vector<void*> args = {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2],
+                             &n_out[0], &n_out[1], &n_out[2], &b_mask, &sw, &xq, &k, &group, &early,
+                             &nx, &ny, &nw, &eps, &nsum, &qk, &xparts, &n_parts};
+  CUtensorMap maps[3];  // the tile kernels' parameters end with the segments' tensor maps
+  if (tile_items > 0)
+    for (int m = 0; m < 3; ++m) {
+      maps[m] = decode_tile_map(w[m < n ? m : 0]);  // past the count: unread
+      args.push_back(&maps[m]);
+    }
+  cuda::launch(kernel(quantize_in_epilogue ? name + "_quantizing" : name), {grid, 1, 1}, {32 * kWarps, 1, 1},
+               shared, stream, std::move(args),
+               made   ? "launching a merged decode GEMV scaling its rows by the norm's factor"
+               : norm ? "launching a merged decode GEMV with the norm in its prologue"
+                      : "launching a merged decode GEMV");
   if (swiglu && qout && !quantize_in_epilogue) quantize_activations(y[0], 1, n_out[0], a, qout, stream);
 }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace lathe::kernels {
 namespace {
@@ -78,16 +79,15 @@ void gemv_norm_epilogue(const WeightMatrix& w, Activations a, CUdeviceptr xq, co
   if (by_tiles) mode = tiles;
   const std::string name = std::string(by_tiles ? "lathe_gemv1t_norm_" : "lathe_gemv1_norm_") +
                            dense_kernel_format(w.type) + "_" + std::string(activations_name(a));
-  const char* what = "launching a decode product with the sum and the norm's weighting in its epilogue";
-  if (by_tiles) {  // the tile kernel's parameters end with w's tensor map
-    CUtensorMap map = decode_tile_map(w);
-    cuda::launch(kernel(name), {s.blocks, 1, 1}, {512, 1, 1}, static_cast<unsigned>(s.l.shared_bytes), stream,
-                 {&wp, &row_bytes, &x, &k, &n_out, &mode, &early, &resid, &sum, &nw, &q1, &q2, &ds, &two, &parts, &map},
-                 what);
-    return;
+  std::vector<void*> args = {&wp, &row_bytes, &x, &k, &n_out, &mode, &early, &resid, &sum, &nw, &q1, &q2, &ds, &two,
+                             &parts};
+  CUtensorMap map;  // the tile kernel's parameters end with w's tensor map
+  if (by_tiles) {
+    map = decode_tile_map(w);
+    args.push_back(&map);
   }
   cuda::launch(kernel(name), {s.blocks, 1, 1}, {512, 1, 1}, static_cast<unsigned>(s.l.shared_bytes), stream,
-               {&wp, &row_bytes, &x, &k, &n_out, &mode, &early, &resid, &sum, &nw, &q1, &q2, &ds, &two, &parts}, what);
+               std::move(args), "launching a decode product with the sum and the norm's weighting in its epilogue");
 }
 
 }  // namespace lathe::kernels
