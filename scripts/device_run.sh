@@ -313,6 +313,10 @@
 #   f7      tg128 of qwen3-8b and llama3-8b Q4_K_M, f6's build against build-dev/old (main at 1fb4080)
 #   f8      the landed build (the launchers' arguments in one list): the GEMV, merged and norm-epilogue
 #           tests, tg128 of every dense target and the 30B, qwen3-8b Q8_0 at 4,096 of context
+#   g1      2026-12-03's twenty-third session: Q6_K's tiles (a box 240 bytes x 16 rows, 3 slots a warp):
+#           the GEMV, norm-epilogue and merged tests, the tiles' errors, the q4_K / q6_K timings (tiles
+#           and rows), checks of the Q4_K_M shapes, tg128 of qwen3-8b and llama3-8b Q4_K_M against
+#           build-dev/old (main at 1fb4080: Q4_K's tiles only), the profile
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1255,6 +1259,18 @@ for part in "$@"; do
     [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
     tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
     tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
+  g1)  # Q6_K's tiles (see the list above)
+    gpu_tests test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu test_gpu_lane_gpu
+    echo "== tiles"; timeout 300 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "n_out=|Failure"
+    echo "== norm epilogue"; timeout 200 $C/test_norm_epilogue_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "q6_K|q4_K|FAILED"
+    for c in q6_K q4_K; do
+      echo "== timing $c"; LATHE_GEMV_TIMING_CASE=$c timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x2 +(decode|rows)|FAILED"
+    done
+    checks "qwen3-8b q4_k_m" "llama3-8b q4_k_m" "qwen3-tiny q4_k_m"
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
+    tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" ""
+    echo "== profile"; timeout 120 $L bench $(synth qwen3-8b q4_k_m) -p 16 -n 32 -r 1 --profile 2>&1 | grep -A12 '^decode step' ;;
   f8)  # the session's landed build: the launchers' tests, every target's tg128 (see the list above)
     gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu
     for spec in "qwen3-8b q4_k_m" "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-30b-a3b q8_0"; do

@@ -3,6 +3,7 @@
 // of the kernels' constants match the kernel text the binary carries.
 #include "base/error.h"
 #include "fuse/fusion.h"
+#include "gguf/block_format.h"
 #include "kernels/decode_stream.h"
 #include "kernels/gemv_launch.h"
 #include "kernels/library.h"
@@ -80,11 +81,26 @@ TEST(DecodeStream, MirrorsMatchTheKernelText) {
   EXPECT_EQ(defined("LATHE_ROUTE_EPI_ROWS"), kRouteEpilogueRows);
   EXPECT_EQ(defined("LATHE_ROUTE_EPI_TERMS"), kRouteEpilogueTerms);
   EXPECT_EQ(defined("ATTD_HEADS"), fuse::kRopeAttentionMaxGroup);
-  // Q4_K's tiles: a tile's rows, a box's row bytes, and the warps' rings (4 boxes of 16 x 144 bytes
-  // each, 128 bytes of alignment) within the decode kernels' ring area.
+  // The tiles: a tile's rows, and each format's unit, box and ring; its x after the warps' rings (a
+  // slot 16 rows of a box, 128 bytes of alignment), Q4_K's where the row walk's is (the merged
+  // kernels stage x once for either walk).
   EXPECT_EQ(defined("LATHE_GEMV1T_ROWS"), kDecodeTileRows);
-  EXPECT_EQ(defined("LATHE_GEMV1T_UNIT"), kDecodeTileUnitBytes);
-  EXPECT_LE(warps * defined("LATHE_GEMV1T_STAGES") * kDecodeTileRows * kDecodeTileUnitBytes + 128, kDecodeStageBytes);
+  for (const auto& [type, macro] : {std::pair{GgmlType::Q4_K, "Q4K"}, std::pair{GgmlType::Q6_K, "Q6K"}}) {
+    const DecodeTileFormat* f = decode_tile_format(type);
+    ASSERT_NE(f, nullptr) << macro;
+    const std::string m = std::string("LATHE_GEMV1T_") + macro + "_";
+    EXPECT_EQ(defined(m + "UNIT"), f->unit_bytes) << macro;
+    EXPECT_EQ(defined(m + "BOX"), f->box_bytes) << macro;
+    EXPECT_EQ(defined(m + "STAGES"), f->stages) << macro;
+    EXPECT_EQ(f->unit_bytes, static_cast<int64_t>(row_bytes(type, 256))) << macro;
+    EXPECT_GE(f->box_bytes, f->unit_bytes) << macro;
+    EXPECT_EQ(f->box_bytes % 16, 0) << macro;             // a TMA box's rows
+    EXPECT_EQ(kDecodeTileRows * f->box_bytes % 128, 0) << macro;  // a slot stays 128-byte aligned
+    EXPECT_GE(f->x_offset, warps * f->stages * kDecodeTileRows * f->box_bytes + 128) << macro;
+    EXPECT_EQ(f->x_offset % 16, 0) << macro;
+  }
+  EXPECT_EQ(decode_tile_format(GgmlType::Q4_K)->x_offset, kDecodeStageBytes);
+  EXPECT_EQ(decode_tile_format(GgmlType::Q8_0), nullptr);
 }
 
 // LATHE_DECODE_TILES's values (gemv_launch.h), and a clear error for any other.

@@ -198,9 +198,9 @@ TEST(GemvGpu, DecodeKernelMatchesCpu) {
   }
 }
 
-// Q4_K's decode product on tensor cores (gemv_decode_tiles.cuh) against the CPU and against the row
-// walk it replaces: the same terms added in another order, so within a few f32 ulps of the row's scale
-// of the row walk's result. Shapes: a tile for every SM and several, 16 to 48 units a row (one to
+// Q4_K's and Q6_K's decode products on tensor cores (gemv_decode_tiles.cuh) against the CPU and against
+// the row walk they replace: the same integer sums and terms (Q6_K's two x words' terms not fused),
+// added in another order, so within a few f32 ulps of the row's scale of the row walk's result. Shapes: a tile for every SM and several, 16 to 48 units a row (one to
 // three a warp), both contracts, x quantized before the launch and by each block
 // (gemv_quantizing_row); and widths the tiles do not take (k = 2,048, 14,336, 4,352: not whole
 // multiples of 16 units), which stay on the row walk.
@@ -210,50 +210,52 @@ TEST(GemvGpu, DecodeTilesMatchRowsAndCpu) {
   std::mt19937 rng(21);
   const int64_t sm_count = cuda::Context::get().info().sm_count;
   const int64_t min_rows = 16 * sm_count;
-  std::printf("Q4_K decode tiles: normalized error against the CPU, and against the row walk\n");
+  std::printf("Q4_K and Q6_K decode tiles: normalized error against the CPU, and against the row walk\n");
   const std::pair<int64_t, int64_t> shapes[] = {{min_rows, 4096}, {min_rows + 48, 8192}, {4096, 4096},
                                                 {4096, 12288},    {12288, 4096},         {min_rows, 2048},
                                                 {4096, 14336},    {min_rows, 4352}};
-  for (auto [n_out, k] : shapes) {
-    const GgmlType t = GgmlType::Q4_K;
-    const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
-    const std::vector<float> wf = dequantize(t, m, n_out, k);
-    const std::vector<float> x = random_values(k, rng);
-    const Reference ref = reference(wf, x, 1, n_out, k);
-    DeviceBuffer wd = upload(m), xd = upload(x), yd(n_out * sizeof(float));
-    const WeightMatrix w{t, wd.ptr(), n_out, k};
-    std::printf("  n_out=%-6lld k=%-6lld", static_cast<long long>(n_out), static_cast<long long>(k));
-    for (Activations a : {Activations::int8, Activations::int8x2}) {
-      DeviceBuffer q = activations(xd, 1, k, a, s);
-      std::vector<float> y[2];
-      for (int tiles = 0; tiles < 2; ++tiles) {
-        const DecodeTiles before = set_decode_tiles(tiles == 1 ? DecodeTiles::all : DecodeTiles::off);
-        if (tiles == 1) {
-          EXPECT_EQ(decode_tiles_group(w, a, TileProduct::plain) > 0, k % 4096 == 0) << "n_out=" << n_out << " k=" << k;
-        }
-        yd.zero();
-        settle(yd);
-        gemv(w, a, q.ptr(), 1, yd.ptr(), s.handle());
-        s.synchronize();
-        y[tiles] = download(yd, n_out);
-        if (tiles == 1 && k % 128 == 0 && k <= 8192) {  // x quantized by each block: the same bits
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    for (auto [n_out, k] : shapes) {
+      const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
+      const std::vector<float> wf = dequantize(t, m, n_out, k);
+      const std::vector<float> x = random_values(k, rng);
+      const Reference ref = reference(wf, x, 1, n_out, k);
+      DeviceBuffer wd = upload(m), xd = upload(x), yd(n_out * sizeof(float));
+      const WeightMatrix w{t, wd.ptr(), n_out, k};
+      std::printf("  %s n_out=%-6lld k=%-6lld", std::string(ggml_type_name(t)).c_str(), static_cast<long long>(n_out),
+                  static_cast<long long>(k));
+      for (Activations a : {Activations::int8, Activations::int8x2}) {
+        DeviceBuffer q = activations(xd, 1, k, a, s);
+        std::vector<float> y[2];
+        for (int tiles = 0; tiles < 2; ++tiles) {
+          const DecodeTiles before = set_decode_tiles(tiles == 1 ? DecodeTiles::all : DecodeTiles::off);
+          if (tiles == 1) {
+            EXPECT_EQ(decode_tiles_group(w, a, TileProduct::plain) > 0, k % 4096 == 0) << "n_out=" << n_out << " k=" << k;
+          }
           yd.zero();
           settle(yd);
-          ASSERT_TRUE(gemv_quantizing_row(w, a, xd.ptr(), yd.ptr(), s.handle()));
+          gemv(w, a, q.ptr(), 1, yd.ptr(), s.handle());
           s.synchronize();
-          EXPECT_EQ(download(yd, n_out), y[1]) << "quantizing row n_out=" << n_out << " k=" << k;
+          y[tiles] = download(yd, n_out);
+          if (tiles == 1 && k % 128 == 0 && k <= 8192) {  // x quantized by each block: the same bits
+            yd.zero();
+            settle(yd);
+            ASSERT_TRUE(gemv_quantizing_row(w, a, xd.ptr(), yd.ptr(), s.handle()));
+            s.synchronize();
+            EXPECT_EQ(download(yd, n_out), y[1]) << "quantizing row n_out=" << n_out << " k=" << k;
+          }
+          set_decode_tiles(before);
         }
-        set_decode_tiles(before);
+        const double e = error_of(y[1], ref, n_out);
+        double d = 0;
+        for (int64_t o = 0; o < n_out; ++o) d = std::max(d, std::abs(static_cast<double>(y[1][o]) - y[0][o]));
+        d /= ref.scale;
+        EXPECT_LE(e, bound_of(a)) << "n_out=" << n_out << " k=" << k << " " << activations_name(a);
+        EXPECT_LE(d, 1e-5) << "against the row walk: n_out=" << n_out << " k=" << k << " " << activations_name(a);
+        std::printf("  %s %.2e (rows %.2e)", std::string(activations_name(a)).c_str(), e, d);
       }
-      const double e = error_of(y[1], ref, n_out);
-      double d = 0;
-      for (int64_t o = 0; o < n_out; ++o) d = std::max(d, std::abs(static_cast<double>(y[1][o]) - y[0][o]));
-      d /= ref.scale;
-      EXPECT_LE(e, bound_of(a)) << "n_out=" << n_out << " k=" << k << " " << activations_name(a);
-      EXPECT_LE(d, 1e-5) << "against the row walk: n_out=" << n_out << " k=" << k << " " << activations_name(a);
-      std::printf("  %s %.2e (rows %.2e)", std::string(activations_name(a)).c_str(), e, d);
+      std::printf("\n");
     }
-    std::printf("\n");
   }
 }
 
@@ -498,12 +500,12 @@ TEST(GemvGpu, TimingPrintsBandwidth) {
         if ((c.t != GgmlType::Q8_0 || c.n_out != 4096 || c.k != 4096) && rows == 8) continue;
         DeviceBuffer q = activations(xd, rows, c.k, a, s);
         const CUdeviceptr xin = a == Activations::f32 ? xd.ptr() : q.ptr();
-        // Modes: the decode kernel (Q4_K: its tiles where they apply), the general kernel, and for
-        // Q4_K the decode kernel's row walk (tiles off).
+        // Modes: the decode kernel (Q4_K, Q6_K: its tiles where they apply), the general kernel, and
+        // for Q4_K and Q6_K the decode kernel's row walk (tiles off).
         for (int mode = 0; mode < 3; ++mode) {
           const bool decode = rows == 1 && a != Activations::f32 && c.t != GgmlType::F16;
           if (mode != 1 && !decode) continue;
-          if (mode == 2 && c.t != GgmlType::Q4_K) continue;
+          if (mode == 2 && c.t != GgmlType::Q4_K && c.t != GgmlType::Q6_K) continue;
           set_decode_gemv_enabled(mode != 1);
           const DecodeTiles tiles_before = set_decode_tiles(mode != 2 ? DecodeTiles::all : DecodeTiles::off);
           const double us = time_graph(w, c, a, xin, rows, yd.ptr()), gbs = static_cast<double>(bytes) / (us * 1e3);

@@ -91,7 +91,7 @@ void fused_pair(const WeightMatrix& pw, const std::vector<WeightMatrix>& ws, boo
   merged(ws, swiglu, a, made, b, s);
 }
 
-// Sets the Q4_K tiles (gemv_launch.h) for a scope.
+// Sets the decode tiles (gemv_launch.h) for a scope.
 struct TilesSetting {
   DecodeTiles before;
   explicit TilesSetting(bool on) : before(set_decode_tiles(on ? DecodeTiles::all : DecodeTiles::off)) {}
@@ -131,8 +131,10 @@ TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
     }
     const std::vector<float> xp = random_values(c.k, rng), resid = random_values(n, rng), w = random_values(n, rng);
     const DeviceBuffer xpd = upload(xp), rd = upload(resid), wd = upload(w);
-    // Q4_K producers also with the tiles (gemv_decode_tiles.cuh) on: held back and fused both take them.
-    for (int tiles = 0; tiles <= (c.producer == GgmlType::Q4_K ? 1 : 0); ++tiles)
+    // Q4_K and Q6_K producers also with the tiles (gemv_decode_tiles.cuh) on: held back and fused both
+    // take them.
+    const bool tile_format = c.producer == GgmlType::Q4_K || c.producer == GgmlType::Q6_K;
+    for (int tiles = 0; tiles <= (tile_format ? 1 : 0); ++tiles)
     for (Activations a : {Activations::int8, Activations::int8x2}) {
       const TilesSetting tiles_on(tiles == 1);
       ASSERT_TRUE(norm_epilogue_applies(pw, a)) << ggml_type_name(c.producer) << " " << n << " x " << c.k;

@@ -31,10 +31,20 @@ constexpr int kDecodePairs = 256;
 // chunk of the mixture's down kernel carries when it holds several experts' rows.
 constexpr int64_t kMoeDownRounds = 4;
 
-// Mirrors LATHE_GEMV1T_ROWS and LATHE_GEMV1T_UNIT (gemv_decode_tiles.cuh): the rows of a tile of the
-// tensor-core decode products, and the bytes of its box's rows (a Q4_K unit).
+// Mirrors LATHE_GEMV1T_ROWS (gemv_decode_tiles.cuh): the rows of a tile of the tensor-core decode
+// products.
 constexpr int64_t kDecodeTileRows = 16;
-constexpr int64_t kDecodeTileUnitBytes = 144;
+
+// A format the tile walk reads (gemv_decode_tiles.cuh's lathe_gemv1t_fmt_*, mirrored): its kernel-name
+// part, a unit's bytes, a box's width in bytes (a box is 16 rows of it; Q6_K's 210-byte unit is read
+// as 240, so that a slot's rows fall on distinct banks), the ring's slots a warp, and where x starts
+// in the dynamic shared memory (after the rings; the kernel's dynamic shared memory is that plus x's
+// staged bytes). Null for formats without a tile form.
+struct DecodeTileFormat {
+  const char* name;
+  int64_t unit_bytes, box_bytes, stages, x_offset;
+};
+const DecodeTileFormat* decode_tile_format(GgmlType t);
 
 // The most static shared memory a decode kernel declares beside its dynamic ring and x (the row and
 // the paired bodies' barriers and partial sums: 1,408 bytes by ptxas), with room to spare; and the

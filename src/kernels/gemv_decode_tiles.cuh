@@ -40,10 +40,15 @@
 // and the matrices' tensor maps (decode_tile_map: box 144 bytes x 16 rows, L2 promotion 128 bytes).
 
 #define LATHE_GEMV1T_ROWS 16
-#define LATHE_GEMV1T_UNIT 144  // a Q4_K unit's bytes
-#define LATHE_GEMV1T_SPAN 16   // a tile's units a round: one for each warp of the block
-#define LATHE_GEMV1T_SLOT (LATHE_GEMV1T_ROWS * LATHE_GEMV1T_UNIT)  // 2,304: one box, 128-byte aligned
-#define LATHE_GEMV1T_STAGES 4  // 16 warps x 4 x 2,304 + 128 of alignment: within the decode rings (16 x 4 x 2,560)
+#define LATHE_GEMV1T_SPAN 16  // a tile's units a round: one for each warp of the block
+// Each format's unit bytes, box width (bytes of a box's row) and ring slots a warp (lathe_gemv1t_fmt_*
+// below; decode_stream.h mirrors them).
+#define LATHE_GEMV1T_Q4K_UNIT 144
+#define LATHE_GEMV1T_Q4K_BOX 144
+#define LATHE_GEMV1T_Q4K_STAGES 4  // 16 warps x 4 x 2,304 + 128 of alignment: within the decode rings (16 x 4 x 2,560)
+#define LATHE_GEMV1T_Q6K_UNIT 210
+#define LATHE_GEMV1T_Q6K_BOX 240  // the unit 0-14 bytes in (16-byte starts); rows 60 words apart: no bank conflicts
+#define LATHE_GEMV1T_Q6K_STAGES 3  // 16 warps x 3 x 3,840 + 128: past the decode rings, so x moves after them
 // A warp's boxes asked for before the programmatic-launch wait (weights are constants): the row
 // walk's count unless a measuring build says otherwise.
 #ifndef LATHE_GEMV1T_BEFORE_WAIT
@@ -72,6 +77,15 @@ __device__ __forceinline__ void lathe_mma_u8s8(int (&c)[4], uint32_t a0, uint32_
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// The same with A s8 (Q6_K's levels less 32).
+__device__ __forceinline__ void lathe_mma_s8s8(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                               uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
 // A sub-block's f32 term from its integer sums (lathe_gemv1_piece_x's order: one-scale, offset form).
 template <int C>
 __device__ __forceinline__ float lathe_gemv1t_term(int s1, int s2, float4 ds, float sa, float offset) {
@@ -81,7 +95,7 @@ __device__ __forceinline__ float lathe_gemv1t_term(int s1, int s2, float4 ds, fl
   return fmaf(offset, ds.z, t);
 }
 
-// The unit at shared address s (a tile's unit u, rows LATHE_GEMV1T_UNIT apart) times x's unit u:
+// The unit at shared address s (a tile's unit u, rows LATHE_GEMV1T_Q4K_BOX apart) times x's unit u:
 // adds the lane's terms to acc0 (row g) and acc1 (row g + 8). xa, xb: the lane's B words (x of
 // sub-blocks g / 2 and g / 2 + 4, 8 bytes at 8t; zero where the lane's column carries nothing);
 // dsa, dsb: x's (d1, d2, sum) of sub-blocks t and t + 4.
@@ -100,10 +114,10 @@ __device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, uint2 xa, ui
     b[j + 4][1] = xb.y & on;
   }
   int ca[4] = {0, 0, 0, 0}, cb[4] = {0, 0, 0, 0};
-  const unsigned ra = s + LATHE_GEMV1T_UNIT * g + 16 + 8 * t;  // row g's qs, bytes 8t.. of pair 0
+  const unsigned ra = s + LATHE_GEMV1T_Q4K_BOX * g + 16 + 8 * t;  // row g's qs, bytes 8t.. of pair 0
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
-    const uint2 r0 = lathe_lds64u(ra + 32 * p), r1 = lathe_lds64u(ra + 32 * p + 8 * LATHE_GEMV1T_UNIT);
+    const uint2 r0 = lathe_lds64u(ra + 32 * p), r1 = lathe_lds64u(ra + 32 * p + 8 * LATHE_GEMV1T_Q4K_BOX);
     int(&c)[4] = p < 2 ? ca : cb;
     lathe_mma_u8s8(c, r0.x & 0x0F0F0F0Fu, r1.x & 0x0F0F0F0Fu, r0.y & 0x0F0F0F0Fu, r1.y & 0x0F0F0F0Fu, b[2 * p][0],
                    b[2 * p][1]);
@@ -113,8 +127,8 @@ __device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, uint2 xa, ui
   // Lane (g, t): sub-blocks t (ca) and t + 4 (cb) of rows g (c[0], c[1]) and g + 8 (c[2], c[3]);
   // an odd sub-block's sums are 16 times its levels'.
   const int sh = 4 * (t & 1);
-  const uint4 h0 = lathe_lds128u(s + LATHE_GEMV1T_UNIT * g);
-  const uint4 h1 = lathe_lds128u(s + LATHE_GEMV1T_UNIT * (g + 8));
+  const uint4 h0 = lathe_lds128u(s + LATHE_GEMV1T_Q4K_BOX * g);
+  const uint4 h1 = lathe_lds128u(s + LATHE_GEMV1T_Q4K_BOX * (g + 8));
   float sa, off;
   lathe_gemv1_q4_k_scale(h0, t, true, sa, off);
   acc0 += lathe_gemv1t_term<C>(ca[0] >> sh, ca[1] >> sh, dsa, sa, off);
@@ -126,7 +140,157 @@ __device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, uint2 xa, ui
   acc1 += lathe_gemv1t_term<C>(cb[2] >> sh, cb[3] >> sh, dsb, sa, off);
 }
 
-// The tile walk: one block a tile at a time, a tile's units 16 at a time (warp w the unit 16 j + w of
+// Q6_K's unit at shared address s (rows LATHE_GEMV1T_Q6K_BOX apart: ql[128] at 0, qh[64] at 128,
+// scales[16] at 192, d at 208; s 2 bytes past a word where Odd: a box starts on 16 bytes, unit c
+// 2 c % 16 bytes into it) times x's unit: adds the lane's terms to acc0 (row g) and acc1 (row
+// g + 8). Piece j = 4 h + kk is values 32 j .. 32 j + 31 (gemv_decode.cuh's lathe_gemv1_q6_k), its
+// levels less 32 s8 (the row walk's words), k in value order: a 16-value half of a piece has a scale
+// of its own, and the mma's k < 16 and k >= 16 are the halves. B's eight columns carry two pieces'
+// x, each as q1 half 0, q1 half 1, q2 half 0, q2 half 1 (zero outside the half): column 4 p + 2 q +
+// half for piece kk + 4 p of set kk (the mma of pieces kk and kk + 4 add into c[kk]). xw[kk]: the
+// lane's B word (x of piece kk + 4 (g / 4), word q = (g / 2) % 2 of half g % 2, bytes 4t..), zero
+// where the lane's column carries nothing; dsv[kk]: x's d1 (t even) or d2 (t odd) of piece kk + 4 (t / 2).
+// Lane (g, t) then holds both halves' sums of piece kk + 4 (t / 2), x word t % 2, rows g and g + 8:
+// its term is lathe_gemv1_piece_x's half-sum formula for that word (the two words' terms are added
+// in the lanes' order, not fused as there: within an ulp of a term).
+template <bool Odd>
+__device__ __forceinline__ uint32_t lathe_gemv1t_word(unsigned a) {
+  if constexpr (!Odd) return lathe_lds32(a);
+  return __funnelshift_r(lathe_lds32(a - 2), lathe_lds32(a + 2), 16);
+}
+
+template <int C, bool Odd>
+__device__ __forceinline__ void lathe_gemv1t_q6_k_chunk(unsigned s, const uint32_t (&xw)[4], const float (&dsv)[4],
+                                                        float& acc0, float& acc1) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const bool b_high = g & 1;     // the lane's column is a half 1 column: its word is b1
+  const int b_piece = g >> 2;    // ... of piece kk + 4 b_piece
+  int c[4][4];
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) c[kk][0] = c[kk][1] = c[kk][2] = c[kk][3] = 0;
+  const unsigned r0 = s + LATHE_GEMV1T_Q6K_BOX * g + 4 * t, r1 = r0 + 8 * LATHE_GEMV1T_Q6K_BOX;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    uint32_t ql[2][2][2], qh[2][2];  // [row g, g + 8][ql block m][half], [row][half]
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+#pragma unroll
+      for (int m = 0; m < 2; ++m) {
+        ql[0][m][half] = lathe_gemv1t_word<Odd>(r0 + 64 * h + 32 * m + 16 * half);
+        ql[1][m][half] = lathe_gemv1t_word<Odd>(r1 + 64 * h + 32 * m + 16 * half);
+      }
+      qh[0][half] = lathe_gemv1t_word<Odd>(r0 + 128 + 32 * h + 16 * half);
+      qh[1][half] = lathe_gemv1t_word<Odd>(r1 + 128 + 32 * h + 16 * half);
+    }
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      uint32_t a[2][2];  // [row][half]
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+          a[r][half] = static_cast<uint32_t>(lathe_gemv_bias(
+              ((ql[r][kk & 1][half] >> (4 * (kk >> 1))) & 0x0F0F0F0Fu) | (((qh[r][half] >> (2 * kk)) & 0x03030303u) << 4),
+              32));
+      const uint32_t b = b_piece == h ? xw[kk] : 0u;
+      lathe_mma_s8s8(c[kk], a[0][0], a[1][0], a[0][1], a[1][1], b_high ? 0u : b, b_high ? b : 0u);
+    }
+  }
+  if (C == 1 && (t & 1)) return;  // int8: no q2 words
+  // Row r's scales of the lane's pieces (h = t / 2: bytes 8 h .. 8 h + 7, piece kk's at 2 kk, 2 kk + 1) and d.
+  const unsigned sr0 = s + LATHE_GEMV1T_Q6K_BOX * g + 192 + 8 * (t >> 1), sr1 = sr0 + 8 * LATHE_GEMV1T_Q6K_BOX;
+  const uint2 sc0 = make_uint2(lathe_gemv1t_word<Odd>(sr0), lathe_gemv1t_word<Odd>(sr0 + 4));
+  const uint2 sc1 = make_uint2(lathe_gemv1t_word<Odd>(sr1), lathe_gemv1t_word<Odd>(sr1 + 4));
+  const float d0 = __half2float(__ushort_as_half(lathe_lds16(s + LATHE_GEMV1T_Q6K_BOX * g + 208)));
+  const float d1 = __half2float(__ushort_as_half(lathe_lds16(s + LATHE_GEMV1T_Q6K_BOX * (g + 8) + 208)));
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    const uint32_t w0 = kk < 2 ? sc0.x : sc0.y, w1 = kk < 2 ? sc1.x : sc1.y;
+    const int sh = 16 * (kk & 1);
+    const float sa0 = __fmul_rn(d0, static_cast<float>(static_cast<int8_t>((w0 >> sh) & 0xFFu)));
+    const float sb0 = __fmul_rn(d0, static_cast<float>(static_cast<int8_t>((w0 >> (sh + 8)) & 0xFFu)));
+    const float sa1 = __fmul_rn(d1, static_cast<float>(static_cast<int8_t>((w1 >> sh) & 0xFFu)));
+    const float sb1 = __fmul_rn(d1, static_cast<float>(static_cast<int8_t>((w1 >> (sh + 8)) & 0xFFu)));
+    acc0 += dsv[kk] * fmaf(sa0, lathe_gemv_i2f(c[kk][0]), sb0 * lathe_gemv_i2f(c[kk][1]));
+    acc1 += dsv[kk] * fmaf(sa1, lathe_gemv_i2f(c[kk][2]), sb1 * lathe_gemv_i2f(c[kk][3]));
+  }
+}
+
+// The tile walk's formats: a unit's bytes, a box's width (a slot is 16 rows of it), the ring's slots a
+// warp, where x starts in the dynamic shared memory (after the rings), and the lane's x reads:
+//   lane_x x_lane<C>(sx_a, sds_a, k)   the lane-fixed addresses (x's levels, x's ds)
+//   chunk<C>(s, o, lx, u, acc0, acc1)  the unit o bytes into slot s times x's unit u (rows g, g + 8)
+// A box starts on a 16-byte column of the matrix (TMA's rule for the innermost coordinate): unit c's
+// box begins at byte (unit c) rounded down to 16, the unit o = (unit c) % 16 bytes into each row.
+struct lathe_gemv1t_fmt_q4_k {
+  static constexpr int unit = LATHE_GEMV1T_Q4K_UNIT, box = LATHE_GEMV1T_Q4K_BOX, stages = LATHE_GEMV1T_Q4K_STAGES;
+  static constexpr int slot = LATHE_GEMV1T_ROWS * box;  // 2,304: one box, 128-byte aligned
+  static constexpr int x_offset = LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;  // the row walk's
+  struct lane_x {
+    unsigned xb, ds;
+    bool on;
+  };
+  // The lane's B words: x of sub-block g / 2 (q1 for even g, q2 for odd; none for odd g under int8)
+  // at bytes 8t.., and its (d1, d2, sum) of sub-blocks t and t + 4, unit 0 (a unit is 256 values on).
+  template <int C>
+  static __device__ __forceinline__ lane_x x_lane(unsigned sx_a, unsigned sds_a, int k) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    return {sx_a + ((g & 1) ? k : 0) + 32 * (g >> 1) + 8 * t, sds_a + 16 * t, C == 2 || (g & 1) == 0};
+  }
+  template <int C>
+  static __device__ __forceinline__ void chunk(unsigned s, unsigned, const lane_x& lx, unsigned u, float& acc0,
+                                               float& acc1) {
+    uint2 xa = make_uint2(0u, 0u), xb = make_uint2(0u, 0u);
+    if (lx.on) {
+      xa = lathe_lds64u(lx.xb + 256 * u);
+      xb = lathe_lds64u(lx.xb + 256 * u + 128);
+    }
+    const float4 dsa = lathe_lds128f(lx.ds + 128 * u), dsb = lathe_lds128f(lx.ds + 128 * u + 64);
+    lathe_gemv1t_q4_k_chunk<C>(s, xa, xb, dsa, dsb, acc0, acc1);
+  }
+};
+
+struct lathe_gemv1t_fmt_q6_k {
+  static constexpr int unit = LATHE_GEMV1T_Q6K_UNIT, box = LATHE_GEMV1T_Q6K_BOX, stages = LATHE_GEMV1T_Q6K_STAGES;
+  static constexpr int slot = LATHE_GEMV1T_ROWS * box;  // 3,840: one box, 128-byte aligned
+  static constexpr int x_offset = 128 + LATHE_GEMV1_WARPS * stages * slot;  // 184,448
+  struct lane_x {
+    unsigned xw, ds;
+    bool on;
+  };
+  // B: x word (g / 2) % 2 of piece 4 (g / 4) (+ kk), half g % 2, bytes 4t..; ds: d1 or d2 (t % 2) of
+  // piece 4 (t / 2) (+ kk).
+  template <int C>
+  static __device__ __forceinline__ lane_x x_lane(unsigned sx_a, unsigned sds_a, int k) {
+    const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int q = (g >> 1) & 1;
+    return {sx_a + (q ? k : 0) + 128 * (g >> 2) + 16 * (g & 1) + 4 * t, sds_a + 64 * (t >> 1) + 4 * (t & 1),
+            C == 2 || q == 0};
+  }
+  template <int C>
+  static __device__ __forceinline__ void chunk(unsigned s, unsigned o, const lane_x& lx, unsigned u, float& acc0,
+                                               float& acc1) {
+    uint32_t xw[4];
+    float dsv[4];
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      xw[kk] = lx.on ? lathe_lds32(lx.xw + 256 * u + 32 * kk) : 0u;
+      dsv[kk] = __uint_as_float(lathe_lds32(lx.ds + 128 * u + 16 * kk));
+    }
+    if (o & 2u)  // the warp's units are all 2 bytes past a word (unit 16 j + w: o = 2 w % 16)
+      lathe_gemv1t_q6_k_chunk<C, true>(s + o, xw, dsv, acc0, acc1);
+    else
+      lathe_gemv1t_q6_k_chunk<C, false>(s + o, xw, dsv, acc0, acc1);
+  }
+};
+
+// Where the tile walk of format F stages x in the dynamic shared memory.
+template <class F>
+__device__ __forceinline__ uint8_t* lathe_gemv1t_x(uint4* smem) {
+  return reinterpret_cast<uint8_t*>(smem) + F::x_offset;
+}
+
+// The tile walk of format F (lathe_gemv1t_fmt_*): one block a tile at a time, a tile's units 16 at a time (warp w the unit 16 j + w of
 // round j). What the tiles are and where their rows go is the policy T's (the plain product below,
 // gemv_norm_epilogue.cuh's, gemv_multi.cuh's):
 //   two_parts  the item's units feed two sums a row (gate's and up's: part(c) says which)
@@ -134,49 +298,49 @@ __device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, uint2 xa, ui
 //   first(b, 0), step(gridDim.x, 1): the block's first item and its step (dealt: b and gridDim.x; a
 //              block's own tiles: 0 and 1)
 //   chunks(item)  a tile's units (a multiple of 16); box(item, c, col, row): the tensor map holding
-//              unit c of the tile and the box's origin in it (col: a byte of the row, row: the
+//              unit c of the tile and the box's origin in it (col: a unit of the row, row: the
 //              tile's first row); part(c): which sum unit c feeds
 //   done(item, r, v0, v1): row r of the tile finished, called by lane r < 16 of warp 0 (v1: the
 //              second sum, two_parts)
 //   before_wait(), after_wait(), finish(smem) as gemv_decode.cuh's epilogues
 // stage_x(late) stages x (lathe_gemv1_stage_x's layout) for every warp, calling late() once x's reads
 // are asked for, and returns after a barrier of the block. grid: the persistent step's (null: a kernel).
-template <int C, class T, class StageX>
+template <class F, int C, class T, class StageX>
 __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int k, int early,
                                                  const lathe_grid* grid = nullptr) {
   extern __shared__ uint4 lathe_gemv1_smem[];
   __shared__ float partial[2][T::two_parts ? 2 : 1][LATHE_GEMV1_WARPS][LATHE_GEMV1T_ROWS];
-  __shared__ __align__(8) unsigned long long full[LATHE_GEMV1_WARPS][LATHE_GEMV1T_STAGES];
+  __shared__ __align__(8) unsigned long long full[LATHE_GEMV1_WARPS][F::stages];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   // The warp's ring; TMA writes a box at a 128-byte aligned address.
   const unsigned ring = ((lathe_smem_addr(lathe_gemv1_smem) + 127u) & ~127u) +
-                        static_cast<unsigned>(warp * LATHE_GEMV1T_STAGES * LATHE_GEMV1T_SLOT),
+                        static_cast<unsigned>(warp * F::stages * F::slot),
                  full_a = lathe_smem_addr(full[warp]);
-  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_gemv1_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
+  uint8_t* sx = lathe_gemv1t_x<F>(lathe_gemv1_smem);
   const int x_level_bytes = k * (C == 2 ? 2 : 1), n_units = k / 256;
   const int item0 = tiles.first(blockIdx.x, 0), step = tiles.step(gridDim.x, 1);
   if (lane == 0) {
-    for (int s = 0; s < LATHE_GEMV1T_STAGES; ++s)
+    for (int s = 0; s < F::stages; ++s)
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(full_a + 8 * s) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // visible to the async proxy
   }
   __syncwarp();
 
-  // Fill f: the warp's f-th unit (its items' units 16 j + warp in turn) into slot f % STAGES, one box.
+  // Fill f: the warp's f-th unit (its items' units 16 j + warp in turn) into slot f % stages, one box.
   int ld_item = item0, ld_j = 0, filled = 0;
   auto fill = [&] {
     if (tiles.has(ld_item)) {
       int col, row;
       const LatheTileMap* map = tiles.box(ld_item, LATHE_GEMV1T_SPAN * ld_j + warp, col, row);
-      const int s = filled % LATHE_GEMV1T_STAGES;
+      const int s = filled % F::stages;
       const unsigned bar = full_a + 8 * s;
       if (lane == 0) {
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(LATHE_GEMV1T_SLOT)
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(F::slot)
                      : "memory");
         asm volatile(
             "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-                ring + s * LATHE_GEMV1T_SLOT),
-            "l"(reinterpret_cast<uint64_t>(map)), "r"(col), "r"(row), "r"(bar)
+                ring + s * F::slot),
+            "l"(reinterpret_cast<uint64_t>(map)), "r"((F::unit * col) & ~15), "r"(row), "r"(bar)
             : "memory");
       }
       if (LATHE_GEMV1T_SPAN * ++ld_j >= tiles.chunks(ld_item)) {
@@ -188,41 +352,31 @@ __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int
   };
   tiles.before_wait();
   if (early == 0) lathe_step_wait(grid);
-  while (filled < LATHE_GEMV1T_BEFORE_WAIT && filled < LATHE_GEMV1T_STAGES) fill();
+  while (filled < LATHE_GEMV1T_BEFORE_WAIT && filled < F::stages) fill();
   if (early > 0) lathe_step_wait(grid);
   tiles.after_wait();
   stage_x([&] {
-    while (filled < LATHE_GEMV1T_STAGES - 1) fill();
+    while (filled < F::stages - 1) fill();
   });
-  while (filled < LATHE_GEMV1T_STAGES) fill();
+  while (filled < F::stages) fill();
 
-  // The lane's B words: x of sub-block g / 2 (q1 for even g, q2 for odd; none for odd g under int8)
-  // at bytes 8t.., and its (d1, d2, sum) of sub-blocks t and t + 4, unit 0 (a unit is 256 values on).
-  const unsigned sx_a = lathe_smem_addr(sx), sds_a = lathe_smem_addr(sx + x_level_bytes);
-  const bool has_b = C == 2 || (g & 1) == 0;
-  const unsigned xb_a = sx_a + ((g & 1) ? k : 0) + 32 * (g >> 1) + 8 * t;
-  const unsigned ds_a = sds_a + 16 * t;
+  const typename F::lane_x lx =
+      F::template x_lane<C>(lathe_smem_addr(sx), lathe_smem_addr(sx + x_level_bytes), k);
 
   int item = item0, j = 0, parity = 0;
-  unsigned taken = 0;  // units consumed: number `taken` is fill taken / STAGES of its slot
+  unsigned taken = 0;  // units consumed: number `taken` is fill taken / stages of its slot
   float acc[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};  // [part][row g, row g + 8]
   while (tiles.has(item)) {
-    const int s = static_cast<int>(taken % LATHE_GEMV1T_STAGES);
-    lathe_ring_wait(full_a, s, (taken / LATHE_GEMV1T_STAGES) & 1);
+    const int s = static_cast<int>(taken % F::stages);
+    lathe_ring_wait(full_a, s, (taken / F::stages) & 1);
     const int c = LATHE_GEMV1T_SPAN * j + warp;  // this warp's unit of the item
     const int part = tiles.part(c);
     const unsigned u = static_cast<unsigned>(c % n_units);  // x's unit (up's units follow gate's)
-    uint2 xa = make_uint2(0u, 0u), xb = make_uint2(0u, 0u);
-    if (has_b) {
-      xa = lathe_lds64u(xb_a + 256 * u);
-      xb = lathe_lds64u(xb_a + 256 * u + 128);
-    }
-    const float4 dsa = lathe_lds128f(ds_a + 128 * u), dsb = lathe_lds128f(ds_a + 128 * u + 64);
-    const unsigned sa = ring + s * LATHE_GEMV1T_SLOT;
+    const unsigned sa = ring + s * F::slot, o = static_cast<unsigned>(F::unit * c) & 15u;
     if (T::two_parts && part)
-      lathe_gemv1t_q4_k_chunk<C>(sa, xa, xb, dsa, dsb, acc[T::two_parts ? 1 : 0][0], acc[T::two_parts ? 1 : 0][1]);
+      F::template chunk<C>(sa, o, lx, u, acc[T::two_parts ? 1 : 0][0], acc[T::two_parts ? 1 : 0][1]);
     else
-      lathe_gemv1t_q4_k_chunk<C>(sa, xa, xb, dsa, dsb, acc[0][0], acc[0][1]);
+      F::template chunk<C>(sa, o, lx, u, acc[0][0], acc[0][1]);
     __syncwarp();  // every lane has read the slot: refill it
     fill();
     ++taken;
@@ -259,7 +413,7 @@ __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int
   }
   __syncthreads();  // every fill consumed and every warp past its last wait
   if (lane == 0)
-    for (int s = 0; s < LATHE_GEMV1T_STAGES; ++s)
+    for (int s = 0; s < F::stages; ++s)
       asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(full_a + 8 * s) : "memory");
   tiles.finish(reinterpret_cast<uint8_t*>(lathe_gemv1_smem));
 }
@@ -277,7 +431,7 @@ struct lathe_gemv1t_plain {
   __device__ __forceinline__ int chunks(int) const { return n_units; }
   __device__ __forceinline__ int part(int) const { return 0; }
   __device__ __forceinline__ const LatheTileMap* box(int item, int c, int& col, int& row) const {
-    col = c * LATHE_GEMV1T_UNIT;
+    col = c;
     row = LATHE_GEMV1T_ROWS * item;
     return map;
   }
@@ -287,23 +441,25 @@ struct lathe_gemv1t_plain {
   __device__ __forceinline__ void finish(uint8_t*) const {}
 };
 
-template <int C>
-__device__ __forceinline__ void lathe_gemv1t_q4_k_body(const LatheTileMap* wm, const int8_t* xq, float* y, int k,
-                                                       int n_out, const float* xf, int early) {
+template <class F, int C>
+__device__ __forceinline__ void lathe_gemv1t_body(const LatheTileMap* wm, const int8_t* xq, float* y, int k, int n_out,
+                                                  const float* xf, int early) {
   extern __shared__ uint4 lathe_gemv1_smem[];
-  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_gemv1_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
   lathe_gemv1t_plain tiles{wm, y, n_out / LATHE_GEMV1T_ROWS, k / 256};
-  lathe_gemv1t_run<C>(tiles, [&](auto&& late) { lathe_gemv1_stage_x<C>(sx, xq, xf, k, late); }, k, early);
+  uint8_t* sx = lathe_gemv1t_x<F>(lathe_gemv1_smem);
+  lathe_gemv1t_run<F, C>(tiles, [&](auto&& late) { lathe_gemv1_stage_x<C>(sx, xq, xf, k, late); }, k, early);
 }
 
 // The row kernel's parameters, and wm, w's tensor map (which holds w and row_bytes: unused here).
-#define LATHE_GEMV1T_KERNEL(C, CNAME)                                                                          \
-  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemv1t_q4_k_##CNAME(           \
+#define LATHE_GEMV1T_KERNEL(FMT, C, CNAME)                                                                     \
+  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemv1t_##FMT##_##CNAME(        \
       const uint8_t* w, long long row_bytes, const int8_t* xq, float* y, int k, int n_out, int group, int early, \
       const float* xf, const __grid_constant__ LatheTileMap wm) {                                              \
     (void)w, (void)row_bytes, (void)group;                                                                     \
-    lathe_gemv1t_q4_k_body<C>(&wm, xq, y, k, n_out, xf, early);                                                \
+    lathe_gemv1t_body<lathe_gemv1t_fmt_##FMT, C>(&wm, xq, y, k, n_out, xf, early);                             \
   }
 
-LATHE_GEMV1T_KERNEL(1, int8)
-LATHE_GEMV1T_KERNEL(2, int8x2)
+LATHE_GEMV1T_KERNEL(q4_k, 1, int8)
+LATHE_GEMV1T_KERNEL(q4_k, 2, int8x2)
+LATHE_GEMV1T_KERNEL(q6_k, 1, int8)
+LATHE_GEMV1T_KERNEL(q6_k, 2, int8x2)

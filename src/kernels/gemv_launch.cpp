@@ -135,14 +135,15 @@ bool launch_decode_tiles(const WeightMatrix& w, Activations a, CUdeviceptr x, CU
                          CUdeviceptr x_f32) {
   int group = decode_tiles_group(w, a, TileProduct::plain);
   if (group == 0) return false;
-  const int64_t shared = kDecodeStageBytes + staged_levels_bytes(w.k, a);
+  const int64_t shared = decode_tile_shared_bytes(w, a);
   const int64_t sm_count = cuda::Context::get().info().sm_count, n_tiles = w.n_out / kDecodeTileRows;
   const unsigned blocks = static_cast<unsigned>(std::min(sm_count, n_tiles));  // a block a tile at a time
   long long row_bytes = lathe::row_bytes(w.type, w.k);
   int k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out), early = decode_early_requests();
   CUdeviceptr wp = w.data;
   CUtensorMap map = decode_tile_map(w);
-  const std::string name = "lathe_gemv1t_q4_k_" + std::string(activations_name(a));
+  const std::string name =
+      std::string("lathe_gemv1t_") + decode_tile_format(w.type)->name + "_" + std::string(activations_name(a));
   cuda::launch(kernel(name), {blocks, 1, 1}, {32 * kDecodeWarps, 1, 1}, static_cast<unsigned>(shared), stream,
                {&wp, &row_bytes, &x, &y, &k, &n_out, &group, &early, &x_f32, &map}, "launching the decode GEMV's tiles");
   return true;
@@ -188,17 +189,25 @@ void launch_gemv(const WeightMatrix& w, const Unit& u, Activations a, CUdevicept
 
 }  // namespace
 
+int64_t decode_tile_shared_bytes(const WeightMatrix& w, Activations a) {
+  const DecodeTileFormat* f = decode_tile_format(w.type);
+  LATHE_CHECK(f != nullptr);
+  return f->x_offset + staged_levels_bytes(w.k, a);
+}
+
 int decode_tiles_group(const WeightMatrix& w, Activations a, TileProduct p) {
   const DecodeTiles set = decode_tiles_setting();
   const bool set_for = set == DecodeTiles::all || (set == DecodeTiles::merged && p == TileProduct::merged);
-  if (!g_decode_enabled || !set_for || w.type != GgmlType::Q4_K || a == Activations::f32) return 0;
+  if (!g_decode_enabled || !set_for || a == Activations::f32) return 0;
+  // Q4_K everywhere; Q6_K in the plain and norm-epilogue products (the merged kernels' tiles are Q4_K's).
+  if (w.type != GgmlType::Q4_K && !(w.type == GgmlType::Q6_K && p != TileProduct::merged)) return 0;
   const bool dealt = p == TileProduct::plain;
   // Whole tiles, rows of whole 16-unit rounds (a unit for each warp of the block each round).
   if (w.n_out % kDecodeTileRows != 0 || w.k % (256 * kDecodeWarps) != 0 || w.n_expert != 1) return 0;
   // Dealt tiles keep a tile in one block, so fewer tiles than SMs would leave SMs idle that the row
   // walk fills.
   if (dealt && w.n_out / kDecodeTileRows < cuda::Context::get().info().sm_count) return 0;
-  if (kDecodeStageBytes + staged_levels_bytes(w.k, a) + kDecodeTileStaticBytes > shared_optin_bytes()) return 0;
+  if (decode_tile_shared_bytes(w, a) + kDecodeTileStaticBytes > shared_optin_bytes()) return 0;
   return kDecodeWarps;
 }
 
@@ -215,9 +224,10 @@ CUtensorMap decode_tile_map(const WeightMatrix& w) {
     if (v == "256") return CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
     fail("LATHE_TILE_L2_PROMOTION={}: it takes none, 64, 128 or 256", v);
   }();
+  LATHE_CHECK(decode_tile_format(w.type) != nullptr);
   const uint64_t rb = static_cast<uint64_t>(lathe::row_bytes(w.type, w.k));
   return tensor_map_2d(w.data, CU_TENSOR_MAP_DATA_TYPE_UINT8, rb, static_cast<uint64_t>(w.n_out), rb,
-                       static_cast<uint32_t>(kDecodeTileUnitBytes), static_cast<uint32_t>(kDecodeTileRows),
+                       static_cast<uint32_t>(decode_tile_format(w.type)->box_bytes), static_cast<uint32_t>(kDecodeTileRows),
                        false, "the decode tiles", promotion);
 }
 

@@ -198,7 +198,7 @@ struct lathe_gemvm_tiles {
   __device__ __forceinline__ int part(int c) const { return swiglu && c >= n_units; }
   __device__ __forceinline__ const LatheTileMap* box(int item, int c, int& col, int& row) const {
     const int p = part(c);
-    col = (c - p * n_units) * LATHE_GEMV1T_UNIT;
+    col = c - p * n_units;
     row = row0(item);
     return lathe_gemvm_pick(swiglu ? p : seg(item), m0, m1, m2);
   }
@@ -359,7 +359,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   if constexpr (Tiles) {
     lathe_gemvm_tiles<ByBlock> T{maps[0], maps[1], maps[2], y0, y1, y2, n0 / LATHE_GEMV1T_ROWS, n1 / LATHE_GEMV1T_ROWS,
                                  n2 / LATHE_GEMV1T_ROWS, n0, swiglu, k / 256, xscale};
-    lathe_gemv1t_run<C>(T, stage_x, k, early, grid);
+    lathe_gemv1t_run<lathe_gemv1t_fmt_q4_k, C>(T, stage_x, k, early, grid);  // x where the row walk has it
     if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
     LATHE_STAMP_END(stamps, w0, n_items, k);
     return;

@@ -116,7 +116,7 @@ LATHE_GEMV1_NORM_KERNEL(q4_k, 2, int8x2)
 LATHE_GEMV1_NORM_KERNEL(q6_k, 1, int8)
 LATHE_GEMV1_NORM_KERNEL(q6_k, 2, int8x2)
 
-// Q4_K's product on tensor cores (gemv_decode_tiles.cuh) with the same epilogue: the tiles are halves
+// Q4_K's and Q6_K's products on tensor cores (gemv_decode_tiles.cuh) with the same epilogue: the tiles are halves
 // of the block's own 32-row blocks, item i rows lathe_gemv1_block_row(16 i) ... (group: unused, the
 // tile walk's blocks take a tile whole).
 struct lathe_gemv1t_norm_tiles {
@@ -131,7 +131,7 @@ struct lathe_gemv1t_norm_tiles {
   __device__ __forceinline__ int chunks(int) const { return n_units; }
   __device__ __forceinline__ int part(int) const { return 0; }
   __device__ __forceinline__ const LatheTileMap* box(int item, int c, int& col, int& row) const {
-    col = c * LATHE_GEMV1T_UNIT;
+    col = c;
     row = row0(item);
     return map;
   }
@@ -141,7 +141,7 @@ struct lathe_gemv1t_norm_tiles {
   __device__ __forceinline__ void finish(uint8_t* smem) { epi.finish(smem); }
 };
 
-template <int C>
+template <class F, int C>
 __device__ __forceinline__ void lathe_gemv1t_norm_body(const LatheTileMap* wm, const int8_t* xq, int k,
                                                        int n_out, int group, int early, const float* resid, float* sum,
                                                        const float* norm_w, int8_t* q1, int8_t* q2, float4* ds,
@@ -150,19 +150,21 @@ __device__ __forceinline__ void lathe_gemv1t_norm_body(const LatheTileMap* wm, c
   __shared__ float rows_kept[LATHE_NORM_EPI_ROWS], squares[LATHE_NORM_EPI_ROWS / 32];
   lathe_norm_epi epi{resid, norm_w, sum, q1, q2, ds, two_words, parts, n_out, rows_kept, squares, 0.0f, 0.0f};
   lathe_gemv1t_norm_tiles tiles{epi, wm, n_out, k / 256};
-  uint8_t* sx = reinterpret_cast<uint8_t*>(lathe_gemv1_smem) + LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;
-  lathe_gemv1t_run<C>(tiles, [&](auto&& late) { lathe_gemv1_stage_x<C>(sx, xq, nullptr, k, late); }, k, early);
+  uint8_t* sx = lathe_gemv1t_x<F>(lathe_gemv1_smem);
+  lathe_gemv1t_run<F, C>(tiles, [&](auto&& late) { lathe_gemv1_stage_x<C>(sx, xq, nullptr, k, late); }, k, early);
 }
 
-#define LATHE_GEMV1T_NORM_KERNEL(C, CNAME)                                                                  \
-  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemv1t_norm_q4_k_##CNAME(  \
+#define LATHE_GEMV1T_NORM_KERNEL(FMT, C, CNAME)                                                             \
+  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemv1t_norm_##FMT##_##CNAME( \
       const uint8_t* w, long long row_bytes, const int8_t* xq, int k, int n_out, int group, int early,        \
       const float* resid, float* sum, const float* norm_w, int8_t* q1, int8_t* q2, float4* ds, int two_words, \
       float* parts, const __grid_constant__ LatheTileMap wm) {                                               \
     (void)w, (void)row_bytes;                                                                                \
-    lathe_gemv1t_norm_body<C>(&wm, xq, k, n_out, group, early, resid, sum, norm_w, q1, q2, ds, two_words,     \
+    lathe_gemv1t_norm_body<lathe_gemv1t_fmt_##FMT, C>(&wm, xq, k, n_out, group, early, resid, sum, norm_w, q1, q2, ds, two_words,     \
                               parts);                                                                        \
   }
 
-LATHE_GEMV1T_NORM_KERNEL(1, int8)
-LATHE_GEMV1T_NORM_KERNEL(2, int8x2)
+LATHE_GEMV1T_NORM_KERNEL(q4_k, 1, int8)
+LATHE_GEMV1T_NORM_KERNEL(q4_k, 2, int8x2)
+LATHE_GEMV1T_NORM_KERNEL(q6_k, 1, int8)
+LATHE_GEMV1T_NORM_KERNEL(q6_k, 2, int8x2)

@@ -73,10 +73,12 @@ void gemv_norm_epilogue(const WeightMatrix& w, Activations a, CUdeviceptr xq, co
   long long row_bytes = lathe::row_bytes(w.type, w.k);
   int k = static_cast<int>(w.k), n_out = static_cast<int>(w.n_out), mode = s.l.mode & 255,
       early = decode_early_requests(), two = qp.two_words;
-  // Q4_K's tiles (gemv_decode_tiles.cuh) over the same blocks' own rows, where they apply.
+  // Q4_K's and Q6_K's tiles (gemv_decode_tiles.cuh) over the same blocks' own rows, where they apply.
   const int tiles = decode_tiles_group(w, a, TileProduct::norm_epilogue);
-  const bool by_tiles = tiles > 0 && s.l.shared_bytes + kDecodeTileStaticBytes + kEpilogueStatic <= shared_optin_bytes();
+  const int64_t tile_shared = tiles > 0 ? decode_tile_shared_bytes(w, a) : 0;
+  const bool by_tiles = tiles > 0 && tile_shared + kDecodeTileStaticBytes + kEpilogueStatic <= shared_optin_bytes();
   if (by_tiles) mode = tiles;
+  const int64_t shared = by_tiles ? tile_shared : s.l.shared_bytes;
   const std::string name = std::string(by_tiles ? "lathe_gemv1t_norm_" : "lathe_gemv1_norm_") +
                            dense_kernel_format(w.type) + "_" + std::string(activations_name(a));
   std::vector<void*> args = {&wp, &row_bytes, &x, &k, &n_out, &mode, &early, &resid, &sum, &nw, &q1, &q2, &ds, &two,
@@ -86,7 +88,7 @@ void gemv_norm_epilogue(const WeightMatrix& w, Activations a, CUdeviceptr xq, co
     map = decode_tile_map(w);
     args.push_back(&map);
   }
-  cuda::launch(kernel(name), {s.blocks, 1, 1}, {512, 1, 1}, static_cast<unsigned>(s.l.shared_bytes), stream,
+  cuda::launch(kernel(name), {s.blocks, 1, 1}, {512, 1, 1}, static_cast<unsigned>(shared), stream,
                std::move(args), "launching a decode product with the sum and the norm's weighting in its epilogue");
 }
 
