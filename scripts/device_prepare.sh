@@ -44,6 +44,8 @@ for v in "${stamp_variants[@]}"; do
 done
 wait
 [ "${SKIP_EMITTED:-0}" = 1 ] || scripts/build_emitted.sh $B/lathe
+# and, EMITTED_SYNTH="SHAPE TYPE LAYERS", the program for that synthetic checkpoint (device_run.sh g2)
+[ -z "${EMITTED_SYNTH:-}" ] || scripts/build_emitted.sh $B/lathe $EMITTED_SYNTH
 strip build-dev/carry/*
 tar -cJf build-dev/pack.tar.xz -C build-dev carry kcache devlibs $([ -d build-dev/old ] && echo old)
 du -sh build-dev/carry build-dev/devlibs build-dev/kcache build-dev/pack.tar.xz

@@ -313,6 +313,9 @@
 #   f7      tg128 of qwen3-8b and llama3-8b Q4_K_M, f6's build against build-dev/old (main at 1fb4080)
 #   f8      the landed build (the launchers' arguments in one list): the GEMV, merged and norm-epilogue
 #           tests, tg128 of every dense target and the 30B, qwen3-8b Q8_0 at 4,096 of context
+#   g2      lathe emit with the tiles' tensor maps: the program for qwen3-8b Q4_K_M of 2 layers
+#           (EMITTED_SYNTH="qwen3-8b q4_k_m 2" scripts/device_prepare.sh builds it) against lathe run's
+#           text, greedy, three prompts
 #   g1      2026-12-03's twenty-third session: Q6_K's tiles (a box 240 bytes x 16 rows, 3 slots a warp):
 #           the GEMV, norm-epilogue and merged tests, the tiles' errors, the q4_K / q6_K timings (tiles
 #           and rows), checks of the Q4_K_M shapes, tg128 of qwen3-8b and llama3-8b Q4_K_M against
@@ -1259,6 +1262,16 @@ for part in "$@"; do
     [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
     tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
     tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
+  g2)  # lathe emit with the tiles' maps (see the list above)
+    f=$M/qwen3-8b-q4_k_m-2.gguf
+    $L synth --shape qwen3-8b --type q4_k_m --layers 2 -o $f >/dev/null
+    for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do
+      ids=$($L tokenize $f "$p" --ids-only)
+      want=$($L run $f -p "$p" -n 24 --temp 0 --device gpu 2>/dev/null | head -c 2000)
+      got=$($C/emitted-qwen3-8b-q4_k_m-2 $f --prompt-tokens $ids -n 24 2>/dev/null | sed -n '/^text: /,$p' | sed '1s/^text: //')
+      echo "== emitted (tiles) vs lathe run, \"$p\": $([ "$p$got" = "$want" ] && echo same || printf 'DIFFERENT\n  run:     %s\n  emitted: %s' "$want" "$got")"
+    done
+    $C/emitted-qwen3-8b-q4_k_m-2 $f --prompt-tokens 1,2,3 -n 4 2>&1 | tail -3 ;;
   g1)  # Q6_K's tiles (see the list above)
     gpu_tests test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu test_gpu_lane_gpu
     echo "== tiles"; timeout 300 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "n_out=|Failure"

@@ -5,7 +5,11 @@
 #include "emit/emit_program.h"
 #include "emit/kernel_params.h"
 #include "emit/record.h"
+#include "gguf/block_format.h"
+#include "kernels/decode_stream.h"
+#include "kernels/gemv_launch.h"
 #include "kernels/library.h"
+#include "kernels/tensor_map.h"
 #include "lang/program.h"
 #include "model/model_program.h"
 #include "model/synth.h"
@@ -15,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace lathe::emit {
@@ -137,6 +142,46 @@ TEST(Recorder, VirtualDeviceRecordsInsteadOfRunning) {
     EXPECT_THROW(cuda::launch(kernels::kernel("two"), {1}, {1}, 0, nullptr, {&p}, "test"), InternalError);
   }
   EXPECT_EQ(cuda::recorder(), nullptr);
+}
+
+// A decode product on tiles records its tensor map as the map's arguments (kernels/tensor_map.h), which
+// the emitted program encodes at its start: the array's address is one of the recording's buffers.
+TEST(Recorder, TileProductsRecordTheirTensorMaps) {
+  const std::map<std::string, std::vector<KernelParam>> params = kernel_params(kernels::library_source());
+  cuda::DeviceInfo d;
+  d.name = "virtual";
+  d.cc_major = 9;
+  d.sm_count = 132;
+  d.shared_optin_bytes = 232448;
+  d.free_memory = d.total_memory = size_t{1} << 40;
+  cuda::Recorder rec(d, [&params](const std::string& k) {
+    std::vector<size_t> sizes;
+    for (const KernelParam& p : params.at(k)) sizes.push_back(p.bytes);
+    return sizes;
+  });
+  const kernels::DecodeTiles before = kernels::set_decode_tiles(kernels::DecodeTiles::all);
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    const int64_t n_out = 4096, k = 4096, rb = row_bytes(t, k);
+    cuda::DeviceBuffer w(static_cast<size_t>(n_out * rb), "w"), x(static_cast<size_t>(3 * k), "x"), y(4 * n_out, "y");
+    const kernels::WeightMatrix wm{t, w.ptr(), n_out, k};
+    rec.clear_ops();
+    kernels::gemv(wm, kernels::Activations::int8x2, x.ptr(), 1, y.ptr(), nullptr);
+    ASSERT_EQ(rec.ops().size(), 1u);
+    const cuda::RecordedOp& op = rec.ops()[0];
+    EXPECT_EQ(op.kernel, std::string("lathe_gemv1t_") + (t == GgmlType::Q4_K ? "q4_k" : "q6_k") + "_int8x2");
+    ASSERT_FALSE(op.args.empty());
+    kernels::TensorMapArgs m;
+    ASSERT_TRUE(kernels::recorded_tensor_map(op.args.back().data(), op.args.back().size(), &m)) << op.kernel;
+    EXPECT_EQ(m.base, w.ptr());
+    EXPECT_EQ(m.inner, static_cast<uint64_t>(rb));
+    EXPECT_EQ(m.outer, static_cast<uint64_t>(n_out));
+    EXPECT_EQ(m.stride, static_cast<uint64_t>(rb));
+    EXPECT_EQ(m.box_inner, static_cast<uint32_t>(kernels::decode_tile_format(t)->box_bytes));
+    EXPECT_EQ(m.box_outer, 16u);
+    // Not a map: the literal bytes of any other parameter.
+    EXPECT_FALSE(kernels::recorded_tensor_map(op.args[0].data(), op.args[0].size(), &m));
+  }
+  kernels::set_decode_tiles(before);
 }
 
 TEST(Emit, RecordedStepsAreConsistent) {

@@ -134,8 +134,8 @@ std::string write_program(const GgufFile& file, const EmitOptions& options, cons
   out += fmt::format("static const Fill kFills[] = {{\n{}}};\nstatic const int kFillCount = {};\n\n",
                      n_fills ? fills : "    {0, 0ULL, 0},\n", n_fills);
 
-  std::string args, ops, step_table;
-  int n_args = 0, n_ops = 0;
+  std::string args, ops, step_table, maps;
+  int n_args = 0, n_ops = 0, n_maps = 0;
   for (const EmitStep& s : m.steps) {
     const int first_op = n_ops;
     for (const EmitOp& op : s.ops) {
@@ -148,7 +148,12 @@ std::string write_program(const GgufFile& file, const EmitOptions& options, cons
                            op.shared_bytes, n_args, op.args.size(), n_ops, op.kernel, comment(op.what));
         args += fmt::format("    // {}: {}\n   ", n_ops, op.kernel);
         for (const EmitArg& a : op.args) {
-          if (a.pointer.buffer >= 0)
+          if (a.tensor_map) {
+            const EmitMap& mp = a.map;
+            args += fmt::format(" {{{}, {}, {}ULL, {}ULL}},", a.bytes, a.pointer.buffer, a.pointer.offset, n_maps++);
+            maps += fmt::format("    {{{}, {}ULL, {}ULL, {}ULL, {}, {}, {}, {}}},\n", mp.type, mp.inner, mp.outer, mp.stride,
+                                mp.box_inner, mp.box_outer, mp.swizzle_128b, mp.promotion);
+          } else if (a.pointer.buffer >= 0)
             args += fmt::format(" {{{}, {}, {}ULL, 0ULL}},", a.bytes, a.pointer.buffer, a.pointer.offset);
           else
             args += fmt::format(" {{{}, -1, 0x{:x}ULL, 0x{:x}ULL}},", a.bytes, a.literal[0], a.literal[1]);
@@ -161,8 +166,11 @@ std::string write_program(const GgufFile& file, const EmitOptions& options, cons
     step_table += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}}},\n", s.rows, quoted(s.identity), ref(s.tokens),
                               ref(s.positions), ref(s.sequences), ref(s.logits), first_op, n_ops - first_op);
   }
-  out += "// {bytes, buffer (-1: literal), offset or literal low word, literal high word}\n";
+  out += "// {bytes, buffer (-1: literal), offset or literal low word, literal high word (a 128-byte tensor map: its kMaps entry)}\n";
   out += fmt::format("static const Arg kArgs[] = {{\n{}}};\nstatic const int kArgCount = {};\n\n", args, n_args);
+  out += "// {type, inner, outer, row stride, box inner, box outer, 128-byte swizzle, L2 promotion}: the tensor maps\n";
+  out += fmt::format("static const MapSpec kMaps[] = {{\n{}}};\nstatic const int kMapCount = {};\n\n",
+                     n_maps ? maps : "    {0, 0ULL, 0ULL, 0ULL, 0, 0, 0, 0},\n", n_maps);
   out += "// {kernel (-1: copy), grid, block, shared bytes, first argument, arguments, copy to, copy from, bytes}\n";
   out += fmt::format("static const Op kOps[] = {{\n{}}};\nstatic const int kOpCount = {};\n\n", ops, n_ops);
   out += "// {rows, cut program identity, tokens, positions, sequences, logits, first op, ops}; the decode step first\n";

@@ -3,6 +3,7 @@
 #include "emit/kernel_params.h"
 #include "kernels/gemv_launch.h"
 #include "kernels/library.h"
+#include "kernels/tensor_map.h"
 #include "lang/program.h"
 #include "model/model_program.h"
 #include "plan/device_model.h"
@@ -46,6 +47,13 @@ EmitOp convert(const cuda::Recorder& r, const cuda::RecordedOp& op, const std::s
   for (const std::vector<unsigned char>& bytes : op.args) {
     EmitArg a;
     a.bytes = static_cast<uint32_t>(bytes.size());
+    if (kernels::TensorMapArgs m; kernels::recorded_tensor_map(bytes.data(), bytes.size(), &m)) {
+      a.tensor_map = true;
+      a.pointer = locate(r, m.base);
+      a.map = {m.type, m.inner, m.outer, m.stride, m.box_inner, m.box_outer, m.swizzle_128b, m.promotion};
+      out.args.push_back(a);
+      continue;
+    }
     if (bytes.size() > 16) internal_fail("{}: a parameter of {} bytes", op.kernel, bytes.size());
     std::memcpy(a.literal, bytes.data(), bytes.size());
     if (bytes.size() == 8 && cuda::Recorder::is_virtual(a.literal[0])) {
@@ -111,12 +119,6 @@ RecordedModel record_model(const GgufFile& file, const EmitOptions& options) {
     return sizes;
   });
 
-  // Q4_K's decode tiles take tensor maps, which hold the weights' addresses: the emitted program
-  // would have to encode them at run time, which it does not, so it records the row walk.
-  struct RestoreTiles {
-    kernels::DecodeTiles before;
-    ~RestoreTiles() { kernels::set_decode_tiles(before); }
-  } restore_tiles{kernels::set_decode_tiles(kernels::DecodeTiles::off)};
   const graph::Graph decode = lift_cut(file, mp, 1);
   std::set<std::string> constants;
   for (const graph::Tensor& t : decode.tensors)

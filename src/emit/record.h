@@ -43,10 +43,19 @@ struct EmitBuffer {
   std::vector<std::pair<uint64_t, int>> fills;  // (offset, blob) written after zeroing
 };
 
+// A TMA tensor map's geometry (kernels/tensor_map.h's arguments but its address).
+struct EmitMap {
+  uint32_t type = 0;
+  uint64_t inner = 0, outer = 0, stride = 0;
+  uint32_t box_inner = 0, box_outer = 0, swizzle_128b = 0, promotion = 0;
+};
+
 struct EmitArg {
   uint32_t bytes = 0;
-  BufferRef pointer;          // pointer.buffer >= 0: a device pointer; else the literal bytes
+  BufferRef pointer;          // pointer.buffer >= 0: a device pointer (tensor_map: the map's array); else the literal bytes
   uint64_t literal[2] = {0, 0};
+  bool tensor_map = false;    // a 128-byte map the program encodes at its start
+  EmitMap map;
 };
 
 struct EmitOp {

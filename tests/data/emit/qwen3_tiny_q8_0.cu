@@ -73,8 +73,13 @@ struct Blob {
 };
 struct Arg {
   unsigned bytes;
-  int buffer;                // >= 0: a pointer into it at `a`; else the literal bytes a, b
+  int buffer;                // >= 0: a pointer into it at `a` (128 bytes: a tensor map of it, kMaps[b]); else the literal bytes a, b
   unsigned long long a, b;
+};
+struct MapSpec {             // a TMA tensor map of a 2D array, encoded at the start (its address is this run's)
+  unsigned type;
+  unsigned long long inner, outer, stride;
+  unsigned box_inner, box_outer, swizzle_128b, promotion;
 };
 struct Op {
   int kernel;                // -1: a device-to-device copy
@@ -203,7 +208,7 @@ static const Fill kFills[] = {
 };
 static const int kFillCount = 4;
 
-// {bytes, buffer (-1: literal), offset or literal low word, literal high word}
+// {bytes, buffer (-1: literal), offset or literal low word, literal high word (a 128-byte tensor map: its kMaps entry)}
 static const Arg kArgs[] = {
     // 0: lathe_gather_q8_0
     {8, 23, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, 30, 0ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL},
@@ -305,6 +310,12 @@ static const Arg kArgs[] = {
     {8, 34, 8960ULL, 0ULL}, {8, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 34, 17156ULL, 0ULL},
 };
 static const int kArgCount = 696;
+
+// {type, inner, outer, row stride, box inner, box outer, 128-byte swizzle, L2 promotion}: the tensor maps
+static const MapSpec kMaps[] = {
+    {0, 0ULL, 0ULL, 0ULL, 0, 0, 0, 0},
+};
+static const int kMapCount = 0;
 
 // {kernel (-1: copy), grid, block, shared bytes, first argument, arguments, copy to, copy from, bytes}
 static const Op kOps[] = {
@@ -561,11 +572,23 @@ std::string token_text(const Checkpoint& c, int id) {
   return out;
 }
 
+void encode_map(const MapSpec& m, void* array, CUtensorMap* out) {
+  const cuuint64_t dims[2] = {m.inner, m.outer}, strides[1] = {m.stride};
+  const cuuint32_t box[2] = {m.box_inner, m.box_outer}, unit[2] = {1, 1};
+  const CUresult r = cuTensorMapEncodeTiled(out, static_cast<CUtensorMapDataType>(m.type), 2, array, dims, strides, box,
+                                            unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                            m.swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                                            static_cast<CUtensorMapL2promotion>(m.promotion),
+                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) die("encoding a tensor map failed (CUresult " + std::to_string(static_cast<int>(r)) + ")");
+}
+
 struct Program {
   Checkpoint ckpt;
   std::vector<void*> base;                     // each buffer's device address
   std::vector<unsigned long long> values;      // two words per argument
   std::vector<void*> arg_ptrs;
+  std::vector<CUtensorMap> maps;               // kMaps encoded
   cudaStream_t stream = nullptr;
   cudaGraphExec_t decode_graph = nullptr;
   int* staging = nullptr;                      // pinned: tokens, positions, sequences
@@ -620,9 +643,12 @@ struct Program {
     // Every argument's value, once: pointers resolved to this run's addresses.
     const size_t n_args = static_cast<size_t>(kArgCount);
     values.resize(2 * n_args);
+    maps.resize(static_cast<size_t>(kMapCount));
     for (size_t i = 0; i < n_args; ++i) {
       const Arg& a = kArgs[i];
-      if (a.buffer >= 0) {
+      if (a.bytes == sizeof(CUtensorMap)) {
+        encode_map(kMaps[a.b], static_cast<char*>(base[static_cast<size_t>(a.buffer)]) + a.a, &maps[a.b]);
+      } else if (a.buffer >= 0) {
         const unsigned long long p = reinterpret_cast<unsigned long long>(base[static_cast<size_t>(a.buffer)]) + a.a;
         values[2 * i] = p;
         values[2 * i + 1] = 0;
@@ -631,7 +657,9 @@ struct Program {
         values[2 * i + 1] = a.b;
       }
     }
-    for (size_t i = 0; i < n_args; ++i) arg_ptrs.push_back(&values[2 * i]);
+    for (size_t i = 0; i < n_args; ++i)
+      arg_ptrs.push_back(kArgs[i].bytes == sizeof(CUtensorMap) ? static_cast<void*>(&maps[kArgs[i].b])
+                                                                : static_cast<void*>(&values[2 * i]));
     // A kernel's dynamic shared memory needs the opt-in where it and the kernel's static shared memory
     // pass 48 KB together (the launch fails otherwise): the most any of its launches asks for.
     std::vector<unsigned> most_shared(sizeof(kKernels) / sizeof(kKernels[0]), 0);
