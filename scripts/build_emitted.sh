@@ -12,7 +12,7 @@ if [ $# -ge 4 ]; then
   name="$2-$3-$4"
   "$lathe" synth --shape "$2" --type "$3" --layers "$4" -o "build-dev/synth-$name.gguf" >/dev/null
   "$lathe" emit "build-dev/synth-$name.gguf" -o "build-dev/emitted-$name.cu" -n 24
-  nvcc -O2 -std=c++17 -arch=sm_90 "build-dev/emitted-$name.cu" -o "build-dev/carry/emitted-$name" -lcuda 2>&1 | grep -v "warning #1556\|^ *extern\|^ *\^\|^$\|Remark\|linkage" || true
+  nvcc -O2 -std=c++17 -arch=sm_90 -diag-suppress 1556 "build-dev/emitted-$name.cu" -o "build-dev/carry/emitted-$name" -lcuda
   rm -f "build-dev/synth-$name.gguf"
   echo "built build-dev/carry/emitted-$name"
   exit 0

@@ -316,6 +316,13 @@
 #   g2      lathe emit with the tiles' tensor maps: the program for qwen3-8b Q4_K_M of 2 layers
 #           (EMITTED_SYNTH="qwen3-8b q4_k_m 2" scripts/device_prepare.sh builds it) against lathe run's
 #           text, greedy, three prompts
+#   g3      the emitted program with programmatic launches and its speeds on stderr, for the whole
+#           qwen3-8b Q4_K_M (EMITTED_SYNTH="qwen3-8b q4_k_m 0"): its text against lathe run's, its decode
+#           speed over 128 steps against lathe bench's tg128
+#   g4      the tile walk's tiles ended by their last warp (no barrier): the tile, merged, norm-epilogue,
+#           lane and persistent tests, the GEMV and merged timings and tg128 of qwen3-8b / llama3-8b
+#           Q4_K_M against the barrier form (PREP_DEFINES="-DLATHE_GEMV1T_BARRIER=1"), alternated.
+#           Measured slower and not kept: main has the barrier form only, and no LATHE_GEMV1T_BARRIER
 #   g1      2026-12-03's twenty-third session: Q6_K's tiles (a box 240 bytes x 16 rows, 3 slots a warp):
 #           the GEMV, norm-epilogue and merged tests, the tiles' errors, the q4_K / q6_K timings (tiles
 #           and rows), checks of the Q4_K_M shapes, tg128 of qwen3-8b and llama3-8b Q4_K_M against
@@ -1262,6 +1269,36 @@ for part in "$@"; do
     [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
     tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
     tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
+  g4)  # the tiles ended by their last warp (see the list above)
+    bar="LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_BARRIER=1"
+    gpu_tests test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu test_gpu_lane_gpu test_persistent_step_gpu
+    echo "== tiles"; timeout 300 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "n_out=|Failure"
+    for v in "" "$bar"; do
+      echo "== timing ${v:-last warp}"; with_env "$v" env LATHE_GEMV_TIMING_CASE=q timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q[46]_K .*int8x2 +decode|FAILED"
+      echo "== merged ${v:-last warp}"; with_env "$v" timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q4_K.*int8x2 +products|FAILED"
+    done
+    checks "qwen3-8b q4_k_m" "llama3-8b q4_k_m"
+    f=$(synth qwen3-8b q4_k_m); l=$(synth llama3-8b q4_k_m)
+    for rep in 1 2; do
+      for v in "" "$bar"; do
+        echo "== qwen3-8b q4_k_m ${v:-last warp}"; with_env "$v" tg_short $f
+        echo "== llama3-8b q4_k_m ${v:-last warp}"; with_env "$v" tg_short $l
+      done
+    done ;;
+  g3)  # the emitted program's text and speed, whole qwen3-8b Q4_K_M (see the list above)
+    f=$M/qwen3-8b-q4_k_m-0.gguf
+    $L synth --shape qwen3-8b --type q4_k_m -o $f >/dev/null
+    for p in "In the beginning God created" "Blessed are the"; do
+      ids=$($L tokenize $f "$p" --ids-only)
+      want=$($L run $f -p "$p" -n 24 --temp 0 --device gpu 2>/dev/null | head -c 2000)
+      got=$($C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $ids -n 24 2>/dev/null | sed -n '/^text: /,$p' | sed '1s/^text: //')
+      echo "== emitted vs lathe run, \"$p\": $([ "$p$got" = "$want" ] && echo same || printf 'DIFFERENT\n  run:     %s\n  emitted: %s' "$want" "$got")"
+    done
+    ids=$(seq -s, 1 16)
+    for rep in 1 2; do
+      echo "== emitted, 16 + 128"; $C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $ids -n 129 2>&1 >/dev/null | tail -1
+      echo "== lathe bench"; tg_short $f
+    done ;;
   g2)  # lathe emit with the tiles' maps (see the list above)
     f=$M/qwen3-8b-q4_k_m-2.gguf
     $L synth --shape qwen3-8b --type q4_k_m --layers 2 -o $f >/dev/null

@@ -194,7 +194,7 @@ TEST(Emit, RecordedStepsAreConsistent) {
   const auto params = kernel_params(kernels::library_source());
   for (const EmitStep& s : m.steps) {
     EXPECT_FALSE(s.ops.empty());
-    for (const BufferRef& r : {s.tokens, s.positions, s.sequences, s.logits}) {
+    for (const BufferRef& r : {s.tokens, s.positions, s.sequences, s.logits, s.next}) {
       ASSERT_GE(r.buffer, 0);
       EXPECT_LE(r.offset + 4 * s.rows, m.buffers.at(static_cast<size_t>(r.buffer)).bytes);
     }

@@ -163,8 +163,8 @@ std::string write_program(const GgufFile& file, const EmitOptions& options, cons
       }
       ++n_ops;
     }
-    step_table += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}}},\n", s.rows, quoted(s.identity), ref(s.tokens),
-                              ref(s.positions), ref(s.sequences), ref(s.logits), first_op, n_ops - first_op);
+    step_table += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}}},\n", s.rows, quoted(s.identity), ref(s.tokens),
+                              ref(s.positions), ref(s.sequences), ref(s.logits), ref(s.next), first_op, n_ops - first_op);
   }
   out += "// {bytes, buffer (-1: literal), offset or literal low word, literal high word (a 128-byte tensor map: its kMaps entry)}\n";
   out += fmt::format("static const Arg kArgs[] = {{\n{}}};\nstatic const int kArgCount = {};\n\n", args, n_args);
@@ -173,7 +173,7 @@ std::string write_program(const GgufFile& file, const EmitOptions& options, cons
                      n_maps ? maps : "    {0, 0ULL, 0ULL, 0ULL, 0, 0, 0, 0},\n", n_maps);
   out += "// {kernel (-1: copy), grid, block, shared bytes, first argument, arguments, copy to, copy from, bytes}\n";
   out += fmt::format("static const Op kOps[] = {{\n{}}};\nstatic const int kOpCount = {};\n\n", ops, n_ops);
-  out += "// {rows, cut program identity, tokens, positions, sequences, logits, first op, ops}; the decode step first\n";
+  out += "// {rows, cut program identity, tokens, positions, sequences, logits, next, first op, ops}; the decode step first\n";
   out += fmt::format("static const Step kSteps[] = {{\n{}}};\nstatic const int kStepCount = {};\n\n", step_table, m.steps.size());
   out += "}  // namespace lathe_host\n";
   out += host.substr(marker + kTablesMarker.size());

@@ -142,6 +142,7 @@ RecordedModel record_model(const GgufFile& file, const EmitOptions& options) {
     step.positions = locate(rec, p.positions_ptr());
     step.sequences = locate(rec, p.sequences_ptr());
     step.logits = locate(rec, p.output_ptr("logits"));
+    step.next = locate(rec, p.output_ptr("next"));
     for (const plan::Launch& l : p.launches()) {
       rec.clear_ops();
       l.run(nullptr);

@@ -72,7 +72,7 @@ struct EmitOp {
 struct EmitStep {
   int64_t rows = 1;
   std::string identity;       // the cut program's
-  BufferRef tokens, positions, sequences, logits;
+  BufferRef tokens, positions, sequences, logits, next;  // next: the argmax of each row's logits (int32)
   std::vector<EmitOp> ops;
 };
 

@@ -1,7 +1,8 @@
-// The decode GEMV of Q4_K on tensor cores, 16 rows a tile: y[o] = W[o] . x for ONE row of x under the
-// int8 contracts (C = 1 int8, C = 2 int8x2), the same products as gemv_decode.cuh's q4_K (the same
-// levels, scales and offsets, and a sub-block's f32 formula term for term), with a sub-block's
-// integer sums made by mma.sync instead of __dp4a.
+// The decode GEMV of Q4_K and Q6_K on tensor cores, 16 rows a tile: y[o] = W[o] . x for ONE row of x
+// under the int8 contracts (C = 1 int8, C = 2 int8x2), the same products as gemv_decode.cuh's q4_K and
+// q6_K (the same levels, scales and offsets, and a sub-block's f32 formula term for term), with a
+// sub-block's integer sums made by mma.sync instead of __dp4a. Below for Q4_K; Q6_K's unit
+// (lathe_gemv1t_q6_k_chunk) says how it differs.
 //
 // Why: the dp4a form multiplies one row a lane, so every 32 weights a lane reads (18 bytes of Q4_K)
 // it also reads 80 bytes of x from shared memory, and a 32-value sub-block costs ~88 instructions
@@ -13,7 +14,7 @@
 // - Items are 16-row tiles (whole tiles: the launchers check), one block a tile at a time (tiles
 //   b, b + gridDim.x, ..., or a block's own 32-row blocks in halves), a tile's units 16 at a time
 //   (unit 16 j + w for warp w; a row's units a multiple of 16).
-// - Each warp streams its own units through its own ring of LATHE_GEMV1T_STAGES slots: a slot is one
+// - Each warp streams its own units through its own ring of LATHE_GEMV1T_Q4K_STAGES slots: a slot is one
 //   unit of the tile's 16 rows (16 x 144 bytes), ONE TMA box of the matrix's 2D tensor map (box 144
 //   bytes x 16 rows, rows row_bytes apart in global memory, 144 apart in the slot), completing on the
 //   slot's barrier, and refilled by the warp once its lanes are done with it. So the warps stay
@@ -36,8 +37,9 @@
 //   are added in another order (a lane's two rows over its units, then the four lanes of a row, then
 //   the warps in order): deterministic, within a few ulps of the row's sum of magnitudes of it.
 // Launch (gemv_launch.cpp's decode_tiles_group and its callers): grid (<= SM count), 512 threads, the
-// decode kernel's dynamic shared memory (the rings' area, then x as lathe_gemv1_stage_x lays it out),
-// and the matrices' tensor maps (decode_tile_map: box 144 bytes x 16 rows, L2 promotion 128 bytes).
+// format's dynamic shared memory (decode_tile_shared_bytes: the rings, then x as lathe_gemv1_stage_x
+// lays it out; Q4_K's is the decode kernel's), and the matrices' tensor maps (decode_tile_map: box 144
+// (Q4_K) or 240 (Q6_K) bytes x 16 rows, L2 promotion 128 bytes).
 
 #define LATHE_GEMV1T_ROWS 16
 #define LATHE_GEMV1T_SPAN 16  // a tile's units a round: one for each warp of the block
@@ -390,7 +392,8 @@ __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int
           acc[p][h] += __shfl_xor_sync(0xFFFFFFFFu, acc[p][h], 2);
         }
       // Double-buffered partials: a warp writes buffer `parity` again only after the next barrier,
-      // which warp 0 reaches only after reading it.
+      // which warp 0 reaches only after reading it. (The tile ended by its last warp to arrive, a
+      // counter instead of the barrier, measured slower: docs/perf.md, 2026-12-03.)
       if (t == 0)
 #pragma unroll
         for (int p = 0; p < P; ++p) {

@@ -14,8 +14,8 @@
 // 2026-12-01 (docs/perf.md): q8_0 151936x4096 95 / 94%; 12288x4096 80 / 78%; 4096x12288 81 / 78%;
 // 4096x4096 56 / 52%; 1024x4096 28 / 28%; q4_K 12288x4096 53 / 48%, 4096x4096 38 / 35% (2026-12-02:
 // 62 / 56%, 44 / 40%, and 4096x12288 63 / 58%; its tiles, gemv_decode_tiles.cuh: 58 / 54%, 48 / 44%,
-// 65 / 62%); q6_K
-// 12288x4096 50 / 46%, 4096x4096 37 / 34%. (General kernel: q8_0 4096x4096 26%, 12288x4096 37%,
+// 65 / 62%); q6_K 12288x4096 50 / 46%, 4096x4096 37 / 34% (2026-12-03, int8x2: rows 52%, 41%, and
+// 4096x12288 55%, 151936x4096 65%; its tiles 59%, 47%, 63%, 77%). (General kernel: q8_0 4096x4096 26%, 12288x4096 37%,
 // q4_K 13%, q6_K 20%.) Small matrices pay a ~3 us floor (launch, first DRAM round trip, tail); the
 // loop is bound by the SM's shared-memory pipe (x read per piece, the weights' words 2-way
 // conflicted), q4_K / q6_K also by decode work per byte (int8x2 costs them 10-20%). f32 contract:

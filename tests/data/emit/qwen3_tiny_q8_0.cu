@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -91,7 +92,7 @@ struct Op {
 struct Step {
   int rows;
   const char* identity;
-  Ref tokens, positions, sequences, logits;
+  Ref tokens, positions, sequences, logits, next;  // next: each row's argmax, made on the device
   int first_op, n_ops;
 };
 
@@ -371,10 +372,10 @@ static const Op kOps[] = {
 };
 static const int kOpCount = 49;
 
-// {rows, cut program identity, tokens, positions, sequences, logits, first op, ops}; the decode step first
+// {rows, cut program identity, tokens, positions, sequences, logits, next, first op, ops}; the decode step first
 static const Step kSteps[] = {
-    {1, "9db46c1b917e57319c824f3f8a75e3c3fb3dbc5a5efcb08a2c13375d50549e27", {30, 0ULL}, {30, 256ULL}, {30, 512ULL}, {30, 768ULL}, 0, 15},
-    {2, "20b07502124f608d6d915e1e7dcd7d7c51585654d62ac6afae1acd3bae1bf8b6", {34, 0ULL}, {34, 256ULL}, {34, 512ULL}, {34, 768ULL}, 15, 34},
+    {1, "9db46c1b917e57319c824f3f8a75e3c3fb3dbc5a5efcb08a2c13375d50549e27", {30, 0ULL}, {30, 256ULL}, {30, 512ULL}, {30, 768ULL}, {30, 8960ULL}, 0, 15},
+    {2, "20b07502124f608d6d915e1e7dcd7d7c51585654d62ac6afae1acd3bae1bf8b6", {34, 0ULL}, {34, 256ULL}, {34, 512ULL}, {34, 768ULL}, {34, 17152ULL}, 15, 34},
 };
 static const int kStepCount = 2;
 
@@ -592,7 +593,7 @@ struct Program {
   cudaStream_t stream = nullptr;
   cudaGraphExec_t decode_graph = nullptr;
   int* staging = nullptr;                      // pinned: tokens, positions, sequences
-  float* logits = nullptr;                     // pinned: one row
+  int* next = nullptr;                         // pinned: the last row's greedy token
 
   char* at(const Ref& r) const { return static_cast<char*>(base[static_cast<size_t>(r.buffer)]) + r.offset; }
 
@@ -674,7 +675,7 @@ struct Program {
                                    static_cast<int>(most_shared[k])), kKernelNames[k]);
     }
     check(cudaMallocHost(reinterpret_cast<void**>(&staging), 3 * sizeof(int) * kMaxRows), "pinned memory");
-    check(cudaMallocHost(reinterpret_cast<void**>(&logits), sizeof(float) * kVocab), "pinned memory");
+    check(cudaMallocHost(reinterpret_cast<void**>(&next), sizeof(int)), "pinned memory");
     check(cudaDeviceSynchronize(), "loading the checkpoint");
   }
 
@@ -685,9 +686,20 @@ struct Program {
         check(cudaMemcpyAsync(at(op.dst), at(op.src), op.bytes, cudaMemcpyDeviceToDevice, stream), "copying");
         continue;
       }
-      check(cudaLaunchKernel(kKernels[op.kernel], dim3(op.grid[0], op.grid[1], op.grid[2]),
-                             dim3(op.block[0], op.block[1], op.block[2]), &arg_ptrs[static_cast<size_t>(op.first_arg)],
-                             op.shared, stream), kKernelNames[op.kernel]);
+      // Programmatic dependent launch, as lathe's own launches: every library kernel waits for the one
+      // before it to finish before reading anything, so it may start while that one ends.
+      cudaLaunchAttribute pdl[1];
+      pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      pdl[0].val.programmaticStreamSerializationAllowed = 1;
+      cudaLaunchConfig_t c = {};
+      c.gridDim = dim3(op.grid[0], op.grid[1], op.grid[2]);
+      c.blockDim = dim3(op.block[0], op.block[1], op.block[2]);
+      c.dynamicSmemBytes = op.shared;
+      c.stream = stream;
+      c.attrs = pdl;
+      c.numAttrs = 1;
+      check(cudaLaunchKernelExC(&c, kKernels[op.kernel], &arg_ptrs[static_cast<size_t>(op.first_arg)]),
+            kKernelNames[op.kernel]);
     }
   }
 
@@ -714,13 +726,12 @@ struct Program {
     } else {
       launch_ops(s);
     }
-    check(cudaMemcpyAsync(logits, at(s.logits) + static_cast<size_t>(rows - 1) * kVocab * sizeof(float),
-                          kVocab * sizeof(float), cudaMemcpyDeviceToHost, stream), "reading the logits");
+    // The step's own argmax of its last row (the first of equal maxima, as lathe's sampler at
+    // temperature 0): one word back, not the row of logits.
+    check(cudaMemcpyAsync(next, at(s.next) + static_cast<size_t>(rows - 1) * sizeof(int), sizeof(int),
+                          cudaMemcpyDeviceToHost, stream), "reading the next token");
     check(cudaStreamSynchronize(stream), "running the step");
-    int best = 0;
-    for (int i = 1; i < kVocab; ++i)
-      if (logits[i] > logits[best]) best = i;
-    return best;
+    return *next;
   }
 };
 
@@ -794,6 +805,7 @@ int main(int argc, char** argv) {
   std::printf("\n");
   int done = 0, next = 0;
   bool warned = false;
+  const auto t0 = std::chrono::steady_clock::now();
   while (done < static_cast<int>(prompt.size())) {
     bool exact = false;
     const Step* s = chunk_step(static_cast<int>(prompt.size()) - done, &exact);
@@ -804,9 +816,10 @@ int main(int argc, char** argv) {
     next = p.run(*s, prompt.data() + done, done);
     done += s->rows;
   }
+  const auto t1 = std::chrono::steady_clock::now();
   std::vector<int> generated;
   std::string text;
-  int pos = done;
+  int pos = done, decoded = 0;
   for (int i = 0; i < n_predict; ++i) {
     bool end = false;
     for (int e = 0; e < kEndTokenCount; ++e) end = end || kEndTokens[e] == next;
@@ -815,7 +828,16 @@ int main(int argc, char** argv) {
     text += token_text(p.ckpt, next);
     if (i + 1 == n_predict || pos >= kCtx) break;
     next = p.run(kSteps[0], &next, pos++);
+    ++decoded;
   }
+  const auto t2 = std::chrono::steady_clock::now();
+  // Speeds on stderr (stdout is the ids and the text): the prompt's steps, and the decode steps (each a
+  // graph launch and its token read back).
+  const double ms_prompt = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  const double ms_decode = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  std::fprintf(stderr, "prompt: %zu tokens in %.2f ms (%.1f tok/s); decode: %d steps in %.2f ms (%.1f tok/s)\n",
+               prompt.size(), ms_prompt, 1e3 * static_cast<double>(prompt.size()) / ms_prompt, decoded, ms_decode,
+               decoded > 0 ? 1e3 * decoded / ms_decode : 0.0);
   std::printf("generated ids:");
   for (int t : generated) std::printf(" %d", t);
   std::printf("\ntext: %s\n", text.c_str());
