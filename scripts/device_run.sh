@@ -323,6 +323,9 @@
 #           lane and persistent tests, the GEMV and merged timings and tg128 of qwen3-8b / llama3-8b
 #           Q4_K_M against the barrier form (PREP_DEFINES="-DLATHE_GEMV1T_BARRIER=1"), alternated.
 #           Measured slower and not kept: main has the barrier form only, and no LATHE_GEMV1T_BARRIER
+#   g5      the session's landed build: every GPU test binary (timings left out), the emitted whole
+#           qwen3-8b Q4_K_M program (its argmax read back as a word) against lathe run's text and
+#           lathe bench's tg128, tg128 of every target
 #   g1      2026-12-03's twenty-third session: Q6_K's tiles (a box 240 bytes x 16 rows, 3 slots a warp):
 #           the GEMV, norm-epilogue and merged tests, the tiles' errors, the q4_K / q6_K timings (tiles
 #           and rows), checks of the Q4_K_M shapes, tg128 of qwen3-8b and llama3-8b Q4_K_M against
@@ -1269,6 +1272,27 @@ for part in "$@"; do
     [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
     tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
     tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
+  g5)  # the session's landed build (see the list above)
+    for t in $C/test_*_gpu; do
+      echo "== $(basename $t)"; timeout 300 $t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure" | head -12
+    done
+    f=$M/qwen3-8b-q4_k_m-0.gguf
+    $L synth --shape qwen3-8b --type q4_k_m -o $f >/dev/null
+    for p in "In the beginning God created" "Blessed are the"; do
+      ids=$($L tokenize $f "$p" --ids-only)
+      want=$($L run $f -p "$p" -n 24 --temp 0 --device gpu 2>/dev/null | head -c 2000)
+      got=$($C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $ids -n 24 2>/dev/null | sed -n '/^text: /,$p' | sed '1s/^text: //')
+      echo "== emitted vs lathe run, \"$p\": $([ "$p$got" = "$want" ] && echo same || printf 'DIFFERENT\n  run:     %s\n  emitted: %s' "$want" "$got")"
+    done
+    for rep in 1 2; do
+      echo "== emitted, 16 + 128"; $C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $(seq -s, 1 16) -n 129 2>&1 >/dev/null | tail -1
+      echo "== lathe bench"; tg_short $f
+    done
+    rm -f $f
+    for spec in "qwen3-8b q4_k_m" "llama3-8b q4_k_m" "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-30b-a3b q8_0"; do
+      set -- $spec; echo "== $1 $2"; tg_short $(synth $1 $2)
+    done
+    echo "== qwen3-8b q8_0 at 4096"; tg_at $(synth qwen3-8b q8_0) 4096 ;;
   g4)  # the tiles ended by their last warp (see the list above)
     bar="LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_BARRIER=1"
     gpu_tests test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu test_gpu_lane_gpu test_persistent_step_gpu

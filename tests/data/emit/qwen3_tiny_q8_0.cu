@@ -573,14 +573,27 @@ std::string token_text(const Checkpoint& c, int id) {
   return out;
 }
 
+// cuTensorMapEncodeTiled through the runtime's driver entry points: the program does not link the
+// driver library itself, so where there is none it still starts and says so.
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
 void encode_map(const MapSpec& m, void* array, CUtensorMap* out) {
+  static EncodeTiled encode = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found),
+          "finding cuTensorMapEncodeTiled");
+    if (!f || found != cudaDriverEntryPointSuccess) die("the driver has no cuTensorMapEncodeTiled");
+    return reinterpret_cast<EncodeTiled>(f);
+  }();
   const cuuint64_t dims[2] = {m.inner, m.outer}, strides[1] = {m.stride};
   const cuuint32_t box[2] = {m.box_inner, m.box_outer}, unit[2] = {1, 1};
-  const CUresult r = cuTensorMapEncodeTiled(out, static_cast<CUtensorMapDataType>(m.type), 2, array, dims, strides, box,
-                                            unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                            m.swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
-                                            static_cast<CUtensorMapL2promotion>(m.promotion),
-                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = encode(out, static_cast<CUtensorMapDataType>(m.type), 2, array, dims, strides, box,
+                            unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            m.swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                            static_cast<CUtensorMapL2promotion>(m.promotion), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) die("encoding a tensor map failed (CUresult " + std::to_string(static_cast<int>(r)) + ")");
 }
 
