@@ -373,6 +373,17 @@ stamped() {
   LATHE_STAMPS=$st timeout 200 $L bench $f "$@" 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'
   python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps $name"; cat ${st%.csv}.txt; xz -f $st
 }
+# The standalone program $C/PROG on FILE against `lathe run --temp 0` (24 tokens) for each prompt
+# named: "same", or both texts.
+emitted_vs_run() {
+  local f=$1 prog=$2 p ids want got; shift 2
+  for p in "$@"; do
+    ids=$($L tokenize $f "$p" --ids-only)
+    want=$($L run $f -p "$p" -n 24 --temp 0 --device gpu 2>/dev/null | head -c 2000)
+    got=$($C/$prog $f --prompt-tokens $ids -n 24 2>/dev/null | sed -n '/^text: /,$p' | sed '1s/^text: //')
+    echo "== $prog vs lathe run, \"$p\": $([ "$p$got" = "$want" ] && echo same || printf 'DIFFERENT\n  run:     %s\n  emitted: %s' "$want" "$got")"
+  done
+}
 # `lathe check` of each "shape type" named: its last line but one (the largest difference).
 checks() { for spec in "$@"; do set -- $spec; echo "== check $1 $2"; timeout 60 $L check $(synth $1 $2) --steps 16 2>&1 | tail -2 | head -1; done; }
 # tg128 of each "shape type" named, twice, by build-dev/old/lathe (when carried) and $L alternated.
@@ -1273,17 +1284,9 @@ for part in "$@"; do
     tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
     tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
   g5)  # the session's landed build (see the list above)
-    for t in $C/test_*_gpu; do
-      echo "== $(basename $t)"; timeout 300 $t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure" | head -12
-    done
     f=$M/qwen3-8b-q4_k_m-0.gguf
     $L synth --shape qwen3-8b --type q4_k_m -o $f >/dev/null
-    for p in "In the beginning God created" "Blessed are the"; do
-      ids=$($L tokenize $f "$p" --ids-only)
-      want=$($L run $f -p "$p" -n 24 --temp 0 --device gpu 2>/dev/null | head -c 2000)
-      got=$($C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $ids -n 24 2>/dev/null | sed -n '/^text: /,$p' | sed '1s/^text: //')
-      echo "== emitted vs lathe run, \"$p\": $([ "$p$got" = "$want" ] && echo same || printf 'DIFFERENT\n  run:     %s\n  emitted: %s' "$want" "$got")"
-    done
+    emitted_vs_run $f emitted-qwen3-8b-q4_k_m-0 "In the beginning God created" "Blessed are the"
     for rep in 1 2; do
       echo "== emitted, 16 + 128"; $C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $(seq -s, 1 16) -n 129 2>&1 >/dev/null | tail -1
       echo "== lathe bench"; tg_short $f
@@ -1292,7 +1295,10 @@ for part in "$@"; do
     for spec in "qwen3-8b q4_k_m" "llama3-8b q4_k_m" "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-30b-a3b q8_0"; do
       set -- $spec; echo "== $1 $2"; tg_short $(synth $1 $2)
     done
-    echo "== qwen3-8b q8_0 at 4096"; tg_at $(synth qwen3-8b q8_0) 4096 ;;
+    echo "== qwen3-8b q8_0 at 4096"; tg_at $(synth qwen3-8b q8_0) 4096
+    for t in $C/test_*_gpu; do
+      echo "== $(basename $t)"; timeout 300 $t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure" | head -12
+    done ;;
   g4)  # the tiles ended by their last warp (see the list above)
     bar="LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_BARRIER=1"
     gpu_tests test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu test_gpu_lane_gpu test_persistent_step_gpu
@@ -1312,12 +1318,7 @@ for part in "$@"; do
   g3)  # the emitted program's text and speed, whole qwen3-8b Q4_K_M (see the list above)
     f=$M/qwen3-8b-q4_k_m-0.gguf
     $L synth --shape qwen3-8b --type q4_k_m -o $f >/dev/null
-    for p in "In the beginning God created" "Blessed are the"; do
-      ids=$($L tokenize $f "$p" --ids-only)
-      want=$($L run $f -p "$p" -n 24 --temp 0 --device gpu 2>/dev/null | head -c 2000)
-      got=$($C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $ids -n 24 2>/dev/null | sed -n '/^text: /,$p' | sed '1s/^text: //')
-      echo "== emitted vs lathe run, \"$p\": $([ "$p$got" = "$want" ] && echo same || printf 'DIFFERENT\n  run:     %s\n  emitted: %s' "$want" "$got")"
-    done
+    emitted_vs_run $f emitted-qwen3-8b-q4_k_m-0 "In the beginning God created" "Blessed are the"
     ids=$(seq -s, 1 16)
     for rep in 1 2; do
       echo "== emitted, 16 + 128"; $C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $ids -n 129 2>&1 >/dev/null | tail -1
@@ -1326,12 +1327,7 @@ for part in "$@"; do
   g2)  # lathe emit with the tiles' maps (see the list above)
     f=$M/qwen3-8b-q4_k_m-2.gguf
     $L synth --shape qwen3-8b --type q4_k_m --layers 2 -o $f >/dev/null
-    for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do
-      ids=$($L tokenize $f "$p" --ids-only)
-      want=$($L run $f -p "$p" -n 24 --temp 0 --device gpu 2>/dev/null | head -c 2000)
-      got=$($C/emitted-qwen3-8b-q4_k_m-2 $f --prompt-tokens $ids -n 24 2>/dev/null | sed -n '/^text: /,$p' | sed '1s/^text: //')
-      echo "== emitted (tiles) vs lathe run, \"$p\": $([ "$p$got" = "$want" ] && echo same || printf 'DIFFERENT\n  run:     %s\n  emitted: %s' "$want" "$got")"
-    done
+    emitted_vs_run $f emitted-qwen3-8b-q4_k_m-2 "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"
     $C/emitted-qwen3-8b-q4_k_m-2 $f --prompt-tokens 1,2,3 -n 4 2>&1 | tail -3 ;;
   g1)  # Q6_K's tiles (see the list above)
     gpu_tests test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu test_gpu_lane_gpu
@@ -2055,12 +2051,7 @@ for part in "$@"; do
     tg128_ab "qwen3-30b-a3b q8_0" ;;
   emit)
     D=models/default/lathe-kjv-qwen3.gguf
-    for p in "In the beginning God created" "And the LORD said unto Moses" "Blessed are the"; do
-      ids=$($L tokenize $D "$p" --ids-only)
-      want=$($L run $D -p "$p" -n 24 --temp 0 --device gpu 2>/dev/null | head -c 2000)
-      got=$($C/emitted $D --prompt-tokens $ids -n 24 2>/dev/null | sed -n '/^text: /,$p' | sed '1s/^text: //')
-      echo "== emitted vs lathe run, \"$p\": $([ "$p$got" = "$want" ] && echo same || printf 'DIFFERENT\n  run:     %s\n  emitted: %s' "$want" "$got")"
-    done ;;
+    emitted_vs_run $D emitted "In the beginning God created" "And the LORD said unto Moses" "Blessed are the" ;;
   big)
     for spec in "qwen3-0.6b q8_0" "qwen3-0.6b q4_k_m" "qwen3-0.6b f16" "qwen3-8b q8_0" "qwen3-8b q4_k_m" "qwen3-8b f16" "llama3-8b q8_0" "llama3-8b q4_k_m" "llama3-8b f16"; do
       set -- $spec
