@@ -326,6 +326,9 @@
 #   g5      the session's landed build: every GPU test binary (timings left out), the emitted whole
 #           qwen3-8b Q4_K_M program (its argmax read back as a word) against lathe run's text and
 #           lathe bench's tg128, tg128 of every target
+#   g6      Q6_K's box 224 bytes wide (2-way bank conflicts, 7% fewer bytes) against 240: branch
+#           wip/q6k-box224 (not on main) against build-dev/old = main at f7f795b: the tiles' Q6_K errors,
+#           the q6_K timings, the check and tg128 of qwen3-8b Q4_K_M, alternated
 #   g1      2026-12-03's twenty-third session: Q6_K's tiles (a box 240 bytes x 16 rows, 3 slots a warp):
 #           the GEMV, norm-epilogue and merged tests, the tiles' errors, the q4_K / q6_K timings (tiles
 #           and rows), checks of the Q4_K_M shapes, tg128 of qwen3-8b and llama3-8b Q4_K_M against
@@ -1283,6 +1286,12 @@ for part in "$@"; do
     [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
     tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
     tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
+  g6)  # Q6_K's box at 224 bytes (see the list above)
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    echo "== tiles"; timeout 300 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "q6_K.*n_out=|Failure"
+    echo "== timing"; LATHE_GEMV_TIMING_CASE=q6_K timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x2 +decode|FAILED"
+    checks "qwen3-8b q4_k_m"
+    tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" "" ;;
   g5)  # the session's landed build (see the list above)
     f=$M/qwen3-8b-q4_k_m-0.gguf
     $L synth --shape qwen3-8b --type q4_k_m -o $f >/dev/null
