@@ -326,6 +326,8 @@
 #   g5      the session's landed build: every GPU test binary (timings left out), the emitted whole
 #           qwen3-8b Q4_K_M program (its argmax read back as a word) against lathe run's text and
 #           lathe bench's tg128, tg128 of every target
+#   g7      the emitted program's decode steps queued one ahead (the token copied on the device, read
+#           back a step behind): g3's comparison and speeds
 #   g6      Q6_K's box 224 bytes wide (2-way bank conflicts, 7% fewer bytes) against 240: branch
 #           wip/q6k-box224 (not on main) against build-dev/old = main at f7f795b: the tiles' Q6_K errors,
 #           the q6_K timings, the check and tg128 of qwen3-8b Q4_K_M, alternated
@@ -1286,6 +1288,15 @@ for part in "$@"; do
     [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
     tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
     tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
+  g7)  # the emitted program's decode queued one ahead (see the list above)
+    f=$M/qwen3-8b-q4_k_m-0.gguf
+    $L synth --shape qwen3-8b --type q4_k_m -o $f >/dev/null
+    emitted_vs_run $f emitted-qwen3-8b-q4_k_m-0 "In the beginning God created" "Blessed are the"
+    for rep in 1 2; do
+      echo "== emitted, 16 + 128"; $C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $(seq -s, 1 16) -n 129 2>&1 >/dev/null | tail -1
+      echo "== lathe bench"; tg_short $f
+    done
+    echo "== emitted, 16 + 4"; $C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $(seq -s, 1 16) -n 4 2>&1 | tail -3 ;;
   g6)  # Q6_K's box at 224 bytes (see the list above)
     [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
     echo "== tiles"; timeout 300 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "q6_K.*n_out=|Failure"

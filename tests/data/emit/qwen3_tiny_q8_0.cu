@@ -716,6 +716,49 @@ struct Program {
     }
   }
 
+  // The decode step (one row): captured as one graph on first use, then replayed.
+  void launch_decode(const Step& s) {
+    if (!decode_graph) {
+      cudaGraph_t g = nullptr;
+      check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capturing the decode step");
+      launch_ops(s);
+      check(cudaStreamEndCapture(stream, &g), "capturing the decode step");
+      check(cudaGraphInstantiate(&decode_graph, g, 0), "instantiating the decode step");
+    }
+    check(cudaGraphLaunch(decode_graph, stream), "running the decode step");
+  }
+
+  // Generation's decode steps, queued one ahead of the host: step i runs at position `position` on
+  // the token `host_token` (step 0) or, on the device, step i - 1's argmax; its own argmax lands in
+  // out_tokens[i] (pinned) and step_done[i % 2] marks it. So the host reads token i while step i + 1 runs.
+  int* out_tokens = nullptr;                   // pinned: the decode steps' tokens
+  int* out_positions = nullptr;                // pinned: their positions
+  cudaEvent_t step_done[2] = {nullptr, nullptr};
+  void queue_decode(const Step& s, int i, const int* host_token, int position) {
+    if (host_token) {
+      staging[0] = *host_token;
+      staging[1] = 0;
+      check(cudaMemcpyAsync(at(s.tokens), staging, sizeof(int), cudaMemcpyHostToDevice, stream), "tokens");
+      check(cudaMemcpyAsync(at(s.sequences), staging + 1, sizeof(int), cudaMemcpyHostToDevice, stream), "sequences");
+    } else {
+      check(cudaMemcpyAsync(at(s.tokens), at(s.next), sizeof(int), cudaMemcpyDeviceToDevice, stream), "tokens");
+    }
+    out_positions[i] = position;
+    check(cudaMemcpyAsync(at(s.positions), out_positions + i, sizeof(int), cudaMemcpyHostToDevice, stream), "positions");
+    launch_decode(s);
+    check(cudaMemcpyAsync(out_tokens + i, at(s.next), sizeof(int), cudaMemcpyDeviceToHost, stream), "reading the next token");
+    check(cudaEventRecord(step_done[i % 2], stream), "marking a decode step");
+  }
+  int decoded_token(int i) {
+    check(cudaEventSynchronize(step_done[i % 2]), "running the decode step");
+    return out_tokens[i];
+  }
+  void reserve_decode(int steps) {
+    check(cudaMallocHost(reinterpret_cast<void**>(&out_tokens), sizeof(int) * (steps + 1)), "pinned memory");
+    check(cudaMallocHost(reinterpret_cast<void**>(&out_positions), sizeof(int) * (steps + 1)), "pinned memory");
+    for (cudaEvent_t& e : step_done) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "an event");
+  }
+
   // Runs `rows` tokens at positions start..; returns the greedy next token (the first largest logit).
   int run(const Step& s, const int* tokens, int start) {
     const int rows = s.rows;
@@ -727,18 +770,8 @@ struct Program {
     check(cudaMemcpyAsync(at(s.tokens), staging, rows * sizeof(int), cudaMemcpyHostToDevice, stream), "tokens");
     check(cudaMemcpyAsync(at(s.positions), staging + rows, rows * sizeof(int), cudaMemcpyHostToDevice, stream), "positions");
     check(cudaMemcpyAsync(at(s.sequences), staging + 2 * rows, rows * sizeof(int), cudaMemcpyHostToDevice, stream), "sequences");
-    if (rows == 1) {
-      if (!decode_graph) {
-        cudaGraph_t g = nullptr;
-        check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capturing the decode step");
-        launch_ops(s);
-        check(cudaStreamEndCapture(stream, &g), "capturing the decode step");
-        check(cudaGraphInstantiate(&decode_graph, g, 0), "instantiating the decode step");
-      }
-      check(cudaGraphLaunch(decode_graph, stream), "running the decode step");
-    } else {
-      launch_ops(s);
-    }
+    if (rows == 1) launch_decode(s);
+    else launch_ops(s);
     // The step's own argmax of its last row (the first of equal maxima, as lathe's sampler at
     // temperature 0): one word back, not the row of logits.
     check(cudaMemcpyAsync(next, at(s.next) + static_cast<size_t>(rows - 1) * sizeof(int), sizeof(int),
@@ -832,18 +865,29 @@ int main(int argc, char** argv) {
   const auto t1 = std::chrono::steady_clock::now();
   std::vector<int> generated;
   std::string text;
-  int pos = done, decoded = 0;
+  int decoded = 0;
+  // Decode step i makes token i + 1 at position done + i; it runs while there is room for the token
+  // and the position. Step i + 1 is queued before token i + 1 is read back (a step past an end token
+  // is run and left unread).
+  auto has_step = [&](int i) { return i + 1 < n_predict && done + i < kCtx; };
+  p.reserve_decode(std::max(n_predict, 1));
+  auto is_end = [](int t) {
+    for (int e = 0; e < kEndTokenCount; ++e)
+      if (kEndTokens[e] == t) return true;
+    return false;
+  };
+  if (!is_end(next) && has_step(0)) p.queue_decode(kSteps[0], 0, &next, done);
   for (int i = 0; i < n_predict; ++i) {
-    bool end = false;
-    for (int e = 0; e < kEndTokenCount; ++e) end = end || kEndTokens[e] == next;
-    if (end) break;
+    if (is_end(next)) break;
     generated.push_back(next);
     text += token_text(p.ckpt, next);
-    if (i + 1 == n_predict || pos >= kCtx) break;
-    next = p.run(kSteps[0], &next, pos++);
+    if (!has_step(i)) break;
+    if (has_step(i + 1)) p.queue_decode(kSteps[0], i + 1, nullptr, done + i + 1);
+    next = p.decoded_token(i);
     ++decoded;
   }
   const auto t2 = std::chrono::steady_clock::now();
+  check(cudaStreamSynchronize(p.stream), "finishing the decode steps");
   // Speeds on stderr (stdout is the ids and the text): the prompt's steps, and the decode steps (each a
   // graph launch and its token read back).
   const double ms_prompt = std::chrono::duration<double, std::milli>(t1 - t0).count();
