@@ -389,6 +389,15 @@ emitted_vs_run() {
     echo "== $prog vs lathe run, \"$p\": $([ "$p$got" = "$want" ] && echo same || printf 'DIFFERENT\n  run:     %s\n  emitted: %s' "$want" "$got")"
   done
 }
+# $C/PROG on FILE, 16 prompt tokens and 128 decode steps (its speeds line), then lathe bench's tg128
+# of FILE, twice over.
+emitted_against_bench() {
+  local f=$1 prog=$2 rep
+  for rep in 1 2; do
+    echo "== $prog, 16 + 128"; $C/$prog $f --prompt-tokens $(seq -s, 1 16) -n 129 2>&1 >/dev/null | tail -1
+    echo "== lathe bench"; tg_short $f
+  done
+}
 # `lathe check` of each "shape type" named: its last line but one (the largest difference).
 checks() { for spec in "$@"; do set -- $spec; echo "== check $1 $2"; timeout 60 $L check $(synth $1 $2) --steps 16 2>&1 | tail -2 | head -1; done; }
 # tg128 of each "shape type" named, twice, by build-dev/old/lathe (when carried) and $L alternated.
@@ -1289,13 +1298,9 @@ for part in "$@"; do
     tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
     tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
   g7)  # the emitted program's decode queued one ahead (see the list above)
-    f=$M/qwen3-8b-q4_k_m-0.gguf
-    $L synth --shape qwen3-8b --type q4_k_m -o $f >/dev/null
+    f=$(synth qwen3-8b q4_k_m)
     emitted_vs_run $f emitted-qwen3-8b-q4_k_m-0 "In the beginning God created" "Blessed are the"
-    for rep in 1 2; do
-      echo "== emitted, 16 + 128"; $C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $(seq -s, 1 16) -n 129 2>&1 >/dev/null | tail -1
-      echo "== lathe bench"; tg_short $f
-    done
+    emitted_against_bench $f emitted-qwen3-8b-q4_k_m-0
     echo "== emitted, 16 + 4"; $C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $(seq -s, 1 16) -n 4 2>&1 | tail -3 ;;
   g6)  # Q6_K's box at 224 bytes (see the list above)
     [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
@@ -1304,14 +1309,9 @@ for part in "$@"; do
     checks "qwen3-8b q4_k_m"
     tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" "" ;;
   g5)  # the session's landed build (see the list above)
-    f=$M/qwen3-8b-q4_k_m-0.gguf
-    $L synth --shape qwen3-8b --type q4_k_m -o $f >/dev/null
+    f=$(synth qwen3-8b q4_k_m)
     emitted_vs_run $f emitted-qwen3-8b-q4_k_m-0 "In the beginning God created" "Blessed are the"
-    for rep in 1 2; do
-      echo "== emitted, 16 + 128"; $C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $(seq -s, 1 16) -n 129 2>&1 >/dev/null | tail -1
-      echo "== lathe bench"; tg_short $f
-    done
-    rm -f $f
+    emitted_against_bench $f emitted-qwen3-8b-q4_k_m-0
     for spec in "qwen3-8b q4_k_m" "llama3-8b q4_k_m" "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-0.6b q8_0" "qwen3-30b-a3b q8_0"; do
       set -- $spec; echo "== $1 $2"; tg_short $(synth $1 $2)
     done
@@ -1336,14 +1336,9 @@ for part in "$@"; do
       done
     done ;;
   g3)  # the emitted program's text and speed, whole qwen3-8b Q4_K_M (see the list above)
-    f=$M/qwen3-8b-q4_k_m-0.gguf
-    $L synth --shape qwen3-8b --type q4_k_m -o $f >/dev/null
+    f=$(synth qwen3-8b q4_k_m)
     emitted_vs_run $f emitted-qwen3-8b-q4_k_m-0 "In the beginning God created" "Blessed are the"
-    ids=$(seq -s, 1 16)
-    for rep in 1 2; do
-      echo "== emitted, 16 + 128"; $C/emitted-qwen3-8b-q4_k_m-0 $f --prompt-tokens $ids -n 129 2>&1 >/dev/null | tail -1
-      echo "== lathe bench"; tg_short $f
-    done ;;
+    emitted_against_bench $f emitted-qwen3-8b-q4_k_m-0 ;;
   g2)  # lathe emit with the tiles' maps (see the list above)
     f=$M/qwen3-8b-q4_k_m-2.gguf
     $L synth --shape qwen3-8b --type q4_k_m --layers 2 -o $f >/dev/null

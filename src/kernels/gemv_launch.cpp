@@ -224,10 +224,11 @@ CUtensorMap decode_tile_map(const WeightMatrix& w) {
     if (v == "256") return CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
     fail("LATHE_TILE_L2_PROMOTION={}: it takes none, 64, 128 or 256", v);
   }();
-  LATHE_CHECK(decode_tile_format(w.type) != nullptr);
+  const DecodeTileFormat* f = decode_tile_format(w.type);
+  LATHE_CHECK(f != nullptr);
   const uint64_t rb = static_cast<uint64_t>(lathe::row_bytes(w.type, w.k));
   return tensor_map_2d(w.data, CU_TENSOR_MAP_DATA_TYPE_UINT8, rb, static_cast<uint64_t>(w.n_out), rb,
-                       static_cast<uint32_t>(decode_tile_format(w.type)->box_bytes), static_cast<uint32_t>(kDecodeTileRows),
+                       static_cast<uint32_t>(f->box_bytes), static_cast<uint32_t>(kDecodeTileRows),
                        false, "the decode tiles", promotion);
 }
 
