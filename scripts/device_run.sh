@@ -331,6 +331,18 @@
 #   g6      Q6_K's box 224 bytes wide (2-way bank conflicts, 7% fewer bytes) against 240: branch
 #           wip/q6k-box224 (not on main) against build-dev/old = main at f7f795b: the tiles' Q6_K errors,
 #           the q6_K timings, the check and tg128 of qwen3-8b Q4_K_M, alternated
+#   h1      2026-12-03's twenty-fourth session: the tile walk's reducing warp rotated (its tests, check,
+#           GEMV timings and tg128 of the Q4_K_M 8Bs against the default, alternated), and the walk
+#           timed without its arithmetic and without its tiles' ends (measuring knobs, wrong sums)
+#   h2      Q4_K's tiles with 5 slots a warp (x after the rings, as Q6_K's): the tests they touch, the
+#           tiles' errors, q4_K / merged timings against 4 slots, checks, tg128 of the Q4_K_M 8Bs
+#           against build-dev/old (main at f7f795b), alternated
+#   h3      the tile walk's x part formed once a warp where a row is 16 units, and Q4_K's high nibbles
+#           from the raw bytes (no masks): the tests they touch, the tiles' errors (the same integer
+#           sums: h2's figures), q4_K / q6_K / merged timings with and without the x part once, checks,
+#           tg128 of the Q4_K_M 8Bs against build-dev/old (main at f7f795b), alternated
+#   h4      the landed build (h3's default, its measuring knobs removed): the GPU tests of the tiles'
+#           users, the tiles' errors and timings, the check and tg128 of the Q4_K_M 8Bs
 #   g1      2026-12-03's twenty-third session: Q6_K's tiles (a box 240 bytes x 16 rows, 3 slots a warp):
 #           the GEMV, norm-epilogue and merged tests, the tiles' errors, the q4_K / q6_K timings (tiles
 #           and rows), checks of the Q4_K_M shapes, tg128 of qwen3-8b and llama3-8b Q4_K_M against
@@ -1297,6 +1309,57 @@ for part in "$@"; do
     [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
     tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
     tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
+  h4)  # the landed build (see the list above)
+    for t in test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu test_gpu_lane_gpu test_persistent_step_gpu test_product_stamps_gpu; do
+      [ -x $C/$t ] && gpu_tests $t
+    done
+    echo "== tiles"; timeout 300 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "n_out=|Failure"
+    echo "== timing"; LATHE_GEMV_TIMING_CASE=q timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q[46]_K .*int8x2 +decode|FAILED"
+    checks "qwen3-8b q4_k_m"
+    for spec in "qwen3-8b q4_k_m" "llama3-8b q4_k_m" "qwen3-8b q4_k_m" "llama3-8b q4_k_m"; do
+      set -- $spec; echo "== $1 $2"; tg_short $(synth $1 $2)
+    done ;;
+  h3)  # the tile walk's x part formed once a warp, Q4_K's high nibbles from the raw bytes (see the list above)
+    gpu_tests test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu test_gpu_lane_gpu
+    echo "== tiles"; timeout 300 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "n_out=|Failure"
+    echo "== norm epilogue"; timeout 200 $C/test_norm_epilogue_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "q6_K|q4_K|FAILED"
+    for v in "" "-DLATHE_GEMV1T_X_ONCE=0"; do
+      echo "== timing ${v:-default}"; LATHE_KERNEL_DEFINES="$v" LATHE_GEMV_TIMING_CASE=q timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q[46]_K .*int8x2 +decode|FAILED"
+      echo "== merged ${v:-default}"; LATHE_KERNEL_DEFINES="$v" timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q4_K.*int8x2 +products|FAILED"
+    done
+    checks "qwen3-8b q4_k_m" "llama3-8b q4_k_m" "qwen3-tiny q4_k_m"
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" "" "LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_X_ONCE=0"
+    tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
+  h2)  # Q4_K's tiles with 5 slots a warp, x after the rings (see the list above)
+    gpu_tests test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu test_gpu_lane_gpu
+    echo "== tiles"; timeout 300 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "q4_K.*n_out=|Failure"
+    for v in "" "-DLATHE_GEMV1T_Q4K_STAGES=4"; do
+      echo "== timing ${v:-5 slots}"; LATHE_KERNEL_DEFINES="$v" LATHE_GEMV_TIMING_CASE=q4_K timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x2 +decode|FAILED"
+      echo "== merged ${v:-5 slots}"; LATHE_KERNEL_DEFINES="$v" timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q4_K.*int8x2 +products|FAILED"
+    done
+    checks "qwen3-8b q4_k_m" "llama3-8b q4_k_m"
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
+    tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
+  h1)  # the tile walk: its reducing warp rotated, and its stream without the arithmetic / the tiles' ends
+    V="-DLATHE_GEMV1T_ROTATE=1|-DLATHE_GEMV1T_SKIP_MATH=1|-DLATHE_GEMV1T_SKIP_MATH=1 -DLATHE_GEMV1T_SKIP_END=1"
+    echo "== tests, rotated"; LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_ROTATE=1 gpu_tests test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu
+    echo "== timing q8_0"; LATHE_GEMV_TIMING_CASE=q8_0 timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x2 +decode|FAILED"
+    IFS='|' read -ra vs <<< "|$V"
+    for v in "${vs[@]}"; do
+      echo "== timing ${v:-default}"; LATHE_KERNEL_DEFINES="$v" LATHE_GEMV_TIMING_CASE=q timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q[46]_K .*int8x2 +decode|FAILED"
+      echo "== merged ${v:-default}"; LATHE_KERNEL_DEFINES="$v" timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q4_K.*int8x2 +products|FAILED"
+    done
+    f=$(synth qwen3-8b q4_k_m); l=$(synth llama3-8b q4_k_m)
+    echo "== check rotated"; LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_ROTATE=1 timeout 60 $L check $f --steps 16 2>&1 | tail -2 | head -1
+    for rep in 1 2; do
+      for v in "" "-DLATHE_GEMV1T_ROTATE=1"; do
+        echo "== qwen3-8b q4_k_m ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $f
+        echo "== llama3-8b q4_k_m ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $l
+      done
+    done
+    echo "== qwen3-8b q4_k_m, no arithmetic in the tiles (wrong tokens)"; LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_SKIP_MATH=1 tg_short $f ;;
   g7)  # the emitted program's decode queued one ahead (see the list above)
     f=$(synth qwen3-8b q4_k_m)
     emitted_vs_run $f emitted-qwen3-8b-q4_k_m-0 "In the beginning God created" "Blessed are the"

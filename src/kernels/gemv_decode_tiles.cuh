@@ -9,7 +9,8 @@
 // (nvdisasm of lathe_gemv1_q4_k_int8x2, 2026-12-02: 16 IDP, 8 LDS, 16 for the nibbles, ~20 for the
 // scales, the rest floats and addresses). Here a warp multiplies 16 rows by one unit of x (256
 // values) at a time: the x fragments are read once for the 16 rows, and a sub-block's 16 x 2 integer
-// sums are one mma (~210 instructions a 2,304-byte chunk against ~400).
+// sums are one mma (~210 instructions a 2,304-byte chunk against ~400; ~175 where the warp's part of
+// x is formed once and the high nibbles need no masks, nvdisasm 2026-12-03).
 //
 // - Items are 16-row tiles (whole tiles: the launchers check), one block a tile at a time (tiles
 //   b, b + gridDim.x, ..., or a block's own 32-row blocks in halves), a tile's units 16 at a time
@@ -30,8 +31,9 @@
 //   every lane forms the f32 terms of two rows and two sub-blocks and none idles.
 // - The 32 values of a sub-block are permuted alike in A and B: lane t's bytes 8t .. 8t + 7 are the
 //   mma's k = 4t .. 4t + 3 and 16 + 4t .. 16 + 4t + 3, so a lane reads a row's 8 level bytes in one
-//   8-byte load. An odd sub-block's levels are the high nibbles, taken in place (masked 0xF0): its
-//   sums are 16 times the levels', exactly (|sum| <= 32 * 240 * 128 < 2^23), undone by a shift.
+//   8-byte load. An odd sub-block's levels are the high nibbles, taken in place: the raw bytes'
+//   sums less the low nibbles' (lathe_gemv1t_q4_k_b), 16 times the levels', exactly (|sum| <=
+//   32 * 240 * 128 < 2^23), undone by a shift.
 // - A sub-block's term, t = ds.x * s1 (+ ds.y * s2) times d * sc, plus -dmin * m * ds.z, is
 //   lathe_gemv1_piece_x's f32 arithmetic in its order, so each term is that kernel's bits; the terms
 //   are added in another order (a lane's two rows over its units, then the four lanes of a row, then
@@ -55,6 +57,19 @@
 // walk's count unless a measuring build says otherwise.
 #ifndef LATHE_GEMV1T_BEFORE_WAIT
 #define LATHE_GEMV1T_BEFORE_WAIT LATHE_GEMV1_BEFORE_WAIT
+#endif
+// A warp's part of x formed once where its units all read one unit of x (lathe_gemv1t_run); 0 (a
+// measuring knob) forms it every unit.
+#ifndef LATHE_GEMV1T_X_ONCE
+#define LATHE_GEMV1T_X_ONCE 1
+#endif
+// Measuring knobs only (wrong sums): the walk without the units' arithmetic (SKIP_MATH), and without
+// the tiles' ends either (SKIP_END: no barrier, nothing written), to time the ring's stream by itself.
+#ifndef LATHE_GEMV1T_SKIP_MATH
+#define LATHE_GEMV1T_SKIP_MATH 0
+#endif
+#ifndef LATHE_GEMV1T_SKIP_END
+#define LATHE_GEMV1T_SKIP_END 0
 #endif
 
 // A CUtensorMap as the kernel receives it (__grid_constant__: TMA reads it from parameter space);
@@ -97,49 +112,68 @@ __device__ __forceinline__ float lathe_gemv1t_term(int s1, int s2, float4 ds, fl
   return fmaf(offset, ds.z, t);
 }
 
-// The unit at shared address s (a tile's unit u, rows LATHE_GEMV1T_Q4K_BOX apart) times x's unit u:
-// adds the lane's terms to acc0 (row g) and acc1 (row g + 8). xa, xb: the lane's B words (x of
-// sub-blocks g / 2 and g / 2 + 4, 8 bytes at 8t; zero where the lane's column carries nothing);
-// dsa, dsb: x's (d1, d2, sum) of sub-blocks t and t + 4.
-template <int C>
-__device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, uint2 xa, uint2 xb, float4 dsa, float4 dsb,
-                                                        float& acc0, float& acc1) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  // B of sub-block j: the lane's words where its column (g) is j's (2 (j % 4) or 2 (j % 4) + 1).
-  uint32_t b[8][2];
+// A lane's part of x's unit for Q4_K (lathe_gemv1t_q4_k_b forms it, lathe_gemv1t_q4_k_chunk reads it):
+// the B words of the unit's four mma pairs and x's (d1, d2, sum) of sub-blocks t and t + 4.
+struct lathe_gemv1t_q4_k_x {
+  uint32_t lo[4][2], raw[4][2];  // pair p: B of its low-nibble mma and of its raw-byte mma
+  float4 dsa, dsb;
+};
+
+// xa, xb: the lane's x words (sub-blocks j = g / 2 and j + 4, 8 bytes at 8t; zero where the lane's
+// column carries nothing). Pair p (qs bytes 32 p ..: sub-block e = 2 p in the low nibbles, e + 1 in
+// the high) is two mma into the same sums, its sub-blocks' x in disjoint columns (2 e % 8, + 1 and
+// 2 (e + 1) % 8, + 1): the low nibbles times x_e and times -x_(e + 1), then the raw bytes (lo + 16 hi)
+// times x_(e + 1). So e's columns hold lo . x_e and e + 1's 16 hi . x_(e + 1), the integers the
+// nibbles masked apart would give (so the same sums, to the bit), without the high nibbles' masks
+// (x's levels are within +-127, so -x is an s8).
+__device__ __forceinline__ lathe_gemv1t_q4_k_x lathe_gemv1t_q4_k_b(uint2 xa, uint2 xb, float4 dsa, float4 dsb) {
+  const int j = (threadIdx.x & 31) >> 3;  // g / 2
+  lathe_gemv1t_q4_k_x r;
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const uint32_t on = (g >> 1) == j ? 0xFFFFFFFFu : 0u;
-    b[j][0] = xa.x & on;
-    b[j][1] = xa.y & on;
-    b[j + 4][0] = xb.x & on;
-    b[j + 4][1] = xb.y & on;
+  for (int p = 0; p < 4; ++p) {
+    const uint2 x = p < 2 ? xa : xb;
+    const int e = 2 * (p & 1);
+    const bool even = j == e, odd = j == e + 1;
+    r.lo[p][0] = even ? x.x : odd ? __vneg4(x.x) : 0u;
+    r.lo[p][1] = even ? x.y : odd ? __vneg4(x.y) : 0u;
+    r.raw[p][0] = odd ? x.x : 0u;
+    r.raw[p][1] = odd ? x.y : 0u;
   }
+  r.dsa = dsa;
+  r.dsb = dsb;
+  return r;
+}
+
+// The unit at shared address s (a tile's unit u, rows LATHE_GEMV1T_Q4K_BOX apart) times x's unit u
+// (x, the lane's part of it): adds the lane's terms to acc0 (row g) and acc1 (row g + 8).
+template <int C>
+__device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, const lathe_gemv1t_q4_k_x& x, float& acc0,
+                                                        float& acc1) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   int ca[4] = {0, 0, 0, 0}, cb[4] = {0, 0, 0, 0};
   const unsigned ra = s + LATHE_GEMV1T_Q4K_BOX * g + 16 + 8 * t;  // row g's qs, bytes 8t.. of pair 0
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
     const uint2 r0 = lathe_lds64u(ra + 32 * p), r1 = lathe_lds64u(ra + 32 * p + 8 * LATHE_GEMV1T_Q4K_BOX);
     int(&c)[4] = p < 2 ? ca : cb;
-    lathe_mma_u8s8(c, r0.x & 0x0F0F0F0Fu, r1.x & 0x0F0F0F0Fu, r0.y & 0x0F0F0F0Fu, r1.y & 0x0F0F0F0Fu, b[2 * p][0],
-                   b[2 * p][1]);
-    lathe_mma_u8s8(c, r0.x & 0xF0F0F0F0u, r1.x & 0xF0F0F0F0u, r0.y & 0xF0F0F0F0u, r1.y & 0xF0F0F0F0u,
-                   b[2 * p + 1][0], b[2 * p + 1][1]);
+    lathe_mma_u8s8(c, r0.x & 0x0F0F0F0Fu, r1.x & 0x0F0F0F0Fu, r0.y & 0x0F0F0F0Fu, r1.y & 0x0F0F0F0Fu, x.lo[p][0],
+                   x.lo[p][1]);
+    lathe_mma_u8s8(c, r0.x, r1.x, r0.y, r1.y, x.raw[p][0], x.raw[p][1]);
   }
   // Lane (g, t): sub-blocks t (ca) and t + 4 (cb) of rows g (c[0], c[1]) and g + 8 (c[2], c[3]);
-  // an odd sub-block's sums are 16 times its levels'.
+  // an odd sub-block's sums are 16 times its levels' (exactly: |sum| <= 32 * 240 * 128 < 2^23).
   const int sh = 4 * (t & 1);
   const uint4 h0 = lathe_lds128u(s + LATHE_GEMV1T_Q4K_BOX * g);
   const uint4 h1 = lathe_lds128u(s + LATHE_GEMV1T_Q4K_BOX * (g + 8));
   float sa, off;
   lathe_gemv1_q4_k_scale(h0, t, true, sa, off);
-  acc0 += lathe_gemv1t_term<C>(ca[0] >> sh, ca[1] >> sh, dsa, sa, off);
+  acc0 += lathe_gemv1t_term<C>(ca[0] >> sh, ca[1] >> sh, x.dsa, sa, off);
   lathe_gemv1_q4_k_scale(h0, t, false, sa, off);
-  acc0 += lathe_gemv1t_term<C>(cb[0] >> sh, cb[1] >> sh, dsb, sa, off);
+  acc0 += lathe_gemv1t_term<C>(cb[0] >> sh, cb[1] >> sh, x.dsb, sa, off);
   lathe_gemv1_q4_k_scale(h1, t, true, sa, off);
-  acc1 += lathe_gemv1t_term<C>(ca[2] >> sh, ca[3] >> sh, dsa, sa, off);
+  acc1 += lathe_gemv1t_term<C>(ca[2] >> sh, ca[3] >> sh, x.dsa, sa, off);
   lathe_gemv1_q4_k_scale(h1, t, false, sa, off);
-  acc1 += lathe_gemv1t_term<C>(cb[2] >> sh, cb[3] >> sh, dsb, sa, off);
+  acc1 += lathe_gemv1t_term<C>(cb[2] >> sh, cb[3] >> sh, x.dsb, sa, off);
 }
 
 // Q6_K's unit at shared address s (rows LATHE_GEMV1T_Q6K_BOX apart: ql[128] at 0, qh[64] at 128,
@@ -221,7 +255,8 @@ __device__ __forceinline__ void lathe_gemv1t_q6_k_chunk(unsigned s, const uint32
 // The tile walk's formats: a unit's bytes, a box's width (a slot is 16 rows of it), the ring's slots a
 // warp, where x starts in the dynamic shared memory (after the rings), and the lane's x reads:
 //   lane_x x_lane<C>(sx_a, sds_a, k)   the lane-fixed addresses (x's levels, x's ds)
-//   chunk<C>(s, o, lx, u, acc0, acc1)  the unit o bytes into slot s times x's unit u (rows g, g + 8)
+//   xfrag x_of<C>(lx, u)               the lane's part of x's unit u (its B words and scales)
+//   chunk<C>(s, o, x, acc0, acc1)      the unit o bytes into slot s times that part (rows g, g + 8)
 // A box starts on a 16-byte column of the matrix (TMA's rule for the innermost coordinate): unit c's
 // box begins at byte (unit c) rounded down to 16, the unit o = (unit c) % 16 bytes into each row.
 struct lathe_gemv1t_fmt_q4_k {
@@ -239,16 +274,19 @@ struct lathe_gemv1t_fmt_q4_k {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     return {sx_a + ((g & 1) ? k : 0) + 32 * (g >> 1) + 8 * t, sds_a + 16 * t, C == 2 || (g & 1) == 0};
   }
+  using xfrag = lathe_gemv1t_q4_k_x;
   template <int C>
-  static __device__ __forceinline__ void chunk(unsigned s, unsigned, const lane_x& lx, unsigned u, float& acc0,
-                                               float& acc1) {
+  static __device__ __forceinline__ xfrag x_of(const lane_x& lx, unsigned u) {
     uint2 xa = make_uint2(0u, 0u), xb = make_uint2(0u, 0u);
     if (lx.on) {
       xa = lathe_lds64u(lx.xb + 256 * u);
       xb = lathe_lds64u(lx.xb + 256 * u + 128);
     }
-    const float4 dsa = lathe_lds128f(lx.ds + 128 * u), dsb = lathe_lds128f(lx.ds + 128 * u + 64);
-    lathe_gemv1t_q4_k_chunk<C>(s, xa, xb, dsa, dsb, acc0, acc1);
+    return lathe_gemv1t_q4_k_b(xa, xb, lathe_lds128f(lx.ds + 128 * u), lathe_lds128f(lx.ds + 128 * u + 64));
+  }
+  template <int C>
+  static __device__ __forceinline__ void chunk(unsigned s, unsigned, const xfrag& x, float& acc0, float& acc1) {
+    lathe_gemv1t_q4_k_chunk<C>(s, x, acc0, acc1);
   }
 };
 
@@ -269,20 +307,26 @@ struct lathe_gemv1t_fmt_q6_k {
     return {sx_a + (q ? k : 0) + 128 * (g >> 2) + 16 * (g & 1) + 4 * t, sds_a + 64 * (t >> 1) + 4 * (t & 1),
             C == 2 || q == 0};
   }
-  template <int C>
-  static __device__ __forceinline__ void chunk(unsigned s, unsigned o, const lane_x& lx, unsigned u, float& acc0,
-                                               float& acc1) {
+  struct xfrag {
     uint32_t xw[4];
     float dsv[4];
+  };
+  template <int C>
+  static __device__ __forceinline__ xfrag x_of(const lane_x& lx, unsigned u) {
+    xfrag x;
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      xw[kk] = lx.on ? lathe_lds32(lx.xw + 256 * u + 32 * kk) : 0u;
-      dsv[kk] = __uint_as_float(lathe_lds32(lx.ds + 128 * u + 16 * kk));
+      x.xw[kk] = lx.on ? lathe_lds32(lx.xw + 256 * u + 32 * kk) : 0u;
+      x.dsv[kk] = __uint_as_float(lathe_lds32(lx.ds + 128 * u + 16 * kk));
     }
+    return x;
+  }
+  template <int C>
+  static __device__ __forceinline__ void chunk(unsigned s, unsigned o, const xfrag& x, float& acc0, float& acc1) {
     if (o & 2u)  // the warp's units are all 2 bytes past a word (unit 16 j + w: o = 2 w % 16)
-      lathe_gemv1t_q6_k_chunk<C, true>(s + o, xw, dsv, acc0, acc1);
+      lathe_gemv1t_q6_k_chunk<C, true>(s + o, x.xw, x.dsv, acc0, acc1);
     else
-      lathe_gemv1t_q6_k_chunk<C, false>(s + o, xw, dsv, acc0, acc1);
+      lathe_gemv1t_q6_k_chunk<C, false>(s + o, x.xw, x.dsv, acc0, acc1);
   }
 };
 
@@ -365,6 +409,12 @@ __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int
   const typename F::lane_x lx =
       F::template x_lane<C>(lathe_smem_addr(sx), lathe_smem_addr(sx + x_level_bytes), k);
 
+  // A row of 16 units (k = 4,096): a warp's units are all unit `warp` of their rows (gate's and up's
+  // too), so its part of x is formed once, not every unit (LATHE_GEMV1T_X_ONCE=0, a measuring knob:
+  // every unit).
+  const bool x_fixed = LATHE_GEMV1T_X_ONCE && n_units == LATHE_GEMV1T_SPAN;
+  typename F::xfrag x_once{};
+  if (x_fixed) x_once = F::template x_of<C>(lx, static_cast<unsigned>(warp));
   int item = item0, j = 0, parity = 0;
   unsigned taken = 0;  // units consumed: number `taken` is fill taken / stages of its slot
   float acc[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};  // [part][row g, row g + 8]
@@ -375,14 +425,24 @@ __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int
     const int part = tiles.part(c);
     const unsigned u = static_cast<unsigned>(c % n_units);  // x's unit (up's units follow gate's)
     const unsigned sa = ring + s * F::slot, o = static_cast<unsigned>(F::unit * c) & 15u;
-    if (T::two_parts && part)
-      F::template chunk<C>(sa, o, lx, u, acc[T::two_parts ? 1 : 0][0], acc[T::two_parts ? 1 : 0][1]);
+    auto unit = [&](const typename F::xfrag& xf) {
+      if (LATHE_GEMV1T_SKIP_MATH) {
+      } else if (T::two_parts && part)
+        F::template chunk<C>(sa, o, xf, acc[T::two_parts ? 1 : 0][0], acc[T::two_parts ? 1 : 0][1]);
+      else
+        F::template chunk<C>(sa, o, xf, acc[0][0], acc[0][1]);
+    };
+    if (x_fixed)
+      unit(x_once);
     else
-      F::template chunk<C>(sa, o, lx, u, acc[0][0], acc[0][1]);
+      unit(F::template x_of<C>(lx, u));
     __syncwarp();  // every lane has read the slot: refill it
     fill();
     ++taken;
-    if (LATHE_GEMV1T_SPAN * ++j >= tiles.chunks(item)) {  // the tile is done: a row's four lanes, then the warps
+    if (LATHE_GEMV1T_SKIP_END && LATHE_GEMV1T_SPAN * (j + 1) >= tiles.chunks(item)) {
+      j = 0;
+      item += step;
+    } else if (LATHE_GEMV1T_SPAN * ++j >= tiles.chunks(item)) {  // the tile is done: a row's four lanes, then the warps
       constexpr int P = T::two_parts ? 2 : 1;
 #pragma unroll
       for (int p = 0; p < P; ++p)
