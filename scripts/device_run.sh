@@ -362,8 +362,17 @@ M=/tmp/models
 mkdir -p $M
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 synth() { [ -f "$M/$1-$2.gguf" ] || $L synth --shape $1 --type $2 -o $M/$1-$2.gguf >/dev/null; echo $M/$1-$2.gguf; }
-# The GPU tests named, their timings left out: a line each for passed / failed and any failure.
-gpu_tests() { for t in "$@"; do echo "== $t"; timeout 150 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -8; done; }
+# The GPU tests named, their timings left out: a line each for passed / failed and any failure, or,
+# where the binary printed neither (killed at the time limit, crashed), its exit status.
+gpu_tests() {
+  local t out rc hits
+  for t in "$@"; do
+    echo "== $t"
+    out=$(timeout 150 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1); rc=$?
+    hits=$(grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure" <<< "$out" | head -8)
+    if [ -n "$hits" ]; then echo "$hits"; else echo "no result: exit $rc$([ $rc = 124 ] && echo ', killed at 150 s')"; fi
+  done
+}
 # tg128 of a checkpoint by one lathe binary (the environment's knobs apply): its table row's tail.
 tg128() { timeout 60 $1 bench $2 -p 16 -n 128 -r 3 2>&1 | grep tg128 | sed 's/.*| tg128/tg128/'; }
 # tg128 of FILE by $L at D tokens of context, or at 16 (short), with the bench arguments after them:
