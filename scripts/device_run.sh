@@ -343,6 +343,11 @@
 #           tg128 of the Q4_K_M 8Bs against build-dev/old (main at f7f795b), alternated
 #   h4      the landed build (h3's default, its measuring knobs removed): the GPU tests of the tiles'
 #           users, the tiles' errors and timings, the check and tg128 of the Q4_K_M 8Bs
+#   h7      (prepared for the next session) llama.cpp's llama-bench beside lathe bench on the same
+#           synthetic qwen3-8b Q4_K_M and Q8_0 files, alternated: pp512 and tg128. llama-bench is built
+#           outside this repository (llama-cpp-python 0.3.36's sdist, GGML_CUDA=ON, sm_90, static
+#           ggml; 41 MB xz-compressed) and carried as build-dev/llama/llama-bench.xz beside the pack
+#           (carry both: ~52 MB); its CUDA and NCCL libraries are the machine's
 #   g1      2026-12-03's twenty-third session: Q6_K's tiles (a box 240 bytes x 16 rows, 3 slots a warp):
 #           the GEMV, norm-epilogue and merged tests, the tiles' errors, the q4_K / q6_K timings (tiles
 #           and rows), checks of the Q4_K_M shapes, tg128 of qwen3-8b and llama3-8b Q4_K_M against
@@ -1318,6 +1323,19 @@ for part in "$@"; do
     [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
     tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
     tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
+  h7)  # llama.cpp beside lathe on the same synthetic files (see the list above)
+    LLB=build-dev/llama/llama-bench
+    [ -f $LLB.xz ] && xz -dkf $LLB.xz && chmod +x $LLB
+    LL=$LD_LIBRARY_PATH
+    for d in $(find /usr /opt /usr/local -name 'libcublasLt.so.13' -o -name 'libcudart.so.13' -o -name 'libcublas.so.13' -o -name 'libnccl.so.2' 2>/dev/null | xargs -r -n1 dirname | sort -u); do LL=$LL:$d; done
+    [ -x $LLB ] && { LD_LIBRARY_PATH=$LL ldd $LLB | grep "not found"; }
+    for spec in "qwen3-8b q4_k_m" "qwen3-8b q8_0"; do
+      set -- $spec; f=$(synth $1 $2)
+      for rep in 1 2; do
+        echo "== lathe $1 $2"; timeout 150 $L bench $f -p 512 -n 128 -r 3 2>&1 | grep -E "pp512|tg128"
+        [ -x $LLB ] && { echo "== llama.cpp $1 $2"; LD_LIBRARY_PATH=$LL timeout 240 $LLB -m $f -p 512 -n 128 -fa 1 -ngl 99 -r 3 2>&1 | grep -E "^\||error|failed" | tail -4; }
+      done
+    done ;;
   h4)  # the landed build (see the list above)
     for t in test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu test_gpu_lane_gpu test_persistent_step_gpu test_product_stamps_gpu; do
       [ -x $C/$t ] && gpu_tests $t
