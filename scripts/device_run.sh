@@ -333,10 +333,12 @@
 #           the q6_K timings, the check and tg128 of qwen3-8b Q4_K_M, alternated
 #   h1      2026-12-03's twenty-fourth session: the tile walk's reducing warp rotated (its tests, check,
 #           GEMV timings and tg128 of the Q4_K_M 8Bs against the default, alternated), and the walk
-#           timed without its arithmetic and without its tiles' ends (measuring knobs, wrong sums)
+#           timed without its arithmetic and without its tiles' ends (measuring knobs, wrong sums).
+#           Its build had LATHE_GEMV1T_ROTATE, removed since (measured even): on main that define is a no-op
 #   h2      Q4_K's tiles with 5 slots a warp (x after the rings, as Q6_K's): the tests they touch, the
 #           tiles' errors, q4_K / merged timings against 4 slots, checks, tg128 of the Q4_K_M 8Bs
-#           against build-dev/old (main at f7f795b), alternated
+#           against build-dev/old (main at f7f795b), alternated. Its build (5 slots) was reverted: on
+#           main the 4-slot define is the default, so h2 no longer compares anything
 #   h3      the tile walk's x part formed once a warp where a row is 16 units, and Q4_K's high nibbles
 #           from the raw bytes (no masks): the tests they touch, the tiles' errors (the same integer
 #           sums: h2's figures), q4_K / q6_K / merged timings with and without the x part once, checks,
