@@ -350,6 +350,23 @@
 #           outside this repository (llama-cpp-python 0.3.36's sdist, GGML_CUDA=ON, sm_90, static
 #           ggml; 41 MB xz-compressed) and carried as build-dev/llama/llama-bench.xz beside the pack
 #           (carry both: ~52 MB); its CUDA and NCCL libraries are the machine's
+#   i1      2026-12-03's twenty-fifth session: Q6_K's tiles holding three parts of x a warp and their
+#           levels unbiased (the -32 in the sums' start): the tiles' and norm-epilogue tests, the q6_K
+#           timings with and without the unbiased levels (build with PREP_DEFINES=
+#           -DLATHE_GEMV1T_Q6K_SIGNED=1), the checks of the Q4_K_M 8Bs, tg128 of qwen3-8b Q4_K_M against
+#           build-dev/old (main at c79fbb7) and the biased levels, alternated. Measured even; its build
+#           (the local branch wip/q6k-unbiased) is not on main, where that define is a no-op
+#   i2      llama.cpp's llama-bench beside lathe bench (h7's binary and way) on the same synthetic
+#           qwen3-8b Q4_K_M and Q8_0, llama3-8b Q8_0 and qwen3-0.6b Q8_0: pp512 and tg128, and qwen3-8b
+#           Q8_0's tg128 at 4,096 tokens of context. The tracked tree (~35 MB) and llama-bench (41 MB)
+#           exceed the device tool's 64 MiB: the twenty-fifth session carried a slim pack (lathe, its
+#           kernel library and devlibs, ~5.5 MB, unpacked by the command) with the default model
+#           moved out of the tree for the call
+#   i3      the same side by side on qwen3-30b-a3b Q8_0 (issue 7's figures)
+#   h6      (prepared in the twenty-fourth session, run in the twenty-fifth) the Q8_0 row walk timed
+#           without its chunks' arithmetic (LATHE_GEMV1_SKIP_MATH, a measuring knob, wrong sums: build
+#           with PREP_DEFINES=-DLATHE_GEMV1_SKIP_MATH=1): the q8_0 products alone, the merged ones, and
+#           qwen3-8b Q8_0's tg128
 #   g1      2026-12-03's twenty-third session: Q6_K's tiles (a box 240 bytes x 16 rows, 3 slots a warp):
 #           the GEMV, norm-epilogue and merged tests, the tiles' errors, the q4_K / q6_K timings (tiles
 #           and rows), checks of the Q4_K_M shapes, tg128 of qwen3-8b and llama3-8b Q4_K_M against
@@ -394,6 +411,25 @@ tg_vs_old() {
   for rep in 1 2; do
     echo "== $name old"; tg_old $f
     for v in "$@"; do echo "== $name ${v:-new}"; with_env "$v" tg_short $f; done
+  done
+}
+# llama.cpp's llama-bench (built outside this repository, carried xz-compressed as
+# build-dev/llama/llama-bench.xz; its CUDA libraries are the machine's) on FILE with llama-bench's
+# arguments after it, flash attention on, every layer on the GPU: its table rows.
+llama_bench() {
+  local LLB=build-dev/llama/llama-bench LL=$LD_LIBRARY_PATH d f=$1; shift
+  [ -x $LLB ] || { [ -f $LLB.xz ] && xz -dkf $LLB.xz && chmod +x $LLB; }
+  [ -x $LLB ] || { echo "no llama-bench carried"; return; }
+  for d in $(find /usr /opt /usr/local -name 'libcublasLt.so.13' -o -name 'libcudart.so.13' -o -name 'libcublas.so.13' 2>/dev/null | xargs -r -n1 dirname | sort -u); do LL=$LL:$d; done
+  LD_LIBRARY_PATH=$LL timeout 300 $LLB -m $f -fa 1 -ngl 99 "$@" 2>&1 | grep -E "^\| .*(pp|tg)[0-9]|error|failed" | tail -4
+}
+# For each "SHAPE TYPE": lathe bench's pp512 and tg128 rows, then llama-bench's, on one synthetic file.
+llama_side_by_side() {
+  local spec f
+  for spec in "$@"; do
+    set -- $spec; f=$(synth $1 $2)
+    echo "== lathe $1 $2"; timeout 200 $L bench $f -p 512 -n 128 -r 3 2>&1 | grep -E "pp512|tg128|error"
+    echo "== llama.cpp $1 $2"; llama_bench $f -p 512 -n 128 -r 3
   done
 }
 # A command with the environment's assignments of its first word ("A=1 B=2", or empty) in a subshell.
@@ -1325,6 +1361,30 @@ for part in "$@"; do
     [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
     tg_vs_old $(synth qwen3-8b q4_k_m) "qwen3-8b q4_k_m" ""
     tg_vs_old $(synth llama3-8b q4_k_m) "llama3-8b q4_k_m" "" ;;
+  i1)  Q6S="LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_Q6K_SIGNED=1"  # Q6_K's x parts held for rows of up to 48 units (see the list above)
+    echo "== tiles"; timeout 300 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "q6_K.*n_out=|Failure|PASSED|FAILED"
+    echo "== norm epilogue"; timeout 200 $C/test_norm_epilogue_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "q6_K|PASSED|FAILED"
+    gpu_tests test_gemv_multi_gpu test_gpu_lane_gpu
+    for v in "" "$Q6S"; do
+      echo "== timing ${v:-default}"; with_env "$v" env LATHE_GEMV_TIMING_CASE=q6_K timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x2 +decode|FAILED"
+    done
+    [ -d build-dev/old ] && cp -n build-dev/old/kcache/* $LATHE_CACHE_DIR/ 2>/dev/null
+    f=$(synth qwen3-8b q4_k_m)
+    checks "qwen3-8b q4_k_m" "llama3-8b q4_k_m"
+    tg_vs_old $f qwen3-8b-q4_k_m "" "$Q6S" ;;
+  i2)  # llama.cpp beside lathe on the dense targets (see the list above)
+    llama_side_by_side "qwen3-8b q4_k_m" "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-0.6b q8_0"
+    f=$(synth qwen3-8b q8_0)
+    echo "== lathe qwen3-8b q8_0 at 4096"; tg_at $f 4096
+    echo "== llama.cpp qwen3-8b q8_0 at 4096"; llama_bench $f -p 0 -n 128 -d 4096 -r 2 ;;
+  h6)  # the row walk's stream without its arithmetic (see the list above)
+    for v in "" "-DLATHE_GEMV1_SKIP_MATH=1"; do
+      echo "== timing ${v:-default}"; LATHE_KERNEL_DEFINES="$v" LATHE_GEMV_TIMING_CASE=q8_0 timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x2 +decode|FAILED"
+      echo "== merged ${v:-default}"; LATHE_KERNEL_DEFINES="$v" timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q8_0.*int8x2 +products|FAILED"
+      echo "== qwen3-8b q8_0 ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $(synth qwen3-8b q8_0)
+    done ;;
+  i3)  # llama.cpp beside lathe on the 30B (see the list above)
+    llama_side_by_side "qwen3-30b-a3b q8_0" ;;
   h7)  # llama.cpp beside lathe on the same synthetic files (see the list above)
     LLB=build-dev/llama/llama-bench
     [ -f $LLB.xz ] && xz -dkf $LLB.xz && chmod +x $LLB

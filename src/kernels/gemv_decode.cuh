@@ -572,6 +572,12 @@ struct lathe_gemv1_store {
   __device__ __forceinline__ void finish(uint8_t*) const {}
 };
 
+// A measuring knob only (wrong sums): the row walk without its chunks' arithmetic, to time its
+// stream by itself (as gemv_decode_tiles.cuh's LATHE_GEMV1T_SKIP_MATH).
+#ifndef LATHE_GEMV1_SKIP_MATH
+#define LATHE_GEMV1_SKIP_MATH 0
+#endif
+
 // The decode GEMV one row an item: a group of warps owns a row, its warps taking the row's chunks
 // round-robin; each warp's walk carries its chunks' addresses. ByBlock: the rows dealt by whole 32-row
 // blocks (lathe_gemv1_block_row), block b's groups walking its own; a group's arithmetic a row is the
@@ -655,8 +661,9 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
       lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + refill * LATHE_GEMV1_SLOT, mbar + 8 * refill);
     ld.next(w, row_bytes, sub, group, step, n_chunks);
     const int u0 = at.c * F::chunk_units, n_pieces = at.n_units(units) * F::pieces;
-    acc = lathe_gemv1_chunk_dot<F, C>(acc, stage_a + slot * LATHE_GEMV1_SLOT + at.head(), n_pieces, u0 * F::pieces,
-                                      sx_a, k, sds_a);
+    if (!LATHE_GEMV1_SKIP_MATH)
+      acc = lathe_gemv1_chunk_dot<F, C>(acc, stage_a + slot * LATHE_GEMV1_SLOT + at.head(), n_pieces, u0 * F::pieces,
+                                        sx_a, k, sds_a);
     if (++slot == LATHE_GEMV1_STAGES) {
       slot = 0;
       phase ^= 1;
