@@ -363,6 +363,9 @@
 #           kernel library and devlibs, ~5.5 MB, unpacked by the command) with the default model
 #           moved out of the tree for the call
 #   i3      the same side by side on qwen3-30b-a3b Q8_0 (issue 7's figures)
+#   i4      the tiles' units with their shared-memory reads made cheap (measuring knobs, wrong sums:
+#           build with PREP_DEFINES="-DLATHE_GEMV1T_Q4K_FREE_READS=1 -DLATHE_GEMV1T_Q6K_EVEN_READS=1"):
+#           the q4_K and q6_K products alone and tg128 of qwen3-8b Q4_K_M, both ways, twice
 #   h6      (prepared in the twenty-fourth session, run in the twenty-fifth) the Q8_0 row walk timed
 #           without its chunks' arithmetic (LATHE_GEMV1_SKIP_MATH, a measuring knob, wrong sums: build
 #           with PREP_DEFINES=-DLATHE_GEMV1_SKIP_MATH=1): the q8_0 products alone, the merged ones, and
@@ -1377,6 +1380,16 @@ for part in "$@"; do
     f=$(synth qwen3-8b q8_0)
     echo "== lathe qwen3-8b q8_0 at 4096"; tg_at $f 4096
     echo "== llama.cpp qwen3-8b q8_0 at 4096"; llama_bench $f -p 0 -n 128 -d 4096 -r 2 ;;
+  i4)  # the tiles' shared-memory reads without bank conflicts or funnel shifts (see the list above)
+    V="-DLATHE_GEMV1T_Q4K_FREE_READS=1 -DLATHE_GEMV1T_Q6K_EVEN_READS=1"
+    for rep in 1 2; do
+      for v in "" "$V"; do
+        for fmt in q4_K q6_K; do
+          echo "== timing $fmt ${v:-default}"; LATHE_KERNEL_DEFINES="$v" LATHE_GEMV_TIMING_CASE=$fmt timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x2 +decode|FAILED"
+        done
+        echo "== qwen3-8b q4_k_m ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $(synth qwen3-8b q4_k_m)
+      done
+    done ;;
   h6)  # the row walk's stream without its arithmetic (see the list above)
     for v in "" "-DLATHE_GEMV1_SKIP_MATH=1"; do
       echo "== timing ${v:-default}"; LATHE_KERNEL_DEFINES="$v" LATHE_GEMV_TIMING_CASE=q8_0 timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x2 +decode|FAILED"

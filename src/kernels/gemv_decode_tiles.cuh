@@ -53,6 +53,16 @@
 #define LATHE_GEMV1T_Q6K_UNIT 210
 #define LATHE_GEMV1T_Q6K_BOX 240  // the unit 0-14 bytes in (16-byte starts); rows 60 words apart: no bank conflicts
 #define LATHE_GEMV1T_Q6K_STAGES 3  // 16 warps x 3 x 3,840 + 128: past the decode rings, so x moves after them
+// Measuring knobs (wrong sums), to ask whether the units' shared-memory reads bound the walk:
+// LATHE_GEMV1T_Q4K_FREE_READS=1 reads Q4_K's levels from addresses without bank conflicts (rows 32
+// bytes apart, a pair's rows 4 apart) instead of the box's rows; LATHE_GEMV1T_Q6K_EVEN_READS=1 reads
+// every Q6_K unit as word-aligned (one load a word, no funnel shift) from the word below it.
+#ifndef LATHE_GEMV1T_Q4K_FREE_READS
+#define LATHE_GEMV1T_Q4K_FREE_READS 0
+#endif
+#ifndef LATHE_GEMV1T_Q6K_EVEN_READS
+#define LATHE_GEMV1T_Q6K_EVEN_READS 0
+#endif
 // A warp's boxes asked for before the programmatic-launch wait (weights are constants): the row
 // walk's count unless a measuring build says otherwise.
 #ifndef LATHE_GEMV1T_BEFORE_WAIT
@@ -151,10 +161,13 @@ __device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, const lathe_
                                                         float& acc1) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   int ca[4] = {0, 0, 0, 0}, cb[4] = {0, 0, 0, 0};
-  const unsigned ra = s + LATHE_GEMV1T_Q4K_BOX * g + 16 + 8 * t;  // row g's qs, bytes 8t.. of pair 0
+  // row g's qs, bytes 8t.. of pair 0 (LATHE_GEMV1T_Q4K_FREE_READS: rows read 32 bytes apart, wrong)
+  constexpr int rs = LATHE_GEMV1T_Q4K_FREE_READS ? 32 : LATHE_GEMV1T_Q4K_BOX;
+  const unsigned ra = s + rs * g + 16 + 8 * t;
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
-    const uint2 r0 = lathe_lds64u(ra + 32 * p), r1 = lathe_lds64u(ra + 32 * p + 8 * LATHE_GEMV1T_Q4K_BOX);
+    const uint2 r0 = lathe_lds64u(ra + (LATHE_GEMV1T_Q4K_FREE_READS ? 4 : 32) * p),
+                r1 = lathe_lds64u(ra + (LATHE_GEMV1T_Q4K_FREE_READS ? 4 : 32) * p + 8 * LATHE_GEMV1T_Q4K_BOX);
     int(&c)[4] = p < 2 ? ca : cb;
     lathe_mma_u8s8(c, r0.x & 0x0F0F0F0Fu, r1.x & 0x0F0F0F0Fu, r0.y & 0x0F0F0F0Fu, r1.y & 0x0F0F0F0Fu, x.lo[p][0],
                    x.lo[p][1]);
@@ -323,10 +336,10 @@ struct lathe_gemv1t_fmt_q6_k {
   }
   template <int C>
   static __device__ __forceinline__ void chunk(unsigned s, unsigned o, const xfrag& x, float& acc0, float& acc1) {
-    if (o & 2u)  // the warp's units are all 2 bytes past a word (unit 16 j + w: o = 2 w % 16)
+    if ((o & 2u) && !LATHE_GEMV1T_Q6K_EVEN_READS)  // the warp's units are all 2 bytes past a word (unit 16 j + w: o = 2 w % 16)
       lathe_gemv1t_q6_k_chunk<C, true>(s + o, x.xw, x.dsv, acc0, acc1);
     else
-      lathe_gemv1t_q6_k_chunk<C, false>(s + o, x.xw, x.dsv, acc0, acc1);
+      lathe_gemv1t_q6_k_chunk<C, false>(s + (LATHE_GEMV1T_Q6K_EVEN_READS ? o & ~3u : o), x.xw, x.dsv, acc0, acc1);
   }
 };
 
