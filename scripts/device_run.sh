@@ -366,6 +366,9 @@
 #   i4      the tiles' units with their shared-memory reads made cheap (measuring knobs, wrong sums:
 #           build with PREP_DEFINES="-DLATHE_GEMV1T_Q4K_FREE_READS=1 -DLATHE_GEMV1T_Q6K_EVEN_READS=1"):
 #           the q4_K and q6_K products alone and tg128 of qwen3-8b Q4_K_M, both ways, twice
+#           (Q4_K's knob read at 4-byte steps there: misaligned 8-byte loads, so its rows failed; i5)
+#   i5      i4's Q4_K half again, its reads 8-byte aligned (PREP_DEFINES=-DLATHE_GEMV1T_Q4K_FREE_READS=1):
+#           the q4_K products alone, the merged ones and tg128 of qwen3-8b Q4_K_M, both ways, twice
 #   h6      (prepared in the twenty-fourth session, run in the twenty-fifth) the Q8_0 row walk timed
 #           without its chunks' arithmetic (LATHE_GEMV1_SKIP_MATH, a measuring knob, wrong sums: build
 #           with PREP_DEFINES=-DLATHE_GEMV1_SKIP_MATH=1): the q8_0 products alone, the merged ones, and
@@ -1387,6 +1390,15 @@ for part in "$@"; do
         for fmt in q4_K q6_K; do
           echo "== timing $fmt ${v:-default}"; LATHE_KERNEL_DEFINES="$v" LATHE_GEMV_TIMING_CASE=$fmt timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x2 +decode|FAILED"
         done
+        echo "== qwen3-8b q4_k_m ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $(synth qwen3-8b q4_k_m)
+      done
+    done ;;
+  i5)  # Q4_K's level reads without bank conflicts (see the list above)
+    V="-DLATHE_GEMV1T_Q4K_FREE_READS=1"
+    for rep in 1 2; do
+      for v in "" "$V"; do
+        echo "== timing q4_K ${v:-default}"; LATHE_KERNEL_DEFINES="$v" LATHE_GEMV_TIMING_CASE=q4_K timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x2 +decode|FAILED"
+        echo "== merged ${v:-default}"; LATHE_KERNEL_DEFINES="$v" timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q4_K.*int8x2 +products|FAILED"
         echo "== qwen3-8b q4_k_m ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $(synth qwen3-8b q4_k_m)
       done
     done ;;

@@ -55,7 +55,7 @@
 #define LATHE_GEMV1T_Q6K_STAGES 3  // 16 warps x 3 x 3,840 + 128: past the decode rings, so x moves after them
 // Measuring knobs (wrong sums), to ask whether the units' shared-memory reads bound the walk:
 // LATHE_GEMV1T_Q4K_FREE_READS=1 reads Q4_K's levels from addresses without bank conflicts (rows 32
-// bytes apart, a pair's rows 4 apart) instead of the box's rows; LATHE_GEMV1T_Q6K_EVEN_READS=1 reads
+// bytes apart, the pairs 8) instead of the box's rows; LATHE_GEMV1T_Q6K_EVEN_READS=1 reads
 // every Q6_K unit as word-aligned (one load a word, no funnel shift) from the word below it.
 #ifndef LATHE_GEMV1T_Q4K_FREE_READS
 #define LATHE_GEMV1T_Q4K_FREE_READS 0
@@ -166,8 +166,8 @@ __device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, const lathe_
   const unsigned ra = s + rs * g + 16 + 8 * t;
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
-    const uint2 r0 = lathe_lds64u(ra + (LATHE_GEMV1T_Q4K_FREE_READS ? 4 : 32) * p),
-                r1 = lathe_lds64u(ra + (LATHE_GEMV1T_Q4K_FREE_READS ? 4 : 32) * p + 8 * LATHE_GEMV1T_Q4K_BOX);
+    const uint2 r0 = lathe_lds64u(ra + (LATHE_GEMV1T_Q4K_FREE_READS ? 8 : 32) * p),
+                r1 = lathe_lds64u(ra + (LATHE_GEMV1T_Q4K_FREE_READS ? 8 : 32) * p + 8 * LATHE_GEMV1T_Q4K_BOX);
     int(&c)[4] = p < 2 ? ca : cb;
     lathe_mma_u8s8(c, r0.x & 0x0F0F0F0Fu, r1.x & 0x0F0F0F0Fu, r0.y & 0x0F0F0F0Fu, r1.y & 0x0F0F0F0Fu, x.lo[p][0],
                    x.lo[p][1]);
