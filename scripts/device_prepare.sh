@@ -48,4 +48,7 @@ wait
 [ -z "${EMITTED_SYNTH:-}" ] || scripts/build_emitted.sh $B/lathe $EMITTED_SYNTH
 strip build-dev/carry/*
 tar -cJf build-dev/pack.tar.xz -C build-dev carry kcache devlibs $([ -d build-dev/old ] && echo old)
+# SLIM=1: also build-dev/pack-slim.tar.xz, only what lathe bench needs (lathe, its kernel library,
+# devlibs: ~5.5 MB), for batches that carry something large beside it (device_run.sh i2, i3: llama-bench)
+[ "${SLIM:-0}" = 1 ] && tar -cJf build-dev/pack-slim.tar.xz -C build-dev carry/lathe kcache devlibs
 du -sh build-dev/carry build-dev/devlibs build-dev/kcache build-dev/pack.tar.xz

@@ -345,7 +345,7 @@
 #           tg128 of the Q4_K_M 8Bs against build-dev/old (main at f7f795b), alternated
 #   h4      the landed build (h3's default, its measuring knobs removed): the GPU tests of the tiles'
 #           users, the tiles' errors and timings, the check and tg128 of the Q4_K_M 8Bs
-#   h7      (prepared for the next session) llama.cpp's llama-bench beside lathe bench on the same
+#   h7      (never run; i2 and i3 replace it) llama.cpp's llama-bench beside lathe bench on the same
 #           synthetic qwen3-8b Q4_K_M and Q8_0 files, alternated: pp512 and tg128. llama-bench is built
 #           outside this repository (llama-cpp-python 0.3.36's sdist, GGML_CUDA=ON, sm_90, static
 #           ggml; 41 MB xz-compressed) and carried as build-dev/llama/llama-bench.xz beside the pack
@@ -359,9 +359,10 @@
 #   i2      llama.cpp's llama-bench beside lathe bench (h7's binary and way) on the same synthetic
 #           qwen3-8b Q4_K_M and Q8_0, llama3-8b Q8_0 and qwen3-0.6b Q8_0: pp512 and tg128, and qwen3-8b
 #           Q8_0's tg128 at 4,096 tokens of context. The tracked tree (~35 MB) and llama-bench (41 MB)
-#           exceed the device tool's 64 MiB: the twenty-fifth session carried a slim pack (lathe, its
-#           kernel library and devlibs, ~5.5 MB, unpacked by the command) with the default model
-#           moved out of the tree for the call
+#           exceed the device tool's 64 MiB: carry build-dev/pack-slim.tar.xz (device_prepare.sh with
+#           SLIM=1: lathe, its kernel library and devlibs, ~5.5 MB) beside it, with the default model
+#           moved out of the tree for the call (the twenty-fifth session's slim pack held build-dev/old's
+#           lathe, main at c79fbb7, packed by hand)
 #   i3      the same side by side on qwen3-30b-a3b Q8_0 (issue 7's figures)
 #   i4      the tiles' units with their shared-memory reads made cheap (measuring knobs, wrong sums:
 #           build with PREP_DEFINES="-DLATHE_GEMV1T_Q4K_FREE_READS=1 -DLATHE_GEMV1T_Q6K_EVEN_READS=1"):
@@ -381,6 +382,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
 [ -f build-dev/pack.tar.xz ] && tar -xJf build-dev/pack.tar.xz -C build-dev
+# or its slim pack (SLIM=1: lathe, its kernel library and devlibs), carried beside llama-bench
+[ -f build-dev/pack-slim.tar.xz ] && tar -xJf build-dev/pack-slim.tar.xz -C build-dev
 export LD_LIBRARY_PATH=$PWD/build-dev/devlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export LATHE_CACHE_DIR=/tmp/lathe-cache
 # The kernel library compiled here by `lathe kernels --arch sm_90` (device_prepare.sh), when carried:
@@ -1411,18 +1414,7 @@ for part in "$@"; do
   i3)  # llama.cpp beside lathe on the 30B (see the list above)
     llama_side_by_side "qwen3-30b-a3b q8_0" ;;
   h7)  # llama.cpp beside lathe on the same synthetic files (see the list above)
-    LLB=build-dev/llama/llama-bench
-    [ -f $LLB.xz ] && xz -dkf $LLB.xz && chmod +x $LLB
-    LL=$LD_LIBRARY_PATH
-    for d in $(find /usr /opt /usr/local -name 'libcublasLt.so.13' -o -name 'libcudart.so.13' -o -name 'libcublas.so.13' -o -name 'libnccl.so.2' 2>/dev/null | xargs -r -n1 dirname | sort -u); do LL=$LL:$d; done
-    [ -x $LLB ] && { LD_LIBRARY_PATH=$LL ldd $LLB | grep "not found"; }
-    for spec in "qwen3-8b q4_k_m" "qwen3-8b q8_0"; do
-      set -- $spec; f=$(synth $1 $2)
-      for rep in 1 2; do
-        echo "== lathe $1 $2"; timeout 150 $L bench $f -p 512 -n 128 -r 3 2>&1 | grep -E "pp512|tg128"
-        [ -x $LLB ] && { echo "== llama.cpp $1 $2"; LD_LIBRARY_PATH=$LL timeout 240 $LLB -m $f -p 512 -n 128 -fa 1 -ngl 99 -r 3 2>&1 | grep -E "^\||error|failed" | tail -4; }
-      done
-    done ;;
+    for rep in 1 2; do llama_side_by_side "qwen3-8b q4_k_m" "qwen3-8b q8_0"; done ;;
   h4)  # the landed build (see the list above)
     for t in test_gemv_gpu test_norm_epilogue_gpu test_gemv_multi_gpu test_gpu_lane_gpu test_persistent_step_gpu test_product_stamps_gpu; do
       [ -x $C/$t ] && gpu_tests $t
