@@ -197,6 +197,19 @@ TEST(Fuse, RouterEpilogueMarksTheProductBeforeEachMixture) {
   EXPECT_TRUE(fuse::fuse(lift_shape("qwen3-tiny", "decode")).router_epilogues.empty());  // no mixture
 }
 
+// experts_by_slot: every mixture is marked (the lane decides where its kernel applies); held back,
+// none; a dense model has none to mark.
+TEST(Fuse, ExpertsBySlotMarksEveryMixture) {
+  const graph::Graph g = lift_shape("qwen3moe-tiny", "decode");
+  std::set<int> mixtures;
+  for (const graph::Node& n : g.nodes)
+    if (n.kind == lang::OpKind::mixture) mixtures.insert(n.id);
+  ASSERT_FALSE(mixtures.empty());
+  EXPECT_EQ(fuse::fuse(g).by_slot_mixtures, mixtures);
+  EXPECT_TRUE(fuse::fuse(g, {"experts_by_slot"}).by_slot_mixtures.empty());
+  EXPECT_TRUE(fuse::fuse(lift_shape("qwen3-tiny", "decode")).by_slot_mixtures.empty());
+}
+
 // norm_epilogue: in a decode cut of a dense model, each layer's o product (before the [add, norm, gate,
 // up, swiglu] group) and each layer's down product but the last (before the next layer's [add, norm,
 // q, k, v]) are marked with the add they feed; the last down feeds the output norm, which no merged
@@ -310,7 +323,7 @@ TEST(Fuse, UnknownRuleIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: norm_prologue, add_norm, rope_append, rope_attention, qk_norm_rope, "
                                          "kv_append, "
                                          "gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue, mixture_one_launch, "
-                                         "router_epilogue, norm_epilogue)"),
+                                         "experts_by_slot, router_epilogue, norm_epilogue)"),
               std::string::npos) << e.what();
   }
 }

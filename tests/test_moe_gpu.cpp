@@ -795,5 +795,137 @@ TEST(MoeGpu, Timing) {
   }
 }
 
+// The kept experts dealt by slot in one launch (fusion rule experts_by_slot) against its held-back
+// form, the gate/up kernel and the down kernel (f32 h, ids settled): h the same bits (the gate/up
+// kernel's sums for the same group), out within kBoundFallback of the largest output (the slots' parts
+// are added in another order than the down kernel's lanes), the launch run twice the same bytes and its
+// counts left zero. Shapes: qwen3-30b-a3b's (three down rows a ring chunk), small ones whose slots'
+// blocks take few or no rows, and rows of 1,536 and 2,048 (one down row a chunk).
+TEST(MoeGpu, BySlotIsTheTwoKernels) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(77);
+  const MoeShape shapes[] = {{2048, 768, 128, 8}, {256, 128, 16, 4}, {512, 256, 64, 6}, {4096, 1536, 8, 2},
+                             {512, 2048, 16, 2}, {2048, 768, 128, 1}};
+  int ran = 0;
+  for (const MoeShape& sh : shapes) {
+    const GgmlType t = GgmlType::Q8_0;
+    const Stack gate = make_stack(t, sh.n_expert, sh.n_ff, sh.n_embd, rng);
+    const Stack up = make_stack(t, sh.n_expert, sh.n_ff, sh.n_embd, rng);
+    const Stack down = make_stack(t, sh.n_expert, sh.n_embd, sh.n_ff, rng);
+    const int64_t e = sh.n_embd, kk = sh.top_k, nh = kk * sh.n_ff;
+    std::vector<int32_t> ids_h;
+    std::vector<float> w_h;
+    random_routes(1, sh, rng, ids_h, w_h);
+    DeviceBuffer ids = upload(ids_h), wts = upload(w_h), xd = upload(random_values(e, rng));
+    for (Activations a : {Activations::int8, Activations::int8x2}) {
+      const std::string what = std::to_string(e) + "/" + std::to_string(sh.n_ff) + " " + std::to_string(kk) + " of " +
+                               std::to_string(sh.n_expert) + " " + contract(a);
+      if (!moe_experts_by_slot_applies(gate.weights(), up.weights(), down.weights(), a, 1, kk)) {
+        std::printf("  by slot %s: takes the two kernels\n", what.c_str());
+        continue;
+      }
+      ++ran;
+      std::vector<uint8_t> xq_bytes;
+      DeviceBuffer xq = quantize_on_device(xd.ptr(), 1, e, a, s, xq_bytes);
+      DeviceBuffer counts(static_cast<size_t>(moe_experts_count_bytes(kk)));
+      counts.zero();
+      auto run = [&](bool by_slot, int times, std::vector<float>& h_out) {
+        DeviceBuffer h(static_cast<size_t>(nh * 4)), out(static_cast<size_t>(e * 4));
+        DeviceBuffer parts(static_cast<size_t>(moe_experts_part_bytes(down.weights(), kk)));
+        for (int i = 0; i < times; ++i) {
+          if (by_slot) {
+            moe_experts_by_slot(gate.weights(), up.weights(), down.weights(), a, xq.ptr(), ids.ptr(), wts.ptr(), kk,
+                                h.ptr(), parts.ptr(), counts.ptr(), out.ptr(), s.handle());
+          } else {
+            moe_gate_up_swiglu(gate.weights(), up.weights(), a, xq.ptr(), 1, ids.ptr(), kk, h.ptr(), s.handle());
+            moe_down_combine(down.weights(), a, h.ptr(), false, 1, ids.ptr(), wts.ptr(), kk, out.ptr(), s.handle(),
+                             true);
+          }
+        }
+        s.synchronize();
+        h_out = download<float>(h, nh);
+        return download<float>(out, e);
+      };
+      std::vector<float> h2, h1, h1b;
+      const std::vector<float> two = run(false, 1, h2), one = run(true, 1, h1), twice = run(true, 2, h1b);
+      EXPECT_TRUE(std::memcmp(h2.data(), h1.data(), h2.size() * 4) == 0) << what << ": h";
+      EXPECT_TRUE(std::memcmp(one.data(), twice.data(), one.size() * 4) == 0) << what << ": run twice";
+      const auto c = download<uint32_t>(counts, moe_experts_count_bytes(kk) / 4);
+      EXPECT_TRUE(std::all_of(c.begin(), c.end(), [](uint32_t v) { return v == 0; })) << what << ": the counts";
+      double scale = 0, err = 0;
+      for (int64_t i = 0; i < e; ++i) {
+        scale = std::max(scale, std::abs(double(two[i])));
+        const double d = std::abs(double(one[i]) - double(two[i]));
+        err = std::isfinite(d) ? std::max(err, d) : INFINITY;
+      }
+      ASSERT_GT(scale, 0) << what;
+      EXPECT_LE(err / scale, kBoundFallback) << what;
+      std::printf("  by slot %s: h the two kernels' bits, out within %.2e of theirs\n", what.c_str(), err / scale);
+    }
+  }
+  EXPECT_GE(ran, 8);
+}
+
+// Decode speed of the kept experts at qwen3-30b-a3b (2048, ff 768, 8 of 128, q8_0), one row: the two
+// kernels (gate/up, down) against the launch dealt by slot, alone and each after an attention output
+// product (4,096 -> 2,048, q8_0, its row quantized in each block) as in the decode step. 16 layers, each
+// its own 8 experts (ids written once), so a replay reads 640 MB of experts. us a layer; GB/s counts
+// the experts' 40.1 MB.
+TEST(MoeGpu, TimingBySlot) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(78);
+  const MoeShape sh{2048, 768, 128, 8};
+  const int layers = 16;
+  const GgmlType t = GgmlType::Q8_0;
+  const Stack gate = make_stack(t, sh.n_expert, sh.n_ff, sh.n_embd, rng);
+  const Stack up = make_stack(t, sh.n_expert, sh.n_ff, sh.n_embd, rng);
+  const Stack down = make_stack(t, sh.n_expert, sh.n_embd, sh.n_ff, rng);
+  std::vector<int32_t> ids_h;
+  for (int l = 0; l < layers; ++l)
+    for (int64_t j = 0; j < sh.top_k; ++j) ids_h.push_back(static_cast<int32_t>(l * sh.top_k + j));
+  DeviceBuffer ids = upload(ids_h), wts = upload(std::vector<float>(static_cast<size_t>(layers * sh.top_k), 0.125f));
+  DeviceBuffer xd = upload(random_values(sh.n_embd, rng));
+  DeviceBuffer h(static_cast<size_t>(sh.top_k * sh.n_ff * 4)), out(static_cast<size_t>(sh.n_embd * 4));
+  DeviceBuffer parts(static_cast<size_t>(moe_experts_part_bytes(down.weights(), sh.top_k)));
+  DeviceBuffer counts(static_cast<size_t>(moe_experts_count_bytes(sh.top_k)));
+  counts.zero();
+  std::vector<DeviceBuffer> o_mats;
+  for (int l = 0; l < layers; ++l) o_mats.push_back(upload(random_matrix(t, sh.n_embd, 4096, rng)));
+  DeviceBuffer o_in = upload(random_values(4096, rng)), o_out(static_cast<size_t>(sh.n_embd * 4));
+  const double expert_bytes = static_cast<double>(sh.top_k * 3 * sh.n_ff * row_bytes(t, sh.n_embd));
+  std::printf("the kept experts by slot, qwen3-30b-a3b shape, 1 row: us a layer, GB/s of expert weights (%.1f MB)\n",
+              expert_bytes / 1e6);
+  for (Activations a : {Activations::int8, Activations::int8x2}) {
+    std::vector<uint8_t> xq_bytes;
+    DeviceBuffer xq = quantize_on_device(xd.ptr(), 1, sh.n_embd, a, s, xq_bytes);
+    auto layer = [&](int l, int variant) {  // 0 two kernels, 1 by slot, 2 o alone, 3 o + two, 4 o + by slot
+      const CUdeviceptr il = ids.ptr() + l * sh.top_k * 4, wl = wts.ptr() + l * sh.top_k * 4;
+      if (variant >= 2) {
+        const WeightMatrix o{t, o_mats[l].ptr(), sh.n_embd, 4096, 1};
+        ASSERT_TRUE(gemv_quantizing_row(o, a, o_in.ptr(), o_out.ptr(), s.handle()));
+      }
+      if (variant == 0 || variant == 3) {
+        moe_gate_up_swiglu(gate.weights(), up.weights(), a, xq.ptr(), 1, il, sh.top_k, h.ptr(), s.handle());
+        moe_down_combine(down.weights(), a, h.ptr(), false, 1, il, wl, sh.top_k, out.ptr(), s.handle(), true);
+      } else if (variant == 1 || variant == 4) {
+        moe_experts_by_slot(gate.weights(), up.weights(), down.weights(), a, xq.ptr(), il, wl, sh.top_k, h.ptr(),
+                            parts.ptr(), counts.ptr(), out.ptr(), s.handle());
+      }
+    };
+    const char* names[] = {"two kernels", "by slot", "o alone", "o, two kernels", "o, by slot"};
+    double o_alone = 0;
+    for (int v = 0; v < 5; ++v) {
+      const double us = graph_median_us(s, layers, [&](int l) { layer(l, v); });
+      if (v == 2) o_alone = us;
+      const double mix = v >= 3 ? us - o_alone : us;
+      std::printf("  %-6s %-15s %7.2f us%s  %6.0f GB/s\n", contract(a).c_str(), names[v], us,
+                  v >= 3 ? fmt_after_o(mix).c_str() : "", v == 2 ? 0.0 : expert_bytes / (mix * 1e3));
+    }
+  }
+  EXPECT_EQ(download<uint32_t>(counts, 1)[0], 0u);
+}
+
 }  // namespace
 }  // namespace lathe::kernels

@@ -55,6 +55,8 @@ void print_lowered(const GgufFile& file, const lang::Program& cut, const lang::B
       fmt::print("  {:<17} {:>4} values  {}\n", r.name, plan.quantized_by_producer.size(), r.what);
     else if (r.name == "mixture_one_launch")  // marks mixtures
       fmt::print("  {:<17} {:>4} mixtures  {}\n", r.name, plan.one_launch_mixtures.size(), r.what);
+    else if (r.name == "experts_by_slot")  // marks mixtures
+      fmt::print("  {:<17} {:>4} mixtures  {}\n", r.name, plan.by_slot_mixtures.size(), r.what);
     else
       fmt::print("  {:<17} {:>4} groups  {}\n", r.name, plan.count(r.name), r.what);
   }

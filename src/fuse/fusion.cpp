@@ -17,6 +17,7 @@ void merged_products_pass(const graph::Graph& g, std::vector<bool>& claimed, std
 void elementwise_run_pass(const graph::Graph& g, std::vector<bool>& claimed, std::vector<Group>& groups);
 void quantize_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 void mixture_one_launch_pass(const graph::Graph& g, FusionPlan& plan);
+void experts_by_slot_pass(const graph::Graph& g, FusionPlan& plan);
 void router_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 void norm_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 
@@ -38,6 +39,9 @@ const std::vector<Rule>& fusion_rules() {
        nullptr, quantize_epilogue_pass},
       {"mixture_one_launch", "a decode row's mixture (router, top k, expert products, combine) in one launch",
        nullptr, mixture_one_launch_pass},
+      {"experts_by_slot",
+       "a decode row's kept experts (gate/up, SwiGLU, down and the weighted combine) in one launch dealt by slot",
+       nullptr, experts_by_slot_pass},
       {"router_epilogue",
        "a decode row's mixture router (the sum, its norm, the logits, the top k) in the epilogue of the product "
        "before it",

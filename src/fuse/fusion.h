@@ -31,6 +31,7 @@ struct FusionPlan {
   std::vector<int> group_of;     // node id -> group index
   std::set<int> quantized_by_producer;  // tensors whose producing group also writes their int8 form
   std::set<int> one_launch_mixtures;    // mixture nodes a back end may run as one launch
+  std::set<int> by_slot_mixtures;       // mixture nodes whose kept experts a back end may run dealt by slot
   std::map<int, int> router_epilogues;  // product node -> the mixture whose router its launch may run
   std::map<int, int> norm_epilogues;    // product node -> the add (of a norm_prologue group) its launch may form
   int count(std::string_view rule) const;

@@ -316,6 +316,68 @@ void moe_down_combine(const WeightMatrix& down, Activations a, CUdeviceptr h, bo
 
 namespace {
 
+// moe_experts_by_slot.cuh's blocks a slot: the SMs shared evenly by the slots (one block an SM).
+int64_t experts_blocks_per_slot(int64_t top_k) {
+  return std::max<int64_t>(1, cuda::Context::get().info().sm_count / top_k);
+}
+
+// Whole down rows a ring chunk carries: the most that fit a slot's 2,520 bytes from a 16-byte line.
+int64_t experts_rows_per_chunk(const WeightMatrix& down) {
+  return (2520 - 15) / lathe::row_bytes(down.type, down.k);
+}
+
+int64_t experts_shared_bytes(const WeightMatrix& gate, const WeightMatrix& down, Activations a) {
+  return kDecodeStageBytes + (staged_levels_bytes(gate.k, a) + 15) / 16 * 16 + staged_levels_bytes(down.k, a);
+}
+
+}  // namespace
+
+int64_t moe_experts_part_bytes(const WeightMatrix& down, int64_t top_k) { return top_k * down.n_out * 4; }
+
+int64_t moe_experts_count_bytes(int64_t top_k) {
+  return (top_k + cuda::Context::get().info().sm_count + 1) * 4;
+}
+
+bool moe_experts_by_slot_applies(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
+                                 Activations a, int64_t rows, int64_t top_k) {
+  if (rows != 1 || gate.type != GgmlType::Q8_0 || down.type != GgmlType::Q8_0) return false;
+  if (!moe_gate_up_applies(gate, up, a, top_k) || !moe_down_applies(down, a, top_k)) return false;
+  if (down.k != gate.n_out || down.n_out != gate.k || top_k > cuda::Context::get().info().sm_count) return false;
+  if (decode_pairs_pay(*decode_format(gate.type), top_k * gate.n_out, gate.k)) return false;  // the rows path's h
+  if (down.k / decode_format(down.type)->unit_values > decode_format(down.type)->chunk_units) return false;
+  if (experts_rows_per_chunk(down) < 1) return false;
+  return experts_shared_bytes(gate, down, a) + kDecodeStaticBytes <= shared_optin_bytes();
+}
+
+void moe_experts_by_slot(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, Activations a,
+                         CUdeviceptr x, CUdeviceptr ids, CUdeviceptr route_w, int64_t top_k, CUdeviceptr h,
+                         CUdeviceptr parts, CUdeviceptr counts, CUdeviceptr out, CUstream stream) {
+  if (!moe_experts_by_slot_applies(gate, up, down, a, 1, top_k))
+    fail("mixture's experts by slot: these shapes and formats take the two kernels (moe_experts_by_slot_applies)");
+  LATHE_CHECK(x % 16 == 0 && h % 16 == 0 && out % 4 == 0 && parts % 4 == 0 && counts % 4 == 0 && counts != 0);
+  const int64_t sm_count = cuda::Context::get().info().sm_count;
+  // The group the gate/up kernel would choose for one row (its sums, so h's bits, depend on it only).
+  const int group = choose_group(top_k * gate.n_out, 2 * decode_chunks_per_row(*decode_format(gate.type), gate.k),
+                                 sm_count);
+  const int64_t bps = experts_blocks_per_slot(top_k);
+  CUdeviceptr wg = gate.data, wu = up.data, idp = ids, rw = route_w, xp = x, hp = h, wd = down.data;
+  CUdeviceptr pp = parts, cp = counts, op = out;
+  long long gu_row_bytes = lathe::row_bytes(gate.type, gate.k), gu_expert_bytes = gu_row_bytes * gate.n_out;
+  long long d_row_bytes = lathe::row_bytes(down.type, down.k), d_expert_bytes = d_row_bytes * down.n_out;
+  int k = static_cast<int>(gate.k), n_ff = static_cast<int>(gate.n_out), kk = static_cast<int>(top_k), g = group;
+  int n_out = static_cast<int>(down.n_out), rpc = static_cast<int>(experts_rows_per_chunk(down));
+  int b = static_cast<int>(bps);
+  const unsigned shared = static_cast<unsigned>(experts_shared_bytes(gate, down, a));
+  cuda::launch(kernel(std::string("lathe_moe_experts_") + decode_format(gate.type)->name + "_" +
+                      decode_format(down.type)->name + "_" + std::string(activations_name(a))),
+               {static_cast<unsigned>(top_k * bps), 1, 1}, {32 * kWarps, 1, 1}, shared, stream,
+               {&wg, &wu, &gu_row_bytes, &gu_expert_bytes, &idp, &rw, &xp, &k, &n_ff, &kk, &g, &hp, &wd, &d_row_bytes,
+                &d_expert_bytes, &n_out, &rpc, &pp, &cp, &b, &op},
+               "launching the mixture's experts by slot");
+}
+
+namespace {
+
 // moe_single_launch.cuh's kernels: the router's format, then gate/up's and down's.
 const char* single_formats(const WeightMatrix& router, const WeightMatrix& gate, const WeightMatrix& down) {
   if (router.type != GgmlType::F32) return nullptr;

@@ -123,6 +123,25 @@ void moe_single_launch(const WeightMatrix& router, const WeightMatrix& gate, con
 // trace (a measurement): 9 x SM count u64, the phases' edges by block (moe_single_launch.cuh).
 constexpr int kMoeSingleStamps = 9;
 
+// ---- the kept experts of ONE decode row in one launch, dealt by slot (moe_experts_by_slot.cuh;
+// fusion rule experts_by_slot): moe_gate_up_swiglu and moe_down_combine (ids settled, f32 h) as one
+// grid whose blocks of slot j compute h_j between them and meet on a count of their own, then each
+// multiplies its share of expert ids[j]'s down rows; the slots' parts are added in slot order by the
+// block that completes them. h: f32 [top_k][n_ff], the gate/up kernel's bits (its group); out: f32
+// [n_embd], fully written, within f32 rounding of moe_down_combine's (another order of additions, not
+// its bits). parts: moe_experts_part_bytes(down, top_k) bytes; counts: moe_experts_count_bytes(top_k)
+// bytes, zero before the first launch (each launch leaves them zero; launches sharing them must not
+// overlap, which launches on one stream never do). x, ids, route_w may be written by the launch just
+// before. Takes: one row, q8_0 gate, up and down under int8 / int8x2, a down row in one ring chunk,
+// top_k <= 32 and <= the SM count; moe_experts_by_slot_applies says so.
+int64_t moe_experts_part_bytes(const WeightMatrix& down, int64_t top_k);
+int64_t moe_experts_count_bytes(int64_t top_k);
+bool moe_experts_by_slot_applies(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down,
+                                 Activations a, int64_t rows, int64_t top_k);
+void moe_experts_by_slot(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, Activations a,
+                         CUdeviceptr x, CUdeviceptr ids, CUdeviceptr route_w, int64_t top_k, CUdeviceptr h,
+                         CUdeviceptr parts, CUdeviceptr counts, CUdeviceptr out, CUstream stream);
+
 // Whether each entry point takes its kernel for these shapes (no launch). Shared memory needs a
 // driver; false when there is none.
 bool moe_route_applies(const WeightMatrix& router, int64_t rows, int64_t top_k);

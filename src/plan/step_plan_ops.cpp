@@ -240,6 +240,13 @@ std::vector<int> StepPlan::Builder::scratch_for_kernels(int gi) {
         p.moe_h_counts_ = cuda::DeviceBuffer(counts, "mixture h counts");
         p.moe_h_counts_.zero();
       }
+      // experts_by_slot: the slots' parts of out (slot 7), and its counts, shared the same way.
+      out.push_back(scratch(gi, kk * embd * 4));
+      const size_t slot_counts = static_cast<size_t>(k::moe_experts_count_bytes(kk));
+      if (p.moe_slot_counts_.bytes() < slot_counts) {
+        p.moe_slot_counts_ = cuda::DeviceBuffer(slot_counts, "mixture slot counts");
+        p.moe_slot_counts_.zero();
+      }
     }
   } else if (n.kind == OpKind::argmax) {
     const graph::Tensor& x = g.tensor(n.args[0].tensor);

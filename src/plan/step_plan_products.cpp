@@ -400,7 +400,15 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
   const bool h_epilogue = !o.held.count("quantize_epilogue") && !epilogue_skipped("moe");
   const k::QuantizedOut hq = h_epilogue ? k::QuantizedOut{ubuf, a} : k::QuantizedOut{};
   const CUdeviceptr h_counts = p.moe_h_counts_.ptr(), hin = h_epilogue ? ubuf : gbuf;
+  // experts_by_slot: gate/up and down in one launch dealt by slot, where its kernel takes the shapes.
+  const bool by_slot = three && p.fusion_.by_slot_mixtures.count(n.id) > 0 &&
+                       k::moe_experts_by_slot_applies(gate, up, down, a, rows, top_k);
+  const CUdeviceptr slot_parts = by_slot ? scratch_ptr(gi, 7) : 0, slot_counts = p.moe_slot_counts_.ptr();
   auto experts = [=](CUstream s) {
+    if (by_slot) {
+      k::moe_experts_by_slot(gate, up, down, a, q, ids, wts, top_k, gbuf, slot_parts, slot_counts, out, s);
+      return;
+    }
     k::moe_gate_up_swiglu(gate, up, a, q, rows, ids, top_k, gbuf, s, hq, h_counts);
     k::moe_down_combine(down, a, hin, h_epilogue, rows, ids, wts, top_k, out, s, true);
   };
