@@ -371,9 +371,13 @@
 #   i5      i4's Q4_K half again, its reads 8-byte aligned (PREP_DEFINES=-DLATHE_GEMV1T_Q4K_FREE_READS=1):
 #           the q4_K products alone, the merged ones and tg128 of qwen3-8b Q4_K_M, both ways, twice
 #   j1      2026-12-03's twenty-sixth session: the mixture's kept experts in one launch dealt by slot
-#           (fusion rule experts_by_slot): the mixture and lane GPU tests, the by-slot launch against
-#           the two expert kernels, its timing alone and after o, the 30B's check with it and held back,
-#           and the 30B's tg128 by build-dev/old (main at c79fbb7), this build, and this build held back
+#           (fusion rule experts_by_slot): the mixture, lane and persistent-step GPU tests, the by-slot
+#           launch against the two expert kernels, its timing alone and after o, and the 30B's tg128
+#           by build-dev/old (main at c79fbb7), this build, and this build held back
+#   j3      j1 after the combine's loads went out together (j1: by slot 371.9 against 454.8 held back):
+#           the by-slot test and timing, the 30B's check with it, tg128 with it and held back, twice
+#   j2      the 30B's decode stamped (LATHE_STAMPS) with the experts by slot (LATHE_MOE_BY_SLOT=1) and
+#           without
 #   h6      (prepared in the twenty-fourth session, run in the twenty-fifth) the Q8_0 row walk timed
 #           without its chunks' arithmetic (LATHE_GEMV1_SKIP_MATH, a measuring knob, wrong sums: build
 #           with PREP_DEFINES=-DLATHE_GEMV1_SKIP_MATH=1): the q8_0 products alone, the merged ones, and
@@ -1401,16 +1405,30 @@ for part in "$@"; do
       done
     done ;;
   j1)  # the kept experts by slot (see the list above)
-    gpu_tests test_moe_gpu test_gpu_lane_gpu
+    gpu_tests test_moe_gpu test_gpu_lane_gpu test_persistent_step_gpu
     echo "== by slot"; timeout 200 $C/test_moe_gpu --gtest_filter='*BySlotIsTheTwoKernels*' 2>&1 | grep -E "by slot|Failure|FAILED|PASSED"
     echo "== timing"; timeout 300 $C/test_moe_gpu --gtest_filter='*TimingBySlot*' 2>&1 | grep -E " us|FAILED"
     f=$(synth qwen3-30b-a3b q8_0)
-    for h in "" "--hold experts_by_slot"; do echo "== check 30b $h"; timeout 120 $L check $f --steps 16 $h 2>&1 | tail -3; done
+    echo "== 30b old"; tg_old $f
+    echo "== 30b by slot"; tg_short $f
+    echo "== 30b held back"; tg_short $f --hold experts_by_slot ;;
+  j3)  # j1 again after the combine's loads went out together: the by-slot test and timing, the 30B's
+       # check with it, its tg128 with it and held back, twice
+    echo "== by slot"; timeout 200 $C/test_moe_gpu --gtest_filter='*BySlotIsTheTwoKernels*' 2>&1 | grep -E "by slot|Failure|FAILED|PASSED"
+    echo "== timing"; timeout 300 $C/test_moe_gpu --gtest_filter='*TimingBySlot*' 2>&1 | grep -E " us|FAILED"
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30b"; timeout 120 $L check $f --steps 16 2>&1 | tail -3
     for rep in 1 2; do
-      echo "== 30b old"; tg_old $f
       echo "== 30b by slot"; tg_short $f
       echo "== 30b held back"; tg_short $f --hold experts_by_slot
     done ;;
+  j2)  # the 30B's decode stamped with the kept experts by slot (LATHE_MOE_BY_SLOT=1: off by default since
+       # j1 and j3) and without
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== 30b by slot"; with_env LATHE_MOE_BY_SLOT=1 tg_short $f
+    echo "== 30b default"; tg_short $f
+    with_env LATHE_MOE_BY_SLOT=1 stamped 30b-by-slot $f -p 16 -n 128 -r 1
+    stamped 30b-default $f -p 16 -n 128 -r 1 ;;
   i5)  # Q4_K's level reads without bank conflicts (see the list above)
     V="-DLATHE_GEMV1T_Q4K_FREE_READS=1"
     for rep in 1 2; do

@@ -799,8 +799,9 @@ TEST(MoeGpu, Timing) {
 // form, the gate/up kernel and the down kernel (f32 h, ids settled): h the same bits (the gate/up
 // kernel's sums for the same group), out within kBoundFallback of the largest output (the slots' parts
 // are added in another order than the down kernel's lanes), the launch run twice the same bytes and its
-// counts left zero. Shapes: qwen3-30b-a3b's (three down rows a ring chunk), small ones whose slots'
-// blocks take few or no rows, and rows of 1,536 and 2,048 (one down row a chunk).
+// counts left zero. Shapes: qwen3-30b-a3b's (three down rows a ring chunk) and rows of 1,536 (one
+// down row a chunk); the small ones, whose gate/up takes the paired products, and one slot of 768
+// (paired too) must say they take the two kernels.
 TEST(MoeGpu, BySlotIsTheTwoKernels) {
   LATHE_NEED_GPU();
   cuda::Stream s;
@@ -864,7 +865,7 @@ TEST(MoeGpu, BySlotIsTheTwoKernels) {
       std::printf("  by slot %s: h the two kernels' bits, out within %.2e of theirs\n", what.c_str(), err / scale);
     }
   }
-  EXPECT_GE(ran, 8);
+  EXPECT_GE(ran, 4);  // the 30B's shape and 4096/1536 under both contracts (the others take the paired gate/up)
 }
 
 // Decode speed of the kept experts at qwen3-30b-a3b (2048, ff 768, 8 of 128, q8_0), one row: the two

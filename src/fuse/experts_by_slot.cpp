@@ -3,7 +3,8 @@
 // of one slot compute that expert's h between them and meet on a count of their own, so no block waits
 // for the whole grid between gate/up and down, and each warp's down rows stream behind its gate/up
 // rows in one ring. It groups no nodes: it marks the mixtures (FusionPlan::by_slot_mixtures). The GPU
-// lane honours the mark for one decode row under an int8 contract where its kernel takes the shapes
+// lane honours the mark under LATHE_MOE_BY_SLOT=1 (measured slower in the decode step than the two
+// kernels, docs/perf.md) for one decode row under an int8 contract where its kernel takes the shapes
 // (kernels/moe_launch.h, moe_experts_by_slot_applies), and runs the two expert kernels otherwise;
 // held back, always the two. The sums of h are the same bits; the combine's order of additions is
 // the kernel's own (out within f32 rounding of the held-back form's: test_moe_gpu).

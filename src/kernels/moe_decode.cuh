@@ -196,6 +196,26 @@ struct lathe_moe_gu_rows {
   }
 };
 
+// A warp's gate/up items g0, g0 + step, ... below n_items through a ring's consumer (`next()`: the
+// next landed chunk, its slot refilled behind it), each item's gate and up sums met by its group and
+// h[item] = silu(g) u written by the group's writer (shared by moe_single_launch.cuh and
+// moe_experts_by_slot.cuh, whose rings carry other chunks after these).
+template <class F, int C, class Next>
+__device__ __forceinline__ void lathe_moe_gu_items(const lathe_moe_gu_rows<F, C>& gu, int g0, int n_items, int step,
+                                                   int group, int sub, int chunks, float* h,
+                                                   float2 (*partial)[LATHE_GEMV1_WARPS], int& parity, Next&& next) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int item = g0; item < n_items; item += step) {
+    float acc0 = 0.0f, acc1 = 0.0f;
+    for (int c = sub; c < chunks; c += group) {
+      const uint8_t* s = next();
+      gu.dot(item, c, s + gu.chunk(item, c, nullptr, false), acc0, acc1);
+    }
+    float v0 = lathe_warp_sum(acc0), v1 = lathe_warp_sum(acc1);
+    if (lathe_gemv_group_sum2(partial, parity, warp, group, sub, lane, v0, v1)) h[item] = lathe_swiglu(v0, v1);
+  }
+}
+
 template <class F, int C>
 __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const uint8_t* wu, long long row_bytes,
                                                        long long expert_bytes, const int* ids, const int8_t* xq,

@@ -119,15 +119,7 @@ __device__ __forceinline__ void lathe_moe_experts_body(const uint8_t* wg, const 
     slot = slot + 1 == LATHE_GEMV1_STAGES ? 0 : slot + 1;
     return s;
   };
-  for (int item = g0; item < n_items; item += gpb) {
-    float acc0 = 0.0f, acc1 = 0.0f;
-    for (int c = sub; c < chunks_gu; c += group) {
-      const uint8_t* s = next_landed();
-      gu.dot(item, c, s + gu.chunk(item, c, nullptr, false), acc0, acc1);
-    }
-    float v0 = lathe_warp_sum(acc0), v1 = lathe_warp_sum(acc1);
-    if (lathe_gemv_group_sum2(partial, parity, warp, group, sub, lane, v0, v1)) h[item] = lathe_swiglu(v0, v1);
-  }
+  lathe_moe_gu_items(gu, g0, n_items, gpb, group, sub, chunks_gu, h, partial, parity, next_landed);
 
   // The slot's blocks meet; then h_j's int8 form, the quantizer's bytes, in every block of the slot.
   lathe_grid_barrier(counts + j, static_cast<unsigned>(bps));
@@ -155,9 +147,19 @@ __device__ __forceinline__ void lathe_moe_experts_body(const uint8_t* wg, const 
   __syncthreads();
   if (last_of_part) {
     __threadfence();
+    // Every part's load in flight before the first add (a loop of load-then-add waits an L2 round
+    // trip a slot): 8 at a time, added in slot order.
     for (int o = o0 + static_cast<int>(threadIdx.x); o < o1; o += blockDim.x) {
       float sum = 0.0f;
-      for (int jj = 0; jj < top_k; ++jj) sum += __ldcg(parts + static_cast<long long>(jj) * n_out + o);
+      for (int j0 = 0; j0 < top_k; j0 += 8) {
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          v[i] = j0 + i < top_k ? __ldcg(parts + static_cast<long long>(j0 + i) * n_out + o) : 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          if (j0 + i < top_k) sum += v[i];
+      }
       out[o] = sum;
     }
     if (threadIdx.x == 0) counts[top_k + p] = 0;

@@ -198,15 +198,7 @@ __device__ __forceinline__ void lathe_moe_single_body(
     return s;
   };
   // Phase 1: gate/up and SwiGLU into h (global).
-  for (int item = g0_gu; item < n_items_gu; item += n_groups_gu) {
-    float acc0 = 0.0f, acc1 = 0.0f;
-    for (int c = sub_gu; c < chunks_gu; c += group_gu) {
-      const uint8_t* s = next_landed();
-      gu.dot(item, c, s + gu.chunk(item, c, nullptr, false), acc0, acc1);
-    }
-    float v0 = lathe_warp_sum(acc0), v1 = lathe_warp_sum(acc1);
-    if (lathe_gemv_group_sum2(partial, parity, warp, group_gu, sub_gu, lane, v0, v1)) h[item] = lathe_swiglu(v0, v1);
-  }
+  lathe_moe_gu_items(gu, g0_gu, n_items_gu, n_groups_gu, group_gu, sub_gu, chunks_gu, h, partial, parity, next_landed);
   // Every block's h is written; each down block quantizes all of it into shared memory (x's f32 copy is
   // dead), as the down kernel does.
   stamp(5);

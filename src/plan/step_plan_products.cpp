@@ -47,6 +47,18 @@ bool moe_one_launch_enabled() {
   return on;
 }
 
+// The kept experts dealt by slot (fusion rule experts_by_slot) where LATHE_MOE_BY_SLOT=1 (read once):
+// measured on the H200 (2026-12-03, docs/perf.md) it is correct but slower, alone (20.6 against 18.2
+// us a layer at qwen3-30b-a3b's shape) and more so in the step (the 30B's tg128 374 against 451-454);
+// the mark stays, honoured on ask.
+bool moe_by_slot_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("LATHE_MOE_BY_SLOT");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
 int64_t gemv_quantized_bytes(int64_t rows, int64_t k, kernels::Activations a) {
   return rows > kGemvRows ? 0 : kernels::quantized_activation_bytes(rows, k, a);
 }
@@ -401,7 +413,7 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
   const k::QuantizedOut hq = h_epilogue ? k::QuantizedOut{ubuf, a} : k::QuantizedOut{};
   const CUdeviceptr h_counts = p.moe_h_counts_.ptr(), hin = h_epilogue ? ubuf : gbuf;
   // experts_by_slot: gate/up and down in one launch dealt by slot, where its kernel takes the shapes.
-  const bool by_slot = three && p.fusion_.by_slot_mixtures.count(n.id) > 0 &&
+  const bool by_slot = three && moe_by_slot_enabled() && p.fusion_.by_slot_mixtures.count(n.id) > 0 &&
                        k::moe_experts_by_slot_applies(gate, up, down, a, rows, top_k);
   const CUdeviceptr slot_parts = by_slot ? scratch_ptr(gi, 7) : 0, slot_counts = p.moe_slot_counts_.ptr();
   auto experts = [=](CUstream s) {
