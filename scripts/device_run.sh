@@ -1431,7 +1431,7 @@ for part in "$@"; do
     stamped 30b-default $f -p 16 -n 128 -r 1 ;;
   i5)  # Q4_K's level reads without bank conflicts (see the list above)
     V="-DLATHE_GEMV1T_Q4K_FREE_READS=1"
-    for rep in 1 2; do
+    for rep in ${I5_REPS:-1 2}; do  # I5_REPS=1: one round, where device time is short
       for v in "" "$V"; do
         echo "== timing q4_K ${v:-default}"; LATHE_KERNEL_DEFINES="$v" LATHE_GEMV_TIMING_CASE=q4_K timeout 300 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "int8x2 +decode|FAILED"
         echo "== merged ${v:-default}"; LATHE_KERNEL_DEFINES="$v" timeout 300 $C/test_gemv_multi_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q4_K.*int8x2 +products|FAILED"
