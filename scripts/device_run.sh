@@ -378,6 +378,12 @@
 #           the by-slot test and timing, the 30B's check with it, tg128 with it and held back, twice
 #   j2      the 30B's decode stamped (LATHE_STAMPS) with the experts by slot (LATHE_MOE_BY_SLOT=1) and
 #           without
+#   k1      2026-12-03's twenty-seventh session: the SM and memory clocks, power and the clock event
+#           reasons nvidia-smi samples (every 100 ms) while lathe decodes 1,024 tokens of qwen3-8b Q4_K_M
+#           and Q8_0 and qwen3-0.6b Q8_0: whether the chains after a wait run at the clock assumed
+#   k2      the card probes (scripts/probes, built by its build.sh into build-dev/probe and carried in
+#           the pack or beside it): clusters resident and their barriers' cost, a launch edge's cost,
+#           the router's pick phase alone
 #   h6      (prepared in the twenty-fourth session, run in the twenty-fifth) the Q8_0 row walk timed
 #           without its chunks' arithmetic (LATHE_GEMV1_SKIP_MATH, a measuring knob, wrong sums: build
 #           with PREP_DEFINES=-DLATHE_GEMV1_SKIP_MATH=1): the q8_0 products alone, the merged ones, and
@@ -1429,6 +1435,17 @@ for part in "$@"; do
     echo "== 30b default"; tg_short $f
     with_env LATHE_MOE_BY_SLOT=1 stamped 30b-by-slot $f -p 16 -n 128 -r 1
     stamped 30b-default $f -p 16 -n 128 -r 1 ;;
+  k2)  # the card probes (see the list above)
+    for p in cluster_probe edge_probe pick_probe; do echo "== $p"; timeout 120 build-dev/probe/$p; done ;;
+  k1)  # the clocks while decoding (see the list above)
+    for spec in "qwen3-8b q4_k_m" "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      f=$(synth $spec); log=/tmp/clocks-${spec// /-}.csv
+      nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active --format=csv,noheader -lms 100 > $log &
+      mon=$!; sleep 0.5
+      echo "== $spec"; timeout 120 $L bench $f -p 16 -n 1024 -r 1 2>&1 | grep -E "tg1024|error" | sed 's/.*| tg/tg/'
+      kill $mon; wait $mon 2>/dev/null
+      echo "samples (sm MHz, mem MHz, W, C, reasons): count"; cut -d, -f1,2,3,4,5 $log | sed 's/ MHz//g; s/ W//g' | awk -F, '{printf "%s,%s,%d,%s,%s\n",$1,$2,$3/25*25,$4,$5}' | sort | uniq -c | sort -rn | head -8
+    done ;;
   i5)  # Q4_K's level reads without bank conflicts (see the list above)
     V="-DLATHE_GEMV1T_Q4K_FREE_READS=1"
     for rep in ${I5_REPS:-1 2}; do  # I5_REPS=1: one round, where device time is short

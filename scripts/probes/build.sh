@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds the card probes (scratch measurements of the H200 itself, not of Lathe: docs/perf.md, the
+# twenty-seventh session) into DIR (default build-dev/probe), with nvcc for sm_90.
+# Usage: scripts/probes/build.sh [DIR]; then run each binary alone on the device (device_run.sh k2).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+D=${1:-build-dev/probe}
+mkdir -p "$D"
+# pick_probe includes the library's common.cuh, whose typedefs (NVRTC has no <cstdint>) nvcc refuses
+grep -v '^typedef' src/kernels/common.cuh > "$D/common_local.cuh"
+for p in cluster_probe edge_probe pick_probe; do
+  nvcc -O3 -arch=sm_90 -std=c++17 -I"$D" scripts/probes/$p.cu -o "$D/$p"
+done
