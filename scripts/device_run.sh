@@ -384,6 +384,19 @@
 #   k2      the card probes (scripts/probes, built by its build.sh into build-dev/probe and carried in
 #           the pack or beside it): clusters resident and their barriers' cost, a launch edge's cost,
 #           the router's pick phase alone
+#   k3      the router's softmax beside its ranks in the route epilogue's pick phase (the same bits): the
+#           route epilogue's GPU tests, the pick phase alone (the probe), the 30B's check,
+#           its tg128 by build-dev/old (main at b3baf1f) and this build alternated twice, then stamped;
+#           and (prepared with PREP_DEFINES=-DLATHE_GEMV1_BEFORE_WAIT=2) tg128 of qwen3-8b and qwen3-0.6b
+#           Q8_0 with two of the ring's first fills asked for before the wait against one
+#   k4      two of the ring's first fills before the wait (-DLATHE_GEMV1_BEFORE_WAIT=2, k3: qwen3-8b Q8_0
+#           395.4 against 385.3 / 384.7): the decode and norm-epilogue GPU tests under it, then tg128
+#           alternated against one fill on every dense 8B and the 30B
+#   k5      (prepared, not run: the session's device time ran out) the norm epilogue's products with two
+#           first fills before the wait, every other product keeping one (build with PREP_DEFINES=
+#           -DLATHE_GEMV1_NORM_BEFORE_WAIT=2): the decode and norm-epilogue GPU tests under it, then tg128
+#           with it and without, alternated, on the dense Q8_0 8Bs, the 30B and Q4_K_M (whose products
+#           it must leave as they are)
 #   h6      (prepared in the twenty-fourth session, run in the twenty-fifth) the Q8_0 row walk timed
 #           without its chunks' arithmetic (LATHE_GEMV1_SKIP_MATH, a measuring knob, wrong sums: build
 #           with PREP_DEFINES=-DLATHE_GEMV1_SKIP_MATH=1): the q8_0 products alone, the merged ones, and
@@ -453,6 +466,19 @@ llama_side_by_side() {
     set -- $spec; f=$(synth $1 $2)
     echo "== lathe $1 $2"; timeout 200 $L bench $f -p 512 -n 128 -r 3 2>&1 | grep -E "pp512|tg128|error"
     echo "== llama.cpp $1 $2"; llama_bench $f -p 512 -n 128 -r 3
+  done
+}
+# A kernel define about when the ring's fills are asked for (the same bits): the decode and norm-
+# epilogue GPU tests under it, then tg128 without it and with it on the dense Q8_0 8Bs, Q4_K_M and the
+# 30B (k4, k5).
+fills_vs_default() {
+  local V=$1 t spec f v
+  for t in test_gemv_gpu test_norm_epilogue_gpu; do
+    echo "== $t $V"; LATHE_KERNEL_DEFINES="$V" timeout 150 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -4
+  done
+  for spec in "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-8b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0"; do
+    f=$(synth $spec)
+    for v in "" "$V"; do echo "== $spec ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
   done
 }
 # A command with the environment's assignments of its first word ("A=1 B=2", or empty) in a subshell.
@@ -1435,6 +1461,24 @@ for part in "$@"; do
     echo "== 30b default"; tg_short $f
     with_env LATHE_MOE_BY_SLOT=1 stamped 30b-by-slot $f -p 16 -n 128 -r 1
     stamped 30b-default $f -p 16 -n 128 -r 1 ;;
+  k5)  # the norm epilogue's two first fills (see the list above)
+    fills_vs_default "-DLATHE_GEMV1_NORM_BEFORE_WAIT=2" ;;
+  k4)  # two first fills before the wait (see the list above)
+    fills_vs_default "-DLATHE_GEMV1_BEFORE_WAIT=2" ;;
+  k3)  # the router's softmax beside its ranks (see the list above)
+    gpu_tests test_route_epilogue_gpu
+    [ -x build-dev/probe/pick_probe ] && { echo "== pick phase alone"; timeout 60 build-dev/probe/pick_probe; }
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30b"; timeout 150 $L check $f --steps 16 2>&1 | tail -3
+    for rep in 1 2; do
+      echo "== 30b old"; tg_old $f
+      echo "== 30b new"; tg_short $f
+    done
+    stamped 30b $f -p 16 -n 128 -r 1
+    for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      f=$(synth $spec)
+      for v in "" "-DLATHE_GEMV1_BEFORE_WAIT=2" ""; do echo "== $spec ${v:-B=1}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    done ;;
   k2)  # the card probes (see the list above)
     for p in cluster_probe edge_probe pick_probe; do echo "== $p"; timeout 120 build-dev/probe/$p; done ;;
   k1)  # the clocks while decoding (see the list above)

@@ -46,6 +46,15 @@
 #ifndef LATHE_GEMV1_L2_AFTER_X
 #define LATHE_GEMV1_L2_AFTER_X 0
 #endif
+// The norm epilogue's products (the row walk's ByBlock form, gemv_norm_epilogue.cuh) take their own
+// count, LATHE_GEMV1_NORM_BEFORE_WAIT: their x is always a copy of an int8 form made before them (the
+// attention's, gate/up's h), never normed or quantized in their prologue. Two fills a warp for every
+// product measured qwen3-8b Q8_0 385 -> 394 tok/s but qwen3-30b-a3b (whose q/k/v norm their x) 455 ->
+// 445 and Q4_K_M's tiles 509 -> 496 (docs/perf.md, twenty-seventh session); two for these products
+// alone is prepared (device_run.sh k5) and not yet measured, so the default stays one.
+#ifndef LATHE_GEMV1_NORM_BEFORE_WAIT
+#define LATHE_GEMV1_NORM_BEFORE_WAIT LATHE_GEMV1_BEFORE_WAIT
+#endif
 #define LATHE_GEMV1_LATE (LATHE_GEMV1_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || LATHE_GEMV1_L2_AFTER_X > 0)
 
 
@@ -609,7 +618,7 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   };
 
   // The loader runs STAGES - 1 chunks ahead along this warp's walk (nothing is filled past the end).
-  // early > 0: the ring's first LATHE_GEMV1_BEFORE_WAIT fills are issued BEFORE the programmatic-
+  // early > 0: the ring's first fills_first fills are issued BEFORE the programmatic-
   // launch wait (with B = STAGES - 1, lane i < early also asks L2 for the warp's (STAGES - 1 + i)-th
   // chunk), the rest once x's reads are asked for. early == 0 waits first.
   lathe_ring_init(mbar);
@@ -617,9 +626,10 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   if (early == 0) lathe_step_wait(grid);
   if (early == 0) LATHE_STAMP_AT(stamps, 1);
   const unsigned stage_a = lathe_smem_addr(stage);
+  constexpr int fills_first = ByBlock ? LATHE_GEMV1_NORM_BEFORE_WAIT : LATHE_GEMV1_BEFORE_WAIT;
   lathe_gemv1_walk<F, ByBlock> ld;
   start(ld);
-  for (int s = 0; s < LATHE_GEMV1_BEFORE_WAIT; ++s) {
+  for (int s = 0; s < fills_first; ++s) {
     if (ld.row < n_out) lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + s * LATHE_GEMV1_SLOT, mbar + 8 * s);
     ld.next(w, row_bytes, sub, group, step, n_chunks);
   }
@@ -638,7 +648,7 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   }
   if constexpr (Epi::kWarp) epi.after_wait();
   lathe_gemv1_stage_x<C>(sx, xq, xf, k, [&] {
-    for (int s = LATHE_GEMV1_BEFORE_WAIT; s < LATHE_GEMV1_STAGES - 1; ++s) {
+    for (int s = fills_first; s < LATHE_GEMV1_STAGES - 1; ++s) {
       if (ld.row < n_out) lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + s * LATHE_GEMV1_SLOT, mbar + 8 * s);
       ld.next(w, row_bytes, sub, group, step, n_chunks);
     }

@@ -170,27 +170,29 @@ struct lathe_route_epi {
     LATHE_STAMP_SLOT(3);  // (slot 3: s normed, the logits and their keys in shared memory)
     // The top k by the first warps (an expert a thread: its rank is the number of keys above its own,
     // keys being distinct), lathe_route_top_k_warp's bits: its softmax max and sum in its order, each
-    // pick's probability expf(l - max) / sum, their sum in pick order. The other warps form x's int8 form.
+    // pick's probability expf(l - max) / sum, their sum in pick order. The softmax is warp top_warps'
+    // while the ranks are counted (a pick's probability is the first thing that needs it), where the
+    // block has that warp and one more; the other warps form x's int8 form.
     const int top_warps = (n_expert + 31) >> 5;
+    const bool beside = top_warps + 2 <= n_warps;  // the softmax's own warp, and a warp left to quantize
+    const int soft_warp = beside ? top_warps : 0, pickers = 32 * (top_warps + (beside ? 1 : 0));
+    if (warp == soft_warp) {
+      float max, total_e;
+      lathe_route_softmax_warp(sl, n_expert, max, total_e);
+      if (lane == 0) {
+        max_sum[0] = max;
+        max_sum[1] = total_e;
+      }
+    }
     if (warp < top_warps) {
-      if (warp == 0) {
-        float max, total_e;
-        lathe_route_softmax_warp(sl, n_expert, max, total_e);
-        if (lane == 0) {
-          max_sum[0] = max;
-          max_sum[1] = total_e;
-        }
-      }
-      asm volatile("bar.sync 1, %0;\n" ::"r"(32 * top_warps) : "memory");
       const int e = threadIdx.x;
-      if (e < n_expert) {
-        const int rank = lathe_route_rank(keys, n_expert, keys[e]);
-        if (rank < top_k) {
-          pick_id[rank] = e;
-          pick_p[rank] = expf(sl[e] - max_sum[0]) / max_sum[1];
-        }
+      const int rank = e < n_expert ? lathe_route_rank(keys, n_expert, keys[e]) : top_k;
+      asm volatile("bar.sync 1, %0;\n" ::"r"(pickers) : "memory");  // max and sum in place
+      if (rank < top_k) {
+        pick_id[rank] = e;
+        pick_p[rank] = expf(sl[e] - max_sum[0]) / max_sum[1];
       }
-      asm volatile("bar.sync 1, %0;\n" ::"r"(32 * top_warps) : "memory");
+      asm volatile("bar.sync 2, %0;\n" ::"r"(32 * top_warps) : "memory");
       if (e < top_k) {
         float kept = 0.0f;
         for (int i = 0; i < top_k; ++i) kept += pick_p[i];
@@ -199,13 +201,16 @@ struct lathe_route_epi {
       }
       if (e == 0) LATHE_STAMP_SLOT(4);  // (slot 4: thread 0's pick written)
       if (e == 0) *count = 0;  // every block has counted: the next launch starts from zero
-    } else if (q1) {
+    } else {
+      if (beside && warp == soft_warp) asm volatile("bar.sync 1, %0;\n" ::"r"(pickers) : "memory");
       // 8 threads a 32-value block (lathe_quantize_block32_part: the quantizer's bytes); n_out % 128 == 0,
       // so each pass takes a warp's four blocks whole (its shuffles see every lane).
-      const int t = threadIdx.x - 32 * top_warps, n_t = 32 * (n_warps - top_warps), part = 4 * (t & 7);
-      for (int b = t >> 3; b < (n_out >> 5); b += n_t >> 3)
-        lathe_quantize_block32_part(*reinterpret_cast<const float4*>(sx + 32 * b + part), two_words,
-                                    q1 + 32 * b + part, q2 + 32 * b + part, ds + b);
+      const int first = 32 * (top_warps + (beside ? 1 : 0));
+      const int t = threadIdx.x - first, n_t = 32 * n_warps - first, part = 4 * (t & 7);
+      if (q1 && t >= 0)
+        for (int b = t >> 3; b < (n_out >> 5); b += n_t >> 3)
+          lathe_quantize_block32_part(*reinterpret_cast<const float4*>(sx + 32 * b + part), two_words,
+                                      q1 + 32 * b + part, q2 + 32 * b + part, ds + b);
     }
   }
 };
