@@ -55,7 +55,10 @@
 #ifndef LATHE_GEMV1_NORM_BEFORE_WAIT
 #define LATHE_GEMV1_NORM_BEFORE_WAIT LATHE_GEMV1_BEFORE_WAIT
 #endif
-#define LATHE_GEMV1_LATE (LATHE_GEMV1_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || LATHE_GEMV1_L2_AFTER_X > 0)
+// Whether any fill waits for x's reads (then x's staging calls late(), which issues them).
+#define LATHE_GEMV1_LATE                                 \
+  (LATHE_GEMV1_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 ||   \
+   LATHE_GEMV1_NORM_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || LATHE_GEMV1_L2_AFTER_X > 0)
 
 
 __device__ __forceinline__ void lathe_gemv1_cp16(void* smem, const void* g) {
