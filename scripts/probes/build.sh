@@ -6,8 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 D=${1:-build-dev/probe}
 mkdir -p "$D"
-# pick_probe includes the library's common.cuh, whose typedefs (NVRTC has no <cstdint>) nvcc refuses
-grep -v '^typedef' src/kernels/common.cuh > "$D/common_local.cuh"
+# pick_probe includes the library's router code (moe_route.cuh and what it builds on), whose typedefs
+# (NVRTC has no <cstdint>) nvcc refuses
+for f in common gemv_blocks moe_route; do grep -v '^typedef' src/kernels/$f.cuh; done > "$D/kernels_local.cuh"
 for p in cluster_probe edge_probe pick_probe; do
   nvcc -O3 -arch=sm_90 -std=c++17 -I"$D" scripts/probes/$p.cu -o "$D/$p"
 done

@@ -8,20 +8,8 @@
 #include <cstdio>
 #include <vector>
 namespace cg = cooperative_groups;
-#define CK(x)                                        \
-  do {                                               \
-    cudaError_t e = (x);                             \
-    if (e != cudaSuccess) {                          \
-      printf("%s: %s\n", #x, cudaGetErrorString(e)); \
-      return 1;                                      \
-    }                                                \
-  } while (0)
 
-__device__ __forceinline__ unsigned long long gtime() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+#include "probe.h"
 
 // Clusters of even rank in the grid ping (mode 0: cluster barrier rounds, all threads; mode 1: the
 // barrier then warp 0 reads the neighbour block's word over DSMEM, chained; mode 2: thread 0's chained
@@ -89,23 +77,30 @@ __global__ void probe(int mode, int rounds, int stream, const int4* __restrict__
   cl.sync();
 }
 
+// A launch of `blocks` blocks of 512 threads in clusters of `cs`, with `smem` bytes of dynamic shared
+// memory; `a` holds the cluster attribute the config points at.
+static cudaLaunchConfig_t cluster_launch(int blocks, int cs, int smem, cudaLaunchAttribute& a) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(512);
+  cfg.dynamicSmemBytes = smem;
+  a.id = cudaLaunchAttributeClusterDimension;
+  a.val.clusterDim.x = cs;
+  a.val.clusterDim.y = 1;
+  a.val.clusterDim.z = 1;
+  cfg.attrs = &a;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 int main() {
   int smem = 200 * 1024;
   CK(cudaFuncSetAttribute(probe, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   CK(cudaFuncSetAttribute(probe, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   int sizes[] = {1, 2, 4, 8, 16};
   for (int cs : sizes) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(cs * 16);
-    cfg.blockDim = dim3(512);
-    cfg.dynamicSmemBytes = smem;
-    cudaLaunchAttribute a[1];
-    a[0].id = cudaLaunchAttributeClusterDimension;
-    a[0].val.clusterDim.x = cs;
-    a[0].val.clusterDim.y = 1;
-    a[0].val.clusterDim.z = 1;
-    cfg.attrs = a;
-    cfg.numAttrs = 1;
+    cudaLaunchAttribute a;
+    const cudaLaunchConfig_t cfg = cluster_launch(cs * 16, cs, smem, a);
     int n = -1;
     cudaError_t e = cudaOccupancyMaxActiveClusters(&n, probe, &cfg);
     printf("cluster %2d, 512 threads, %d KB smem: max active clusters %d (%d SMs) %s\n", cs, smem / 1024, n, n * cs,
@@ -131,17 +126,8 @@ int main() {
     for (int stream = 0; stream < 2; ++stream)
       for (int mode = 0; mode < 3; ++mode) {
         int rounds = mode == 2 ? 2000 : 20000;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(nblk);
-        cfg.blockDim = dim3(512);
-        cfg.dynamicSmemBytes = smem;
-        cudaLaunchAttribute a[1];
-        a[0].id = cudaLaunchAttributeClusterDimension;
-        a[0].val.clusterDim.x = cs;
-        a[0].val.clusterDim.y = 1;
-        a[0].val.clusterDim.z = 1;
-        cfg.attrs = a;
-        cfg.numAttrs = 1;
+        cudaLaunchAttribute a;
+        const cudaLaunchConfig_t cfg = cluster_launch(nblk, cs, smem, a);
         cudaEvent_t e0, e1;
         cudaEventCreate(&e0);
         cudaEventCreate(&e1);

@@ -8,14 +8,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <vector>
-#define CK(x)                                        \
-  do {                                               \
-    cudaError_t e = (x);                             \
-    if (e != cudaSuccess) {                          \
-      printf("%s: %s\n", #x, cudaGetErrorString(e)); \
-      return 1;                                      \
-    }                                                \
-  } while (0)
+
+#include "probe.h"
 
 __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
   unsigned v;

@@ -10,16 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "common_local.cuh"  // src/kernels/common.cuh less its typedefs (build.sh makes it)
-__device__ __forceinline__ int lathe_route_rank(const unsigned long long* keys, int n, unsigned long long key) {
-  int r4[4] = {0, 0, 0, 0};
-  int f = 0;
-  for (; f + 4 <= n; f += 4)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) r4[j] += keys[f + j] > key ? 1 : 0;
-  for (; f < n; ++f) r4[0] += keys[f] > key ? 1 : 0;
-  return r4[0] + r4[1] + r4[2] + r4[3];
-}
+#include "kernels_local.cuh"  // common.cuh, gemv_blocks.cuh and moe_route.cuh less their typedefs (build.sh)
 
 // A general n's rank with its loads hoisted: 32 keys a round (16 loads of 16 bytes in flight), 8 counts.
 __device__ __forceinline__ int rank_hoisted(const unsigned long long* keys, int n, unsigned long long key) {
