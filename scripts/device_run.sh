@@ -392,6 +392,22 @@
 #   k4      two of the ring's first fills before the wait (-DLATHE_GEMV1_BEFORE_WAIT=2, k3: qwen3-8b Q8_0
 #           395.4 against 385.3 / 384.7): the decode and norm-epilogue GPU tests under it, then tg128
 #           alternated against one fill on every dense 8B and the 30B
+#   l1      2026-12-03's twenty-eighth session: the first fills before the wait by how x is staged (build
+#           with PREP_DEFINES="-DLATHE_GEMV1_NORM_BEFORE_WAIT=2;-DLATHE_GEMV1_COPY_BEFORE_WAIT=2"): the
+#           decode, merged and norm-epilogue GPU tests under the copy rule, then tg128 of the dense Q8_0
+#           8Bs with one fill (default), two for the norm epilogue's products (k5) and two for every
+#           product that copies x, rotated twice, each round after build-dev/old's (main at 4a87bd4: the
+#           default's machine code moved with the change, its counts the same)
+#   l2      the same three on qwen3-30b-a3b Q8_0, qwen3-8b Q4_K_M and qwen3-0.6b Q8_0 (which the rules
+#           should leave as they are), and qwen3-0.6b with the norm epilogue forced onto its 1,024-row o
+#           and down (LATHE_NORM_EPILOGUE=force: 32 blocks of 32 rows, the merged products after them
+#           copying x), with gate/up's output quantized by 32-row blocks forced (LATHE_GATE_UP_BY_BLOCK=
+#           force: 96 of 132 blocks own rows, down copying x), and both: the check with both, tg128 twice
+#   l3      the merged products that copy x with two first fills (LATHE_GEMVM_COPY_BEFORE_WAIT = 2, the new
+#           default): the decode, merged, norm-epilogue, persistent and lane GPU tests, the checks of
+#           qwen3-8b Q8_0 and Q4_K_M, then tg128 against build-dev/old (main at 4a87bd4) old / new / new
+#           / old on the dense 8Bs (and qwen3-8b Q8_0 at 4,096 of context), old / new on the 0.6B and
+#           the 30B (which the rule leaves as they are)
 #   k5      (prepared, not run: the session's device time ran out) the norm epilogue's products with two
 #           first fills before the wait, every other product keeping one (build with PREP_DEFINES=
 #           -DLATHE_GEMV1_NORM_BEFORE_WAIT=2): the decode and norm-epilogue GPU tests under it, then tg128
@@ -1461,6 +1477,46 @@ for part in "$@"; do
     echo "== 30b default"; tg_short $f
     with_env LATHE_MOE_BY_SLOT=1 stamped 30b-by-slot $f -p 16 -n 128 -r 1
     stamped 30b-default $f -p 16 -n 128 -r 1 ;;
+  l1|l2)  # the first fills by how x is staged (see the list above)
+    NORM2=-DLATHE_GEMV1_NORM_BEFORE_WAIT=2 COPY2=-DLATHE_GEMV1_COPY_BEFORE_WAIT=2
+    if [ $part = l1 ]; then
+      for t in test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu; do
+        echo "== $t copy rule"; LATHE_KERNEL_DEFINES="$COPY2" timeout 150 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -4
+      done
+      specs=("qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-8b q8_0")
+    else
+      specs=("qwen3-30b-a3b q8_0" "qwen3-8b q4_k_m" "qwen3-0.6b q8_0")
+    fi
+    for spec in "${specs[@]}"; do
+      f=$(synth $spec)
+      [ $part = l1 ] && { echo "== $spec old"; tg_old $f; }
+      for v in "" "$NORM2" "$COPY2"; do echo "== $spec ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    done
+    if [ $part = l2 ]; then
+      f=$(synth qwen3-0.6b q8_0)
+      both="LATHE_NORM_EPILOGUE=force LATHE_GATE_UP_BY_BLOCK=force"
+      echo "== check 0.6b both forced"; with_env "$both" timeout 120 $L check $f --steps 16 2>&1 | tail -2
+      for rep in 1 2; do
+        for v in "" LATHE_NORM_EPILOGUE=force LATHE_GATE_UP_BY_BLOCK=force "$both"; do
+          echo "== 0.6b ${v:-default}"; with_env "$v" tg_short $f
+        done
+      done
+    fi ;;
+  l3)  # the merged products' two first fills where x is a copy (see the list above)
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu test_persistent_step_gpu test_gpu_lane_gpu
+    for spec in "qwen3-8b q8_0" "qwen3-8b q4_k_m"; do
+      echo "== check $spec"; timeout 150 $L check $(synth $spec) --steps 16 2>&1 | tail -2
+    done
+    for spec in "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-8b q4_k_m" "qwen3-0.6b q8_0" "qwen3-30b-a3b q8_0"; do
+      f=$(synth $spec)
+      echo "== $spec old"; tg_old $f
+      echo "== $spec new"; tg_short $f
+      case $spec in *8b*) echo "== $spec new"; tg_short $f; echo "== $spec old"; tg_old $f ;; esac
+    done
+    f=$(synth qwen3-8b q8_0)
+    for b in build-dev/old/lathe $L $L build-dev/old/lathe; do
+      echo "== qwen3-8b q8_0 at 4096 $b"; timeout 150 $b bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | grep tg128
+    done ;;
   k5)  # the norm epilogue's two first fills (see the list above)
     fills_vs_default "-DLATHE_GEMV1_NORM_BEFORE_WAIT=2" ;;
   k4)  # two first fills before the wait (see the list above)

@@ -140,7 +140,7 @@ __device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, cons
                                                          int early, uint8_t* stage, unsigned mbar, uint8_t* sx,
                                                          int x_level_bytes, float2 (*partial)[LATHE_GEMV1_WARPS],
                                                          const lathe_grid* grid, StageX& stage_x,
-                                                         const float& xscale) {
+                                                         const float& xscale, bool formed) {
   const int lane = threadIdx.x & 31;
   const int units = k / F::unit_values, n_halves = (units + lathe_gemv1_half<F>::units - 1) / lathe_gemv1_half<F>::units;
   auto rows = [&](int item, const uint8_t*& ga, const uint8_t*& gb) {
@@ -152,13 +152,16 @@ __device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, cons
                                                     lathe_smem_addr(stage), mbar, {}};
   lathe_ring_init(mbar);
   if (!early) lathe_step_wait(grid);
-  ring.begin(LATHE_GEMV1_BEFORE_WAIT);
+  // (x normed in the prologue, formed: the forming products' count; copied: the copy's.)
+  auto fill = [&](int s) { ring.fill(s); };
+  ring.begin(0);
+  lathe_gemv1_fills_before<LATHE_GEMV1_BEFORE_WAIT, LATHE_GEMVM_COPY_BEFORE_WAIT>(formed, fill);
   if (early) {
     if (!LATHE_GEMV1_LATE && lane < early - 1) ring.prefetch(lane);
     lathe_step_wait(grid);
   }
   stage_x([&] {
-    ring.rest(LATHE_GEMV1_BEFORE_WAIT);
+    lathe_gemv1_fills_after<LATHE_GEMV1_BEFORE_WAIT, LATHE_GEMVM_COPY_BEFORE_WAIT>(formed, fill);
     if (lane < LATHE_GEMV1_L2_AFTER_X) ring.prefetch(lane);
   });
   ring.run(lathe_smem_addr(sx), k, lathe_smem_addr(sx + x_level_bytes), partial,
@@ -372,14 +375,14 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     if constexpr (lathe_gemvm_list<FA, FB>::mixed) {
       if (L.is_b(0)) {
         lathe_gemvm_swiglu_pairs<FB, C>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx, x_level_bytes,
-                                        partial, grid, stage_x, xscale);
+                                        partial, grid, stage_x, xscale, nx != nullptr);
         if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
         LATHE_STAMP_END(stamps, w0, n_items, k);
         return;
       }
     }
     lathe_gemvm_swiglu_pairs<FA, C>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx, x_level_bytes, partial,
-                                    grid, stage_x, xscale);
+                                    grid, stage_x, xscale, nx != nullptr);
     if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
     LATHE_STAMP_END(stamps, w0, n_items, k);
     return;
@@ -398,8 +401,9 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       ld_item += D.step;
     }
   };
-  for (int s = 0; s < LATHE_GEMV1_BEFORE_WAIT; ++s) fill(s);
-  // The ring's first LATHE_GEMV1_BEFORE_WAIT fills requested (gemv_decode.cuh); with all of them,
+  lathe_gemv1_fills_before<LATHE_GEMV1_BEFORE_WAIT, LATHE_GEMVM_COPY_BEFORE_WAIT>(nx != nullptr, fill);
+  // The ring's first fills requested (gemv_decode.cuh: the forming count where the prologue norms x,
+  // nx, the copy's where x is copied); with all of them,
   // lane i < early - 1 asks L2 for the warp's chunk i past the ring. Then wait for the kernel that
   // wrote x, stage x and, once its reads are asked for, the ring's other fills.
   // Lane i < n asks L2 for the warp's chunk i past the ring (the loader's walk i steps on).
@@ -427,7 +431,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     lathe_step_wait(grid);
   }
   stage_x([&] {
-    for (int s = LATHE_GEMV1_BEFORE_WAIT; s < LATHE_GEMV1_STAGES - 1; ++s) fill(s);
+    lathe_gemv1_fills_after<LATHE_GEMV1_BEFORE_WAIT, LATHE_GEMVM_COPY_BEFORE_WAIT>(nx != nullptr, fill);
     prefetch_past_ring(LATHE_GEMV1_L2_AFTER_X);
   });
 

@@ -7,6 +7,7 @@
 #include "runtime/cuda_api.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -118,7 +119,13 @@ MergedShape merged_shape(const WeightMatrix* w, int n, bool swiglu, int64_t sm_c
 // widest block sets the launch's time. Measured on the H200 (docs/perf.md, 2026-12-01): qwen3-8b's
 // 12,288 rows (96 a block either way) gain; llama3-8b's 14,336 (128 against 112) and qwen3-0.6b's
 // 3,072 (96 blocks of 32 rows for 132 SMs) would lose, so they stay dealt.
+// LATHE_GATE_UP_BY_BLOCK=force drops the balance (a measuring knob: qwen3-0.6b's 96 row blocks,
+// 36 blocks idle); =0 refuses every shape. Read at each call.
 bool by_block_balanced(int64_t n_items, int group, int64_t sm_count) {
+  const char* v = std::getenv("LATHE_GATE_UP_BY_BLOCK");
+  const std::string mode = v ? v : "";
+  if (mode == "0") return false;
+  if (mode == "force") return n_items % 32 == 0;
   const int64_t per_block = kWarps / group;
   const int64_t blocks = std::min(sm_count, (n_items + per_block - 1) / per_block);
   const int64_t dealt = per_block * ((n_items + blocks * per_block - 1) / (blocks * per_block));
