@@ -397,7 +397,8 @@
 #           decode, merged and norm-epilogue GPU tests under the copy rule, then tg128 of the dense Q8_0
 #           8Bs with one fill (default), two for the norm epilogue's products (k5) and two for every
 #           product that copies x, rotated twice, each round after build-dev/old's (main at 4a87bd4: the
-#           default's machine code moved with the change, its counts the same)
+#           default's machine code moved with the change, its counts the same). (Run at ab7b850; the
+#           row walk's LATHE_GEMV1_COPY_BEFORE_WAIT is gone since: l1 and l2 found nothing for it.)
 #   l2      the same three on qwen3-30b-a3b Q8_0, qwen3-8b Q4_K_M and qwen3-0.6b Q8_0 (which the rules
 #           should leave as they are), and qwen3-0.6b with the norm epilogue forced onto its 1,024-row o
 #           and down (LATHE_NORM_EPILOGUE=force: 32 blocks of 32 rows, the merged products after them
@@ -407,7 +408,20 @@
 #           default): the decode, merged, norm-epilogue, persistent and lane GPU tests, the checks of
 #           qwen3-8b Q8_0 and Q4_K_M, then tg128 against build-dev/old (main at 4a87bd4) old / new / new
 #           / old on the dense 8Bs (and qwen3-8b Q8_0 at 4,096 of context), old / new on the 0.6B and
-#           the 30B (which the rule leaves as they are)
+#           the 30B (which the rule leaves as they are); Q4_K_M with its tiles' two first fills
+#           (-DLATHE_GEMV1T_BEFORE_WAIT=2) against the new default; the 0.6B stamped by default and with
+#           the norm epilogue and gate/up's quantizing form forced (l2: both lose 6-7%, more than their
+#           narrower streams explain)
+#   l4      whether the merged products' two-way branch (x normed: one fill, copied: two) costs the
+#           products that norm x (l3: qwen3-0.6b 1,370 -> 1,302): the default (one fill, one run) against
+#           -DLATHE_GEMVM_COPY_BEFORE_WAIT=2, alternated twice on qwen3-0.6b, qwen3-8b and llama3-8b Q8_0,
+#           between two runs of build-dev/old (main at 4a87bd4)
+#   l5      the merged products' _copy kernels (x a copy: LATHE_GEMVM_COPY_BEFORE_WAIT = 2 first fills
+#           before the wait, compiled as kernels of their own; the norming ones keep one): the GPU tests
+#           of the decode, merged, norm-epilogue, persistent and lane paths, the checks of qwen3-8b Q8_0
+#           and Q4_K_M, llama3-8b and qwen3-0.6b, then tg128 against build-dev/old (main at 4a87bd4) old /
+#           new / new / old on the dense models, old / new on the 30B
+#   l6      l5's 30B again, old / new / new / old (l5 ran old first after writing the checkpoint)
 #   k5      (prepared, not run: the session's device time ran out) the norm epilogue's products with two
 #           first fills before the wait, every other product keeping one (build with PREP_DEFINES=
 #           -DLATHE_GEMV1_NORM_BEFORE_WAIT=2): the decode and norm-epilogue GPU tests under it, then tg128
@@ -496,6 +510,22 @@ fills_vs_default() {
     f=$(synth $spec)
     for v in "" "$V"; do echo "== $spec ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
   done
+}
+# tg128 of each SPEC ("shape type") by build-dev/old's lathe and this one: old / new / new / old, or
+# old / new where ROUNDS=1.
+old_new() {
+  local spec f
+  for spec in "$@"; do
+    f=$(synth $spec)
+    echo "== $spec old"; tg_old $f
+    echo "== $spec new"; tg_short $f
+    [ "${ROUNDS:-2}" = 1 ] || { echo "== $spec new"; tg_short $f; echo "== $spec old"; tg_old $f; }
+  done
+}
+# lathe check of each SPEC, 16 steps: its last two lines.
+checks_of() {
+  local spec
+  for spec in "$@"; do echo "== check $spec"; timeout 150 $L check $(synth $spec) --steps 16 2>&1 | tail -2; done
 }
 # A command with the environment's assignments of its first word ("A=1 B=2", or empty) in a subshell.
 with_env() { ( [ -n "$1" ] && export $1; shift; "$@" ); }
@@ -1504,19 +1534,37 @@ for part in "$@"; do
     fi ;;
   l3)  # the merged products' two first fills where x is a copy (see the list above)
     gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu test_persistent_step_gpu test_gpu_lane_gpu
-    for spec in "qwen3-8b q8_0" "qwen3-8b q4_k_m"; do
-      echo "== check $spec"; timeout 150 $L check $(synth $spec) --steps 16 2>&1 | tail -2
+    checks_of "qwen3-8b q8_0" "qwen3-8b q4_k_m"
+    old_new "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-8b q4_k_m"
+    ROUNDS=1 old_new "qwen3-0.6b q8_0" "qwen3-30b-a3b q8_0"
+    f=$(synth qwen3-8b q4_k_m)
+    for v in -DLATHE_GEMV1T_BEFORE_WAIT=2 "" -DLATHE_GEMV1T_BEFORE_WAIT=2; do
+      echo "== qwen3-8b q4_k_m ${v:-new}"; LATHE_KERNEL_DEFINES="$v" tg_short $f
     done
-    for spec in "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-8b q4_k_m" "qwen3-0.6b q8_0" "qwen3-30b-a3b q8_0"; do
-      f=$(synth $spec)
-      echo "== $spec old"; tg_old $f
-      echo "== $spec new"; tg_short $f
-      case $spec in *8b*) echo "== $spec new"; tg_short $f; echo "== $spec old"; tg_old $f ;; esac
-    done
+    f=$(synth qwen3-0.6b q8_0)
+    stamped 0.6b-default $f -p 16 -n 128 -r 1
+    with_env "LATHE_NORM_EPILOGUE=force LATHE_GATE_UP_BY_BLOCK=force" stamped 0.6b-forced $f -p 16 -n 128 -r 1
     f=$(synth qwen3-8b q8_0)
     for b in build-dev/old/lathe $L $L build-dev/old/lathe; do
       echo "== qwen3-8b q8_0 at 4096 $b"; timeout 150 $b bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | grep tg128
     done ;;
+  l4)  # the merged products' two-way branch (see the list above)
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0" "llama3-8b q8_0"; do
+      f=$(synth $spec)
+      echo "== $spec old"; tg_old $f
+      for v in "" -DLATHE_GEMVM_COPY_BEFORE_WAIT=2 -DLATHE_GEMVM_COPY_BEFORE_WAIT=2 ""; do
+        echo "== $spec ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $f
+      done
+      echo "== $spec old"; tg_old $f
+    done ;;
+  l5)  # the merged products' _copy kernels (see the list above)
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu test_persistent_step_gpu test_gpu_lane_gpu
+    checks_of "qwen3-8b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0" "qwen3-0.6b q8_0"
+    old_new "qwen3-0.6b q8_0" "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-8b q4_k_m"
+    ROUNDS=1 old_new "qwen3-30b-a3b q8_0" ;;
+  l6)  # the 30B under l5's build, alternated (see the list above)
+    f=$(synth qwen3-30b-a3b q8_0)
+    for b in old new new old; do echo "== 30b $b"; if [ $b = old ]; then tg_old $f; else tg_short $f; fi; done ;;
   k5)  # the norm epilogue's two first fills (see the list above)
     fills_vs_default "-DLATHE_GEMV1_NORM_BEFORE_WAIT=2" ;;
   k4)  # two first fills before the wait (see the list above)

@@ -46,56 +46,30 @@
 #ifndef LATHE_GEMV1_L2_AFTER_X
 #define LATHE_GEMV1_L2_AFTER_X 0
 #endif
-// Products whose x is a copy of an int8 form made before them (staged by cp.async, not normed or
-// quantized in their prologue) take their own counts:
-//   LATHE_GEMVM_COPY_BEFORE_WAIT  the merged products' (gemv_multi.cuh: q/k/v and gate/up after a norm
-//                                 epilogue), 2: nothing before them but a product;
-//   LATHE_GEMV1_COPY_BEFORE_WAIT  the row walk's (o after the attention, the router's o, the output
-//                                 product), 1;
-//   LATHE_GEMV1_NORM_BEFORE_WAIT  the norm epilogue's (the row walk's ByBlock form: o and down), 1.
-// Measured on the H200 (docs/perf.md, twenty-seventh and twenty-eighth sessions), tg128: two fills for
+// Products whose x is always a copy of an int8 form made before them (staged by cp.async, never normed
+// or quantized in their prologue) take their own counts:
+//   LATHE_GEMV1_NORM_BEFORE_WAIT  the norm epilogue's (the row walk's ByBlock form,
+//                                 gemv_norm_epilogue.cuh: o and down), 1;
+//   LATHE_GEMVM_COPY_BEFORE_WAIT  the merged products' _copy kernels (gemv_multi.cuh: q/k/v and gate/up
+//                                 after a norm epilogue), 2: nothing before them but a product.
+// Measured on the H200, tg128 (docs/perf.md, twenty-seventh and twenty-eighth sessions): two fills for
 // every product qwen3-8b Q8_0 385 -> 394 but qwen3-30b-a3b (q/k/v norm their x) 455 -> 445 and Q4_K_M's
-// tiles 509 -> 496; two for every copying product qwen3-8b 391 -> 396, llama3-8b 399 -> 408, but
-// qwen3-0.6b 1,372 -> 1,332 (its o after the attention: its fills queue beside the attention's reads,
-// as the twentieth session found); two for the norm epilogue's alone 391 -> 391.5.
+// tiles 509 -> 496; two for every product that copies x qwen3-8b 391 -> 396 but qwen3-0.6b 1,372 ->
+// 1,332 (its o, after the attention: o's fills queue beside the attention's reads, as the twentieth
+// session found); two for the norm epilogue's alone 391 -> 391.5; two for the merged products that
+// copy x qwen3-8b 393.9 -> 397.7, llama3-8b 407.3 -> 412.1. Chosen in the kernel from nx (a branch
+// between two unrolled runs) that cost qwen3-0.6b 1,350 -> 1,313, whose merged products all norm x: so
+// the merged products take their count at compile time, each a kernel of its own.
+#ifndef LATHE_GEMV1_NORM_BEFORE_WAIT
+#define LATHE_GEMV1_NORM_BEFORE_WAIT LATHE_GEMV1_BEFORE_WAIT
+#endif
 #ifndef LATHE_GEMVM_COPY_BEFORE_WAIT
 #define LATHE_GEMVM_COPY_BEFORE_WAIT 2
 #endif
-#ifndef LATHE_GEMV1_COPY_BEFORE_WAIT
-#define LATHE_GEMV1_COPY_BEFORE_WAIT LATHE_GEMV1_BEFORE_WAIT
-#endif
-#ifndef LATHE_GEMV1_NORM_BEFORE_WAIT
-#define LATHE_GEMV1_NORM_BEFORE_WAIT LATHE_GEMV1_COPY_BEFORE_WAIT
-#endif
 // Whether any fill waits for x's reads (then x's staging calls late(), which issues them).
 #define LATHE_GEMV1_LATE                                                                                  \
-  (LATHE_GEMV1_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || LATHE_GEMVM_COPY_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || \
-   LATHE_GEMV1_COPY_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || LATHE_GEMV1_NORM_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || \
-   LATHE_GEMV1_L2_AFTER_X > 0)
-
-// fill(s) for the ring's slots s in [0, F) (before the wait) or [F, STAGES - 1) (after x's reads),
-// F = Formed where x is formed in the prologue and Copied where it is copied: a branch between two
-// unrolled runs, one run where the counts are the same.
-template <int Formed, int Copied, class Fill>
-__device__ __forceinline__ void lathe_gemv1_fills_before(bool formed, Fill&& fill) {
-  if (Formed == Copied || formed) {
-#pragma unroll
-    for (int s = 0; s < Formed; ++s) fill(s);
-  } else {
-#pragma unroll
-    for (int s = 0; s < Copied; ++s) fill(s);
-  }
-}
-template <int Formed, int Copied, class Fill>
-__device__ __forceinline__ void lathe_gemv1_fills_after(bool formed, Fill&& fill) {
-  if (Formed == Copied || formed) {
-#pragma unroll
-    for (int s = Formed; s < LATHE_GEMV1_STAGES - 1; ++s) fill(s);
-  } else {
-#pragma unroll
-    for (int s = Copied; s < LATHE_GEMV1_STAGES - 1; ++s) fill(s);
-  }
-}
+  (LATHE_GEMV1_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || LATHE_GEMV1_NORM_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || \
+   LATHE_GEMVM_COPY_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || LATHE_GEMV1_L2_AFTER_X > 0)
 
 
 __device__ __forceinline__ void lathe_gemv1_cp16(void* smem, const void* g) {
@@ -658,7 +632,7 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   };
 
   // The loader runs STAGES - 1 chunks ahead along this warp's walk (nothing is filled past the end).
-  // early > 0: the ring's first fills (fills_formed or fills_copied) are issued BEFORE the programmatic-
+  // early > 0: the ring's first fills_first fills are issued BEFORE the programmatic-
   // launch wait (with B = STAGES - 1, lane i < early also asks L2 for the warp's (STAGES - 1 + i)-th
   // chunk), the rest once x's reads are asked for. early == 0 waits first.
   lathe_ring_init(mbar);
@@ -666,18 +640,13 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   if (early == 0) lathe_step_wait(grid);
   if (early == 0) LATHE_STAMP_AT(stamps, 1);
   const unsigned stage_a = lathe_smem_addr(stage);
-  // The fills before the wait: the norm epilogue's count (ByBlock: x always a copy), else the copy's
-  // or, where x is quantized in the prologue (xf), the forming products' count.
-  constexpr int fills_formed = ByBlock ? LATHE_GEMV1_NORM_BEFORE_WAIT : LATHE_GEMV1_BEFORE_WAIT;
-  constexpr int fills_copied = ByBlock ? LATHE_GEMV1_NORM_BEFORE_WAIT : LATHE_GEMV1_COPY_BEFORE_WAIT;
-  const bool formed = xf != nullptr;
+  constexpr int fills_first = ByBlock ? LATHE_GEMV1_NORM_BEFORE_WAIT : LATHE_GEMV1_BEFORE_WAIT;
   lathe_gemv1_walk<F, ByBlock> ld;
   start(ld);
-  auto fill = [&](int s) {
+  for (int s = 0; s < fills_first; ++s) {
     if (ld.row < n_out) lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + s * LATHE_GEMV1_SLOT, mbar + 8 * s);
     ld.next(w, row_bytes, sub, group, step, n_chunks);
-  };
-  lathe_gemv1_fills_before<fills_formed, fills_copied>(formed, fill);
+  }
   // Lane i < n asks L2 for the warp's (STAGES - 1 + i)-th chunk (the dealt walk only: measuring knobs).
   auto prefetch_past_ring = [&](int n) {
     if constexpr (ByBlock) return;
@@ -693,7 +662,10 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   }
   if constexpr (Epi::kWarp) epi.after_wait();
   lathe_gemv1_stage_x<C>(sx, xq, xf, k, [&] {
-    lathe_gemv1_fills_after<fills_formed, fills_copied>(formed, fill);
+    for (int s = fills_first; s < LATHE_GEMV1_STAGES - 1; ++s) {
+      if (ld.row < n_out) lathe_ring_fill_walk<F>(ld, ld.n_units(units), stage_a + s * LATHE_GEMV1_SLOT, mbar + 8 * s);
+      ld.next(w, row_bytes, sub, group, step, n_chunks);
+    }
     prefetch_past_ring(LATHE_GEMV1_L2_AFTER_X);
   });
   LATHE_STAMP_AT(stamps, 2);

@@ -200,17 +200,14 @@ __device__ __forceinline__ void lathe_gemv1_pair_body(const uint8_t* w, long lon
   // reads are asked for (gemv_decode.cuh). early == 0 waits first.
   lathe_ring_init(mbar);
   if (early == 0) lathe_step_wait(grid);
-  // (x quantized in the prologue, xf: the forming products' count; copied: the copy's.)
-  auto fill = [&](int s) { ring.fill(s); };
-  ring.begin(0);
-  lathe_gemv1_fills_before<LATHE_GEMV1_BEFORE_WAIT, LATHE_GEMV1_COPY_BEFORE_WAIT>(xf != nullptr, fill);
+  ring.begin(LATHE_GEMV1_BEFORE_WAIT);
   if (early > 0) {
     if (!LATHE_GEMV1_LATE && lane < early) ring.prefetch(lane);
     lathe_step_wait(grid);
   }
   LATHE_STAMP_AT(stamps, 1);
   lathe_gemv1_stage_x<C>(sx, xq, xf, k, [&] {
-    lathe_gemv1_fills_after<LATHE_GEMV1_BEFORE_WAIT, LATHE_GEMV1_COPY_BEFORE_WAIT>(xf != nullptr, fill);
+    ring.rest(LATHE_GEMV1_BEFORE_WAIT);
     if (lane < LATHE_GEMV1_L2_AFTER_X) ring.prefetch(lane);
   });
   LATHE_STAMP_AT(stamps, 2);

@@ -133,14 +133,15 @@ __device__ __forceinline__ float lathe_gemvm_chunk_dot(const uint8_t* s, int uni
 }
 
 // gate and up (one format F, rows rb bytes apart) with the SwiGLU, as paired products: item o is row o
-// of gate (A) and of up (B). stage_x() stages x for every warp (after the programmatic-launch wait).
-template <class F, int C, class StageX, class Deal>
+// of gate (A) and of up (B). stage_x() stages x for every warp (after the programmatic-launch wait);
+// Fills of the ring's first fills are asked for before the wait.
+template <class F, int C, int Fills, class StageX, class Deal>
 __device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, const uint8_t* wu, float* y, long long rb,
                                                          int k, int group, int sub, const Deal& D,
                                                          int early, uint8_t* stage, unsigned mbar, uint8_t* sx,
                                                          int x_level_bytes, float2 (*partial)[LATHE_GEMV1_WARPS],
                                                          const lathe_grid* grid, StageX& stage_x,
-                                                         const float& xscale, bool formed) {
+                                                         const float& xscale) {
   const int lane = threadIdx.x & 31;
   const int units = k / F::unit_values, n_halves = (units + lathe_gemv1_half<F>::units - 1) / lathe_gemv1_half<F>::units;
   auto rows = [&](int item, const uint8_t*& ga, const uint8_t*& gb) {
@@ -152,16 +153,13 @@ __device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, cons
                                                     lathe_smem_addr(stage), mbar, {}};
   lathe_ring_init(mbar);
   if (!early) lathe_step_wait(grid);
-  // (x normed in the prologue, formed: the forming products' count; copied: the copy's.)
-  auto fill = [&](int s) { ring.fill(s); };
-  ring.begin(0);
-  lathe_gemv1_fills_before<LATHE_GEMV1_BEFORE_WAIT, LATHE_GEMVM_COPY_BEFORE_WAIT>(formed, fill);
+  ring.begin(Fills);
   if (early) {
     if (!LATHE_GEMV1_LATE && lane < early - 1) ring.prefetch(lane);
     lathe_step_wait(grid);
   }
   stage_x([&] {
-    lathe_gemv1_fills_after<LATHE_GEMV1_BEFORE_WAIT, LATHE_GEMVM_COPY_BEFORE_WAIT>(formed, fill);
+    ring.rest(Fills);
     if (lane < LATHE_GEMV1_L2_AFTER_X) ring.prefetch(lane);
   });
   ring.run(lathe_smem_addr(sx), k, lathe_smem_addr(sx + x_level_bytes), partial,
@@ -214,7 +212,11 @@ struct lathe_gemvm_tiles {
   __device__ __forceinline__ void finish(uint8_t*) const {}
 };
 
-template <class FA, class FB, int C, bool ByBlock = false, bool Tiles = false>
+// Fills: the ring's first fills asked for before the programmatic-launch wait (gemv_decode.cuh), the
+// kernel's own count: LATHE_GEMV1_BEFORE_WAIT where x is normed in the prologue (or may be),
+// LATHE_GEMVM_COPY_BEFORE_WAIT in the _copy kernels, whose x is always a copy. (A count chosen at run
+// time from nx, a branch between two unrolled runs, cost the norming products: docs/perf.md, l4.)
+template <class FA, class FB, int C, bool ByBlock = false, bool Tiles = false, int Fills = LATHE_GEMV1_BEFORE_WAIT>
 __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0,
                                                  float* y1, float* y2, long long rb0, long long rb1, long long rb2,
                                                  int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq,
@@ -374,15 +376,15 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   if (swiglu == 2) {  // the launcher asks for pairs only where gate and up share a format
     if constexpr (lathe_gemvm_list<FA, FB>::mixed) {
       if (L.is_b(0)) {
-        lathe_gemvm_swiglu_pairs<FB, C>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx, x_level_bytes,
-                                        partial, grid, stage_x, xscale, nx != nullptr);
+        lathe_gemvm_swiglu_pairs<FB, C, Fills>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx, x_level_bytes,
+                                        partial, grid, stage_x, xscale);
         if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
         LATHE_STAMP_END(stamps, w0, n_items, k);
         return;
       }
     }
-    lathe_gemvm_swiglu_pairs<FA, C>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx, x_level_bytes, partial,
-                                    grid, stage_x, xscale, nx != nullptr);
+    lathe_gemvm_swiglu_pairs<FA, C, Fills>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx, x_level_bytes, partial,
+                                    grid, stage_x, xscale);
     if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
     LATHE_STAMP_END(stamps, w0, n_items, k);
     return;
@@ -401,9 +403,8 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       ld_item += D.step;
     }
   };
-  lathe_gemv1_fills_before<LATHE_GEMV1_BEFORE_WAIT, LATHE_GEMVM_COPY_BEFORE_WAIT>(nx != nullptr, fill);
-  // The ring's first fills requested (gemv_decode.cuh: the forming count where the prologue norms x,
-  // nx, the copy's where x is copied); with all of them,
+  for (int s = 0; s < Fills; ++s) fill(s);
+  // The ring's first Fills fills requested (gemv_decode.cuh); with all of them,
   // lane i < early - 1 asks L2 for the warp's chunk i past the ring. Then wait for the kernel that
   // wrote x, stage x and, once its reads are asked for, the ring's other fills.
   // Lane i < n asks L2 for the warp's chunk i past the ring (the loader's walk i steps on).
@@ -431,7 +432,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     lathe_step_wait(grid);
   }
   stage_x([&] {
-    lathe_gemv1_fills_after<LATHE_GEMV1_BEFORE_WAIT, LATHE_GEMVM_COPY_BEFORE_WAIT>(nx != nullptr, fill);
+    for (int s = Fills; s < LATHE_GEMV1_STAGES - 1; ++s) fill(s);
     prefetch_past_ring(LATHE_GEMV1_L2_AFTER_X);
   });
 
@@ -481,25 +482,27 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   LATHE_STAMP_END(stamps, w0, n_items, k);
 }
 
-// Kernels lathe_gemvm_<FA>[_<FB>]_<contract>: one format for every segment, or Q4_K with Q6_K segments
-// (Q4_K_M checkpoints mix them). Segments past the count have n = 0. Each in two forms of one
-// parameter list: dealt (qout unused), and _quantizing (by block, gate/up's output quantized into
-// qout in its epilogue).
-#define LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, SUFFIX, BY_BLOCK)                                                \
+// Kernels lathe_gemvm_<FA>[_<FB>]_<contract>[_quantizing][_copy]: one format for every segment, or Q4_K
+// with Q6_K segments (Q4_K_M checkpoints mix them). Segments past the count have n = 0. Each in four
+// forms of one parameter list: dealt (qout unused) or _quantizing (by block, gate/up's output quantized
+// into qout in its epilogue), each also as _copy (x always a copy of an int8 form: xq, or xq and
+// xparts after a norm epilogue; nx unused), which asks for LATHE_GEMVM_COPY_BEFORE_WAIT of the ring's
+// first fills before the wait instead of LATHE_GEMV1_BEFORE_WAIT.
+#define LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, SUFFIX, BY_BLOCK, FILLS)                                         \
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_##NAME##_##CNAME##SUFFIX( \
       const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
       long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
       int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
       int8_t* qout, const float* xparts, int n_parts) {                                                          \
-    lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C, BY_BLOCK>(w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0,  \
-                                                                      n1, n2, b_mask, swiglu, xq, k, group,      \
-                                                                      early, nx, ny, nw, eps, nsum,              \
-                                                                      BY_BLOCK ? qout : nullptr, xparts,         \
-                                                                      n_parts);                                  \
+    lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C, BY_BLOCK, false, FILLS>(                             \
+        w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2, b_mask, swiglu, xq, k, group, early, nx, ny, nw, eps, \
+        nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts);                                                       \
   }
-#define LATHE_GEMVM_KERNEL(NAME, FA, FB, C, CNAME)        \
-  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, , false)       \
-  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _quantizing, true)
+#define LATHE_GEMVM_KERNEL(NAME, FA, FB, C, CNAME)                                     \
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, , false, LATHE_GEMV1_BEFORE_WAIT)           \
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _quantizing, true, LATHE_GEMV1_BEFORE_WAIT) \
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _copy, false, LATHE_GEMVM_COPY_BEFORE_WAIT) \
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _quantizing_copy, true, LATHE_GEMVM_COPY_BEFORE_WAIT)
 
 #define LATHE_GEMVM_CONTRACTS(NAME, FA, FB)    \
   LATHE_GEMVM_KERNEL(NAME, FA, FB, 1, int8)    \
