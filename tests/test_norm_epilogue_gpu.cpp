@@ -11,8 +11,10 @@
 //     largest (x's levels quantized before the norm's factor, and the squares summed in another
 //     order: a level moves where that rounding crosses a half step, as between the norm prologue and
 //     add_rms_norm).
-// Then which shapes the launcher takes unforced, and the timing at qwen3-8b's shapes: o then gate/up,
-// and down then q/k/v, each pair in a graph.
+// Each case in both forms: the rows by 32-row blocks (LATHE_NORM_EPILOGUE=force) and dealt one by one
+// (=dealt: each 32-row block quantized by its last writer, whose counts must be left zero). Then which
+// shapes the launcher takes unforced, and the timing at qwen3-8b's shapes: o then gate/up, and down
+// then q/k/v, each pair in a graph.
 #include "kernels/gemv_launch.h"
 #include "kernels/gemv_multi_launch.h"
 #include "kernels/norm_epilogue_launch.h"
@@ -71,12 +73,13 @@ void merged(const std::vector<WeightMatrix>& ws, bool swiglu, Activations a, con
     gemv_multi_norm(ws.data(), static_cast<int>(ws.size()), a, np, b.ptrs.data(), s);
 }
 
-// The fused pair: the product pw with the norm epilogue (residual, sum, weight, h's form, parts), then
-// the merged products copying h's form and multiplying by the norm's factor.
+// The fused pair: the product pw with the norm epilogue (residual, sum, weight, h's form, parts, the
+// dealt form's counts), then the merged products copying h's form and multiplying by the norm's factor.
 void fused_pair(const WeightMatrix& pw, const std::vector<WeightMatrix>& ws, bool swiglu, Activations a, CUdeviceptr xq,
                 CUdeviceptr resid, CUdeviceptr sum, CUdeviceptr w, CUdeviceptr hq, CUdeviceptr parts, const Buffers& b,
-                CUstream s) {
+                CUstream s, CUdeviceptr count = 0) {
   NormEpilogue e;
+  e.count = count;
   e.resid = resid;
   e.sum = sum;
   e.norm_w = w;
@@ -98,9 +101,9 @@ struct TilesSetting {
   ~TilesSetting() { set_decode_tiles(before); }
 };
 
-TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
-  LATHE_NEED_GPU();
-  ASSERT_TRUE(forced);
+void matches_the_held_back_form(const char* form) {
+  ASSERT_EQ(setenv("LATHE_NORM_EPILOGUE", form, 1), 0);
+  const bool dealt = std::string(form) == "dealt";
   cuda::Stream s;
   std::mt19937 rng(71);
   const Case cases[] = {
@@ -113,8 +116,8 @@ TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
       {GgmlType::Q4_K, GgmlType::Q8_0, 8192, 4096, true},    // blocks owning two 32-row blocks
       {GgmlType::Q4_K, GgmlType::Q4_K, 4096, 14336, false},  // llama3-8b Q4_K_M's down (56 units: rows, tiles or not)
   };
-  std::printf("norm epilogue: merged outputs' normalized difference from the held-back form (bound %.0e)\n",
-              kBoundOutputs);
+  std::printf("norm epilogue (%s): merged outputs' normalized difference from the held-back form (bound %.0e)\n",
+              dealt ? "rows dealt" : "by 32-row blocks", kBoundOutputs);
   for (const Case& c : cases) {
     const int64_t n = c.n_embd;
     const std::vector<uint8_t> pb = random_matrix(c.producer, n, c.k, rng);
@@ -134,7 +137,8 @@ TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
     // Q4_K and Q6_K producers also with the tiles (gemv_decode_tiles.cuh) on: held back and fused both
     // take them.
     const bool tile_format = c.producer == GgmlType::Q4_K || c.producer == GgmlType::Q6_K;
-    for (int tiles = 0; tiles <= (tile_format ? 1 : 0); ++tiles)
+    // (The dealt form walks rows: where the tiles take the product it is not taken.)
+    for (int tiles = 0; tiles <= (tile_format && !dealt ? 1 : 0); ++tiles)
     for (Activations a : {Activations::int8, Activations::int8x2}) {
       const TilesSetting tiles_on(tiles == 1);
       ASSERT_TRUE(norm_epilogue_applies(pw, a)) << ggml_type_name(c.producer) << " " << n << " x " << c.k;
@@ -159,9 +163,18 @@ TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
       for (int rep = 0; rep < 2; ++rep) {
         DeviceBuffer sum1(static_cast<size_t>(n * 4)), hq(static_cast<size_t>(quantized_activation_bytes(1, n, a))),
             parts(static_cast<size_t>(blocks * 4));
+        const int64_t count_bytes = norm_epilogue_count_bytes(pw, a);
+        ASSERT_EQ(count_bytes, dealt ? 4 * (n / 32) : 0);
+        DeviceBuffer count(static_cast<size_t>(std::max<int64_t>(count_bytes, 4)));
+        count.zero();
         const Buffers b1 = outputs(ws, c.swiglu);
-        fused_pair(pw, ws, c.swiglu, a, xq.ptr(), rd.ptr(), sum1.ptr(), wd.ptr(), hq.ptr(), parts.ptr(), b1, s.handle());
+        fused_pair(pw, ws, c.swiglu, a, xq.ptr(), rd.ptr(), sum1.ptr(), wd.ptr(), hq.ptr(), parts.ptr(), b1, s.handle(),
+                   dealt ? count.ptr() : 0);
         s.synchronize();
+        if (dealt) {
+          const std::vector<uint32_t> left = download<uint32_t>(count, static_cast<size_t>(n / 32));
+          EXPECT_EQ(left, std::vector<uint32_t>(left.size(), 0u)) << "the counts, left zero for the next launch";
+        }
         sums[rep] = download(sum1, static_cast<size_t>(n));
         forms[rep] = download<uint8_t>(hq, static_cast<size_t>(quantized_activation_bytes(1, n, a)));
         for (size_t i = 0; i < b1.outs.size(); ++i) got[rep].push_back(download(b1.outs[i], static_cast<size_t>(outs[i])));
@@ -210,19 +223,32 @@ TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
         }
         worst = std::max(worst, diff / std::max(scale, 1e-30));
       }
-      std::printf("  %-5s %5lld x %5lld -> %-5s %s %-6s (%lld blocks)%s: %.2e\n",
+      std::printf("  %-5s %5lld x %5lld -> %-5s %s %-6s (%lld parts)%s: %.2e\n",
                   std::string(ggml_type_name(c.producer)).c_str(), static_cast<long long>(n), static_cast<long long>(c.k),
                   std::string(ggml_type_name(c.consumer)).c_str(), c.swiglu ? "gate/up" : "q/k/v  ",
                   std::string(activations_name(a)).c_str(), static_cast<long long>(blocks), tiles ? " tiles" : "", worst);
       EXPECT_LE(worst, kBoundOutputs) << ggml_type_name(c.producer) << " " << n << " x " << c.k;
     }
   }
+  ASSERT_EQ(setenv("LATHE_NORM_EPILOGUE", "force", 1), 0);  // as the other tests run
+}
+
+TEST(NormEpilogueGpu, MatchesTheProductThenTheNormPrologue) {
+  LATHE_NEED_GPU();
+  ASSERT_TRUE(forced);
+  matches_the_held_back_form("force");
+}
+
+TEST(NormEpilogueGpu, DealtMatchesTheProductThenTheNormPrologue) {
+  LATHE_NEED_GPU();
+  matches_the_held_back_form("dealt");
 }
 
 // Which shapes the launcher takes without forcing: those whose rows dealt by 32-row blocks load no
 // block more than dealing them one by one (the 8B's 4,096 rows: 128 blocks of 32, against 32 dealt);
 // not qwen3-0.6b's 1,024 (32 blocks of 32 rows for the whole card), nor a width that is not whole
-// 32-row blocks, nor the f32 contract. LATHE_NORM_EPILOGUE=0 refuses every shape.
+// 32-row blocks, nor the f32 contract. LATHE_NORM_EPILOGUE=dealt takes the 0.6B's rows dealt one by
+// one (unless the tiles take the product), =0 no shape at all.
 TEST(NormEpilogueGpu, TakesTheBalancedShapes) {
   LATHE_NEED_GPU();
   ASSERT_EQ(setenv("LATHE_NORM_EPILOGUE", "1", 1), 0);
@@ -231,9 +257,18 @@ TEST(NormEpilogueGpu, TakesTheBalancedShapes) {
   EXPECT_TRUE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 4096, 4096}, a));   // qwen3-8b's o
   EXPECT_TRUE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 4096, 12288}, a));  // its down
   EXPECT_TRUE(norm_epilogue_applies(WeightMatrix{GgmlType::Q6_K, any, 4096, 14336}, a));  // llama3-8b's down
+  EXPECT_EQ(norm_epilogue_count_bytes(WeightMatrix{GgmlType::Q8_0, any, 4096, 4096}, a), 0);  // by 32-row blocks
   EXPECT_FALSE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 1024, 2048}, a));  // qwen3-0.6b's o
   EXPECT_FALSE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 4080, 4096}, a));  // not whole 32-row blocks
   EXPECT_FALSE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 4096, 4096}, Activations::f32));
+  ASSERT_EQ(setenv("LATHE_NORM_EPILOGUE", "dealt", 1), 0);
+  EXPECT_TRUE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 1024, 2048}, a));  // qwen3-0.6b's o, dealt
+  EXPECT_EQ(norm_epilogue_count_bytes(WeightMatrix{GgmlType::Q8_0, any, 1024, 2048}, a), 4 * 32);
+  EXPECT_EQ(norm_epilogue_blocks(WeightMatrix{GgmlType::Q8_0, any, 1024, 2048}, a), 32);
+  {
+    const TilesSetting tiles_on(true);
+    EXPECT_FALSE(norm_epilogue_applies(WeightMatrix{GgmlType::Q4_K, any, 1024, 4096}, a));  // the tiles take it
+  }
   ASSERT_EQ(setenv("LATHE_NORM_EPILOGUE", "0", 1), 0);
   EXPECT_FALSE(norm_epilogue_applies(WeightMatrix{GgmlType::Q8_0, any, 4096, 4096}, a));
   ASSERT_EQ(setenv("LATHE_NORM_EPILOGUE", "force", 1), 0);  // as the other tests run

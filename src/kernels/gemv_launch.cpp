@@ -303,6 +303,7 @@ DecodeTiles set_decode_tiles(DecodeTiles tiles) {
 }
 
 int64_t set_quantizing_row_max_k(int64_t k) { return std::exchange(g_quantizing_row_max_k, k); }
+int64_t quantizing_row_max_k() { return g_quantizing_row_max_k; }
 
 int decode_early_requests() {
   static const int forced = [] {

@@ -67,6 +67,7 @@ bool gemv_quantizing_row(const WeightMatrix& w, Activations a, CUdeviceptr x, CU
 // The widest row gemv_quantizing_row takes (default 8192); returns the limit before. For tests and
 // measurements; not thread-safe against concurrent calls.
 int64_t set_quantizing_row_max_k(int64_t k);
+int64_t quantizing_row_max_k();
 
 // Whether the dense decode products stream Q8_0 weights with an L2 evict-first policy (their _q8_0_ef_
 // kernels, decode_stream.h's dense_kernel_format; default false): for the launches made from now on (a

@@ -26,14 +26,19 @@
 
 #define LATHE_NORM_EPI_ROWS 128  // a block's rows at most: four 32-row blocks (the launcher keeps to it)
 
-struct lathe_norm_epi {
-  static constexpr bool kWarp = true;
+// What both forms of the epilogue write, and from what: the residual and the sum [n_out], the norm's
+// weight, h's int8 form (q2 used when two_words) and the parts.
+struct lathe_norm_epi_out {
   const float *resid, *norm_w;
   float* sum;
   int8_t *q1, *q2;
   float4* ds;
   int two_words;
   float* parts;
+};
+
+struct lathe_norm_epi : lathe_norm_epi_out {
+  static constexpr bool kWarp = true;
   int n_out;
   float* sv;   // [LATHE_NORM_EPI_ROWS]: the block's rows' values, slot i for row lathe_gemv1_block_row(i)
   float* sq;   // [LATHE_NORM_EPI_ROWS / 32]: each 32-row block's sum of squares
@@ -94,7 +99,7 @@ __device__ __forceinline__ void lathe_gemv1_norm_body(const uint8_t* w, long lon
                                                       const float* norm_w, int8_t* q1, int8_t* q2, float4* ds,
                                                       int two_words, float* parts) {
   __shared__ float rows_kept[LATHE_NORM_EPI_ROWS], squares[LATHE_NORM_EPI_ROWS / 32];
-  lathe_norm_epi epi{resid, norm_w, sum, q1, q2, ds, two_words, parts, n_out, rows_kept, squares, 0.0f, 0.0f};
+  lathe_norm_epi epi{{resid, norm_w, sum, q1, q2, ds, two_words, parts}, n_out, rows_kept, squares, 0.0f, 0.0f};
   lathe_gemv1_row_walk<F, C, true>(w, row_bytes, xq, epi, k, n_out, group, early, nullptr, nullptr);
 }
 
@@ -115,6 +120,71 @@ LATHE_GEMV1_NORM_KERNEL(q4_k, 1, int8)
 LATHE_GEMV1_NORM_KERNEL(q4_k, 2, int8x2)
 LATHE_GEMV1_NORM_KERNEL(q6_k, 1, int8)
 LATHE_GEMV1_NORM_KERNEL(q6_k, 2, int8x2)
+
+// The same epilogue with the rows dealt one by one (the row walk's dealt form, every block streaming),
+// for widths whose 32-row blocks are too few for the SMs (qwen3-0.6b's 1,024 rows: 32 blocks of 132).
+// The warp that finishes row o writes s = y + resid to sum[o], then counts it in its 32-row block's
+// count (count[o / 32], zero before the launch); the warp whose count is the block's 32nd reads the
+// block's 32 values of s back (L2), quantizes h = s * w (lane i row i) and writes the block's sum of
+// squares to parts[o / 32] (n_out / 32 parts, lane order: deterministic), and leaves the count zero
+// for the next launch. So s is the plain product's row sums plus resid, the same bits as the held-back
+// form where that product walks rows one by one; the parts are another grouping of the squares.
+struct lathe_norm_epi_dealt : lathe_norm_epi_out {
+  static constexpr bool kWarp = true;
+  unsigned* count;
+  __device__ __forceinline__ void before_wait(int, int, int) const {}
+  __device__ __forceinline__ void after_wait() const {}
+  __device__ __forceinline__ void row(int o, float v) const {
+    const int lane = threadIdx.x & 31;
+    unsigned seen = 0;
+    if (lane == 0) {
+      sum[o] = v + resid[o];
+      __threadfence();  // s before its count
+      seen = atomicAdd(count + (o >> 5), 1u);
+    }
+    if (__shfl_sync(0xffffffffu, seen, 0) != 31) return;
+    __threadfence();  // every other row's s, counted, before their reads
+    const int r = (o & ~31) + lane;
+    const float s = __ldcg(sum + r);
+    lathe_quantize_block32(s * norm_w[r], r, two_words, q1, q2, ds);
+    const float ss = lathe_warp_sum(s * s);
+    if (lane == 0) {
+      parts[o >> 5] = ss;
+      count[o >> 5] = 0;  // all 32 rows counted: no other warp touches it in this launch
+    }
+  }
+  __device__ __forceinline__ void finish(uint8_t*) const {}
+};
+
+template <class F, int C>
+__device__ __forceinline__ void lathe_gemv1_normd_body(const uint8_t* w, long long row_bytes, const int8_t* xq, int k,
+                                                       int n_out, int group, int early, const float* resid,
+                                                       float* sum, const float* norm_w, int8_t* q1, int8_t* q2,
+                                                       float4* ds, int two_words, float* parts, unsigned* count,
+                                                       const float* xf) {
+  lathe_norm_epi_dealt epi{{resid, norm_w, sum, q1, q2, ds, two_words, parts}, count};
+  lathe_gemv1_row_walk<F, C>(w, row_bytes, xq, epi, k, n_out, group, early, xf, nullptr);
+}
+
+// Kernels lathe_gemv1_normd_<format>_<contract>: lathe_gemv1_norm_*'s parameters, the counts, and xf:
+// where not 0, x's f32 row, quantized by every block as the plain decode kernel's quantizing row.
+#define LATHE_GEMV1_NORMD_KERNEL(FMT, C, CNAME)                                                                   \
+  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemv1_normd_##FMT##_##CNAME(      \
+      const uint8_t* w, long long row_bytes, const int8_t* xq, int k, int n_out, int group, int early,            \
+      const float* resid, float* sum, const float* norm_w, int8_t* q1, int8_t* q2, float4* ds, int two_words,    \
+      float* parts, unsigned* count, const float* xf) {                                                         \
+    lathe_gemv1_normd_body<lathe_gemv1_##FMT, C>(w, row_bytes, xq, k, n_out, group, early, resid, sum, norm_w, q1, \
+                                                 q2, ds, two_words, parts, count, xf);                           \
+  }
+
+LATHE_GEMV1_NORMD_KERNEL(q8_0, 1, int8)
+LATHE_GEMV1_NORMD_KERNEL(q8_0, 2, int8x2)
+LATHE_GEMV1_NORMD_KERNEL(q8_0_ef, 1, int8)
+LATHE_GEMV1_NORMD_KERNEL(q8_0_ef, 2, int8x2)
+LATHE_GEMV1_NORMD_KERNEL(q4_k, 1, int8)
+LATHE_GEMV1_NORMD_KERNEL(q4_k, 2, int8x2)
+LATHE_GEMV1_NORMD_KERNEL(q6_k, 1, int8)
+LATHE_GEMV1_NORMD_KERNEL(q6_k, 2, int8x2)
 
 // Q4_K's and Q6_K's products on tensor cores (gemv_decode_tiles.cuh) with the same epilogue: the tiles are halves
 // of the block's own 32-row blocks, item i rows lathe_gemv1_block_row(16 i) ... (group: unused, the
@@ -148,7 +218,7 @@ __device__ __forceinline__ void lathe_gemv1t_norm_body(const LatheTileMap* wm, c
                                                        int two_words, float* parts) {
   extern __shared__ uint4 lathe_gemv1_smem[];
   __shared__ float rows_kept[LATHE_NORM_EPI_ROWS], squares[LATHE_NORM_EPI_ROWS / 32];
-  lathe_norm_epi epi{resid, norm_w, sum, q1, q2, ds, two_words, parts, n_out, rows_kept, squares, 0.0f, 0.0f};
+  lathe_norm_epi epi{{resid, norm_w, sum, q1, q2, ds, two_words, parts}, n_out, rows_kept, squares, 0.0f, 0.0f};
   lathe_gemv1t_norm_tiles tiles{epi, wm, n_out, k / 256};
   uint8_t* sx = lathe_gemv1t_x<F>(lathe_gemv1_smem);
   lathe_gemv1t_run<F, C>(tiles, [&](auto&& late) { lathe_gemv1_stage_x<C>(sx, xq, nullptr, k, late); }, k, early);

@@ -176,6 +176,13 @@ void StepPlan::Builder::assign_norm_epilogues() {
     std::vector<int>& slots = group_scratch[static_cast<size_t>(gn)];
     norm_epi_parts[gn] = static_cast<int>(slots.size());
     slots.push_back(scratch(gn, 4 * kernels::norm_epilogue_blocks(w, o.activations)));
+    // The dealt form's counts: one set for every such launch (each leaves it zero; they run in order),
+    // sized before any launch is emitted (the launches capture its address).
+    const size_t counts = static_cast<size_t>(kernels::norm_epilogue_count_bytes(w, o.activations));
+    if (p.norm_counts_.bytes() < counts) {
+      p.norm_counts_ = cuda::DeviceBuffer(counts, "norm epilogue counts");
+      p.norm_counts_.zero();
+    }
     for (int r : {slots.front(), slots.back()})
       scratch_requests[static_cast<size_t>(r)].first = std::min(scratch_requests[static_cast<size_t>(r)].first, go);
     const int out = g.nodes[static_cast<size_t>(add)].output;

@@ -104,6 +104,7 @@ class StepPlan {
   cuda::DeviceBuffer tickets_;  // the decode attention's, zero between launches (attention_launch.h)
   cuda::DeviceBuffer moe_sync_;  // the one-launch mixture's barriers, the wide router's count: zero between launches
   cuda::DeviceBuffer moe_h_counts_;  // gate/up's counts of h's blocks (moe_launch.h): zero between launches
+  cuda::DeviceBuffer norm_counts_;  // the dealt norm epilogue's counts (norm_epilogue_launch.h): zero between launches
   cuda::DeviceBuffer moe_slot_counts_;  // the experts by slot's counts (moe_launch.h): zero between launches
   CUdeviceptr tokens_ = 0, positions_ = 0, sequences_ = 0;
   std::vector<std::pair<std::string, std::pair<CUdeviceptr, int64_t>>> outputs_;  // name -> (ptr, values)

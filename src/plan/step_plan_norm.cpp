@@ -65,10 +65,13 @@ void StepPlan::Builder::emit_norm_epilogue(const graph::Node& n, int gi, bool qu
   e.norm_w = ptr(norm.find(ModKind::weighted_by)->args[0].tensor);
   e.x_q = k::QuantizedOut{scratch_ptr(gn, 0), a};
   e.parts = scratch_ptr(gn, norm_epi_parts.at(gn));
+  if (k::norm_epilogue_count_bytes(w, a) > 0) e.count = p.norm_counts_.ptr();
   const CUdeviceptr xp = ptr(x.id), q = scratch_ptr(gi, 0);
+  const bool in_row = quantize && k::norm_epilogue_quantizes_row(w, a) && xp % 16 == 0;
   add(fmt::format("gemv {} {} [1 x {}] . [{} x {}]^T with the sum and the norm's weighting in its epilogue",
                   k::activations_name(a), ggml_type_name(w.type), kk, w.n_out, kk),
       n, [=](CUstream s) {
+        if (in_row) return k::gemv_norm_epilogue(w, a, 0, e, s, xp);  // every block quantizes x's row
         if (quantize) k::quantize_activations(xp, 1, kk, a, q, s);
         k::gemv_norm_epilogue(w, a, q, e, s);
       });
