@@ -430,6 +430,9 @@
 #           kernels' instructions unchanged, by nvdisasm). Run with the dealt form the default there;
 #           it lost 4% and is now taken only with LATHE_NORM_EPILOGUE=dealt, so on this build run l7
 #           as LATHE_NORM_EPILOGUE=dealt scripts/device_run.sh l7
+#   l8      (prepared, not run: no device time was left) the landed build's norm-epilogue (both forms, the
+#           shapes it takes) and lane GPU tests, alone
+#           (a pack of those two binaries and the kernel library: the session's last device seconds)
 #   k5      (prepared, not run: the session's device time ran out) the norm epilogue's products with two
 #           first fills before the wait, every other product keeping one (build with PREP_DEFINES=
 #           -DLATHE_GEMV1_NORM_BEFORE_WAIT=2): the decode and norm-epilogue GPU tests under it, then tg128
@@ -1578,6 +1581,8 @@ for part in "$@"; do
     checks_of "qwen3-0.6b q8_0" "qwen3-0.6b q4_k_m"
     old_new "qwen3-0.6b q8_0"
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" ;;
+  l8)  # the landed build's norm-epilogue and lane tests (see the list above)
+    gpu_tests test_norm_epilogue_gpu test_gpu_lane_gpu ;;
   k5)  # the norm epilogue's two first fills (see the list above)
     fills_vs_default "-DLATHE_GEMV1_NORM_BEFORE_WAIT=2" ;;
   k4)  # two first fills before the wait (see the list above)
