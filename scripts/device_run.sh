@@ -433,7 +433,7 @@
 #   l8      (prepared, not run: no device time was left) the landed build's norm-epilogue (both forms, the
 #           shapes it takes) and lane GPU tests, alone
 #           (a pack of those two binaries and the kernel library: the session's last device seconds)
-#   k5      (prepared, not run: the session's device time ran out) the norm epilogue's products with two
+#   k5      (not run as such: l1 ran it in the twenty-eighth session) the norm epilogue's products with two
 #           first fills before the wait, every other product keeping one (build with PREP_DEFINES=
 #           -DLATHE_GEMV1_NORM_BEFORE_WAIT=2): the decode and norm-epilogue GPU tests under it, then tg128
 #           with it and without, alternated, on the dense Q8_0 8Bs, the 30B and Q4_K_M (whose products
