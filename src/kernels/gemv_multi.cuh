@@ -376,15 +376,15 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   if (swiglu == 2) {  // the launcher asks for pairs only where gate and up share a format
     if constexpr (lathe_gemvm_list<FA, FB>::mixed) {
       if (L.is_b(0)) {
-        lathe_gemvm_swiglu_pairs<FB, C, Fills>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx, x_level_bytes,
-                                        partial, grid, stage_x, xscale);
+        lathe_gemvm_swiglu_pairs<FB, C, Fills>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx,
+                                               x_level_bytes, partial, grid, stage_x, xscale);
         if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
         LATHE_STAMP_END(stamps, w0, n_items, k);
         return;
       }
     }
-    lathe_gemvm_swiglu_pairs<FA, C, Fills>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx, x_level_bytes, partial,
-                                    grid, stage_x, xscale);
+    lathe_gemvm_swiglu_pairs<FA, C, Fills>(w0, w1, y0, rb0, k, group, sub, D, early, stage, mbar, sx, x_level_bytes,
+                                           partial, grid, stage_x, xscale);
     if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
     LATHE_STAMP_END(stamps, w0, n_items, k);
     return;

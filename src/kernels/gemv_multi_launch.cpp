@@ -201,7 +201,8 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
     }
   // The row kernels' _copy forms where x is always a copy (no norm in the prologue): their own count of
   // first fills before the wait (gemv_multi.cuh). The tiles keep theirs.
-  const std::string form = std::string(quantize_in_epilogue ? "_quantizing" : "") + (tile_items == 0 && !in_prologue ? "_copy" : "");
+  const std::string form =
+      std::string(quantize_in_epilogue ? "_quantizing" : "") + (tile_items == 0 && !in_prologue ? "_copy" : "");
   cuda::launch(kernel(name + form), {grid, 1, 1}, {32 * kWarps, 1, 1},
                shared, stream, std::move(args),
                made   ? "launching a merged decode GEMV scaling its rows by the norm's factor"

@@ -122,7 +122,8 @@ LATHE_GEMV1_NORM_KERNEL(q6_k, 1, int8)
 LATHE_GEMV1_NORM_KERNEL(q6_k, 2, int8x2)
 
 // The same epilogue with the rows dealt one by one (the row walk's dealt form, every block streaming),
-// for widths whose 32-row blocks are too few for the SMs (qwen3-0.6b's 1,024 rows: 32 blocks of 132).
+// for widths whose 32-row blocks are too few for the SMs (qwen3-0.6b's 1,024 rows: 32 blocks of 132);
+// taken only with LATHE_NORM_EPILOGUE=dealt (qwen3-0.6b measured 4% slower with it: docs/perf.md).
 // The warp that finishes row o writes s = y + resid to sum[o], then counts it in its 32-row block's
 // count (count[o / 32], zero before the launch); the warp whose count is the block's 32nd reads the
 // block's 32 values of s back (L2), quantizes h = s * w (lane i row i) and writes the block's sum of

@@ -30,7 +30,7 @@ Mode mode_from_environment() {
 
 struct Shape {
   DecodeGemvLaunch l;
-  unsigned blocks = 0;  // by block: min(the decode launch's blocks, the 32-row blocks); dealt: the decode launch's
+  unsigned blocks = 0;  // by block: min(the decode launch's blocks, the 32-row blocks); dealt: the launch's
   int64_t owned = 0;    // the most 32-row blocks a block owns (by block)
   bool dealt = false;   // rows dealt one by one, each 32-row block quantized by its last writer
 };
@@ -55,6 +55,14 @@ bool shape_of(const WeightMatrix& w, Activations a, Shape& s) {
   return s.dealt || (mode == Mode::usual && balanced);
 }
 
+// The shape of a launch the caller was told is taken (norm_epilogue_applies).
+Shape shape_taken(const WeightMatrix& w, Activations a) {
+  Shape s;
+  if (!shape_of(w, a, s))
+    internal_fail("the norm epilogue does not take {} [{} x {}]", ggml_type_name(w.type), w.n_out, w.k);
+  return s;
+}
+
 }  // namespace
 
 bool norm_epilogue_applies(const WeightMatrix& w, Activations a) {
@@ -63,15 +71,12 @@ bool norm_epilogue_applies(const WeightMatrix& w, Activations a) {
 }
 
 int64_t norm_epilogue_blocks(const WeightMatrix& w, Activations a) {
-  Shape s;
-  if (!shape_of(w, a, s)) internal_fail("the norm epilogue does not take {} [{} x {}]", ggml_type_name(w.type), w.n_out, w.k);
+  const Shape s = shape_taken(w, a);
   return s.dealt ? w.n_out / 32 : s.blocks;
 }
 
 int64_t norm_epilogue_count_bytes(const WeightMatrix& w, Activations a) {
-  Shape s;
-  if (!shape_of(w, a, s)) internal_fail("the norm epilogue does not take {} [{} x {}]", ggml_type_name(w.type), w.n_out, w.k);
-  return s.dealt ? 4 * (w.n_out / 32) : 0;
+  return shape_taken(w, a).dealt ? 4 * (w.n_out / 32) : 0;
 }
 
 bool norm_epilogue_quantizes_row(const WeightMatrix& w, Activations a) {
@@ -81,9 +86,7 @@ bool norm_epilogue_quantizes_row(const WeightMatrix& w, Activations a) {
 
 void gemv_norm_epilogue(const WeightMatrix& w, Activations a, CUdeviceptr xq, const NormEpilogue& e,
                         CUstream stream, CUdeviceptr x_f32) {
-  Shape s;
-  if (!shape_of(w, a, s))
-    internal_fail("the norm epilogue does not take {} [{} x {}]", ggml_type_name(w.type), w.n_out, w.k);
+  const Shape s = shape_taken(w, a);
   LATHE_CHECK(xq % 16 == 0 && e.sum % 16 == 0 && e.norm_w % 16 == 0 && e.parts % 16 == 0 && e.resid % 4 == 0);
   LATHE_CHECK(e.resid != 0 && e.x_q.q != 0 && e.x_q.a == a);
   const QuantizedPointers qp = quantized_pointers(e.x_q, 1, w.n_out);
@@ -96,9 +99,11 @@ void gemv_norm_epilogue(const WeightMatrix& w, Activations a, CUdeviceptr xq, co
     LATHE_CHECK(e.count != 0 && e.count % 4 == 0);
     LATHE_CHECK(x_f32 == 0 || (x_f32 % 16 == 0 && norm_epilogue_quantizes_row(w, a)));
     CUdeviceptr count = e.count, xf = x_f32;
-    const std::string name = std::string("lathe_gemv1_normd_") + dense_kernel_format(w.type) + "_" + std::string(activations_name(a));
+    const std::string name =
+        std::string("lathe_gemv1_normd_") + dense_kernel_format(w.type) + "_" + std::string(activations_name(a));
     cuda::launch(kernel(name), {s.blocks, 1, 1}, {512, 1, 1}, static_cast<unsigned>(s.l.shared_bytes), stream,
-                 {&wp, &row_bytes, &x, &k, &n_out, &mode, &early, &resid, &sum, &nw, &q1, &q2, &ds, &two, &parts, &count, &xf},
+                 {&wp, &row_bytes, &x, &k, &n_out, &mode, &early, &resid, &sum, &nw, &q1, &q2, &ds, &two, &parts,
+                  &count, &xf},
                  "launching a decode product with the sum and the norm's weighting in its epilogue, its rows dealt");
     return;
   }
