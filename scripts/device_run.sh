@@ -433,6 +433,12 @@
 #   l8      (prepared, not run: no device time was left) the landed build's norm-epilogue (both forms, the
 #           shapes it takes) and lane GPU tests, alone
 #           (a pack of those two binaries and the kernel library: the session's last device seconds)
+#   m1      the attention's rope prologue with its head and norm weights in registers (the weights read
+#           before the wait) and the merged products' norm prologue with its factor on the rows' sums
+#           (h = s w quantized at once, the block sum off x's path): the attention, rope, merged,
+#           norm-epilogue, persistent and lane GPU tests, the checks of qwen3-0.6b, qwen3-8b and
+#           qwen3-30b-a3b Q8_0, tg128 against build-dev/old (main at b8728ed) old / new / new / old on
+#           qwen3-0.6b, old / new on the 8Bs and the 30B, and the 0.6B stamped
 #   k5      (not run as such: l1 ran it in the twenty-eighth session) the norm epilogue's products with two
 #           first fills before the wait, every other product keeping one (build with PREP_DEFINES=
 #           -DLATHE_GEMV1_NORM_BEFORE_WAIT=2): the decode and norm-epilogue GPU tests under it, then tg128
@@ -1581,6 +1587,13 @@ for part in "$@"; do
     checks_of "qwen3-0.6b q8_0" "qwen3-0.6b q4_k_m"
     old_new "qwen3-0.6b q8_0"
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" ;;
+  m1)  # the rope prologue's registers and the norm prologue's deferred factor (see the list above)
+    gpu_tests test_gpu_attention_gpu test_gpu_norm_rope_gpu test_gemv_multi_gpu test_norm_epilogue_gpu \
+      test_persistent_step_gpu test_gpu_lane_gpu
+    checks_of "qwen3-0.6b q8_0" "qwen3-8b q8_0" "qwen3-30b-a3b q8_0"
+    old_new "qwen3-0.6b q8_0"
+    ROUNDS=1 old_new "qwen3-8b q8_0" "qwen3-30b-a3b q8_0" "qwen3-0.6b q4_k_m"
+    stamped 06b-new $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
   l8)  # the landed build's norm-epilogue and lane tests (see the list above)
     gpu_tests test_norm_epilogue_gpu test_gpu_lane_gpu ;;
   k5)  # the norm epilogue's two first fills (see the list above)

@@ -355,8 +355,9 @@ TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
 
 // The norm in the merged kernel's prologue (gemv_multi_norm, gemv_gate_up_swiglu_norm) against the
 // launches it replaces: add_rms_norm writing the int8 form, then the merged kernel. The sum is the
-// same bits (x + y rounded once); the outputs differ only where the norm's sum of squares, added in
-// another order, moves h by its last bits (and so, rarely, a quantized level): bound 1e-4 of max|y|.
+// same bits (x + y rounded once); the prologue quantizes s w and scales the rows' sums by the norm's
+// factor, so the outputs differ only where that rounding (or the norm's sum of squares, added in
+// another order) moves a quantized level or the sums' last bits: bound 1e-4 of max|y|.
 TEST(GemvMultiGpu, NormPrologueMatchesNormThenMerged) {
   LATHE_NEED_GPU();
   cuda::Stream s;

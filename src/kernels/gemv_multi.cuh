@@ -277,15 +277,16 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   }
 
   __shared__ float norm_inv;  // xparts: the norm's factor, formed by warp 0 as x is staged
+  __shared__ float norm_scratch[LATHE_GEMV1_WARPS];  // nx: the warps' sums of squares
   float xscale = 1.0f;        // ... which every row's sums are multiplied by (1: x is h itself)
   auto stage_x = [&](auto&& late) {  // late(): LATHE_GEMV1_LATE's fills, once x's reads are asked for
     LATHE_STAMP_AT(stamps, 1);  // the wait has returned (the caller's next statement after it)
     if (nx) {
       // The norm in the prologue: s = x + y, h = s / rms(s) * w (add_rms_norm's formula; its sum of
-      // squares in another order), quantized into shared memory, 8 threads a 32-value block. Block 0
+      // squares in another order), as s * w quantized into shared memory, 8 threads a 32-value block,
+      // and the factor 1 / rms(s) on the rows' sums (xscale). Block 0
       // writes s (the next residual: its own buffer, as the other blocks still read x). k % 128 == 0,
       // k <= 4 * 4 * blockDim.x (the launcher checks).
-      __shared__ float norm_scratch[32];
       const float4* x4 = reinterpret_cast<const float4*>(nx);
       const float4* y4 = reinterpret_cast<const float4*>(ny);
       const int n4 = k >> 2;
@@ -318,8 +319,13 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
         }
       }
       LATHE_STAMP_X(0);  // this thread's loads landed (its sum of squares)
-      const float inv = rsqrtf(lathe_block_sum(ss, norm_scratch) / float(k) + eps);
-      LATHE_STAMP_X(1);  // the block's sum
+      // The factor 1 / rms(s) is left to the rows' sums (xscale, as after a norm epilogue: the
+      // products are linear in x, and a block's int8 levels do not depend on it), so h = s * w is
+      // quantized at once, beside the warps' sums of squares, which meet after the barrier below: the
+      // block sum's two barriers are off x's path.
+      ss = lathe_warp_sum(ss);
+      if (lane == 0) norm_scratch[warp] = ss;
+      LATHE_STAMP_X(1);  // the warp's sum
       int8_t* q1 = reinterpret_cast<int8_t*>(sx);
       float4* ds = reinterpret_cast<float4*>(sx + x_level_bytes);
 #pragma unroll
@@ -327,8 +333,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
         const int i = threadIdx.x + j * blockDim.x;  // whole warps: n4 % 32 == 0
         if (i < n4) {
           const float4 wv = norm_w[j];
-          const float4 h = make_float4(sv[j].x * inv * wv.x, sv[j].y * inv * wv.y, sv[j].z * inv * wv.z,
-                                       sv[j].w * inv * wv.w);
+          const float4 h = make_float4(sv[j].x * wv.x, sv[j].y * wv.y, sv[j].z * wv.z, sv[j].w * wv.w);
           lathe_quantize_block32_part(h, C == 2, q1 + 4 * i, q1 + k + 4 * i, ds + (i >> 3));
         }
       }
@@ -356,6 +361,10 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     }
     __syncthreads();  // x is in place for every warp (and the norm's factor, with xparts)
     if (xparts) xscale = norm_inv;
+    if (nx) {  // the block sum's last step (lathe_block_sum's order), in every warp
+      const float t = lathe_warp_sum(lane < static_cast<int>(blockDim.x >> 5) ? norm_scratch[lane] : 0.0f);
+      xscale = rsqrtf(t / float(k) + eps);
+    }
     LATHE_STAMP_AT(stamps, 2);
     LATHE_STAMP_FIRST(stamps, D.first < D.count, lathe_ring_wait(mbar, 0, 0));
   };

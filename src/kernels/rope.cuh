@@ -14,22 +14,11 @@
 // One head of d values at xh, by one warp: RMS-normed (norm != 0; weight w or 1) and rotated in place
 // with the row's cosines and sines; when `cache` is given, the result also goes there as f16
 // (rounded to nearest even, as cache_append). buf: d floats of this warp's shared memory.
-__device__ __forceinline__ void lathe_rope_head(float* xh, int d, int half, int n_rot, int neox, const float* cos_t,
-                                                const float* sin_t, float* buf, const float* __restrict__ w,
-                                                int norm, float eps, __half* cache) {
+// The rotation of a head whose normed values are in buf (d floats of this warp's shared memory):
+// into xh, and into `cache` as f16 when given (lathe_rope_head's second half).
+__device__ __forceinline__ void lathe_rope_rotate(float* xh, int d, int half, int n_rot, int neox, const float* cos_t,
+                                                  const float* sin_t, const float* buf, __half* cache) {
   const int lane = threadIdx.x & 31;
-  float inv = 1.0f;
-  if (norm) {
-    float sum = 0.0f;
-    for (int i = lane; i < d; i += 32) sum += xh[i] * xh[i];
-    inv = rsqrtf(lathe_warp_sum(sum) / float(d) + eps);
-  }
-  for (int i = lane; i < d; i += 32) {
-    float v = xh[i];
-    if (norm) v = v * inv * (w ? w[i] : 1.0f);
-    buf[i] = v;
-  }
-  __syncwarp();
   for (int j = lane; j < half; j += 32) {
     const int i0 = neox ? j : 2 * j, i1 = neox ? j + half : 2 * j + 1;
     const float a = buf[i0], b = buf[i1], c = cos_t[j], s = sin_t[j];
@@ -46,6 +35,48 @@ __device__ __forceinline__ void lathe_rope_head(float* xh, int d, int half, int 
     if (cache) cache[i] = __float2half_rn(buf[i]);
   }
   __syncwarp();  // the buffer is reused by this warp's next head
+}
+
+__device__ __forceinline__ void lathe_rope_head(float* xh, int d, int half, int n_rot, int neox, const float* cos_t,
+                                                const float* sin_t, float* buf, const float* __restrict__ w,
+                                                int norm, float eps, __half* cache) {
+  const int lane = threadIdx.x & 31;
+  float inv = 1.0f;
+  if (norm) {
+    float sum = 0.0f;
+    for (int i = lane; i < d; i += 32) sum += xh[i] * xh[i];
+    inv = rsqrtf(lathe_warp_sum(sum) / float(d) + eps);
+  }
+  for (int i = lane; i < d; i += 32) {
+    float v = xh[i];
+    if (norm) v = v * inv * (w ? w[i] : 1.0f);
+    buf[i] = v;
+  }
+  __syncwarp();
+  lathe_rope_rotate(xh, d, half, n_rot, neox, cos_t, sin_t, buf, cache);
+}
+
+// lathe_rope_head for a head of D values already in registers: lane i holds dims i + 32 j in x[j], and
+// the norm's weights at the same dims in w[j] (1 where the norm has none), so neither the head nor
+// the weights make a round trip on the way to the norm. The same arithmetic in the same order: the
+// same bits as lathe_rope_head on the same values.
+template <int D>
+__device__ __forceinline__ void lathe_rope_head_held(const float (&x)[D / 32], const float (&w)[D / 32], float* xh,
+                                                     int half, int n_rot, int neox, const float* cos_t,
+                                                     const float* sin_t, float* buf, int norm, float eps,
+                                                     __half* cache) {
+  const int lane = threadIdx.x & 31;
+  float inv = 1.0f;
+  if (norm) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < D / 32; ++j) sum += x[j] * x[j];
+    inv = rsqrtf(lathe_warp_sum(sum) / float(D) + eps);
+  }
+#pragma unroll
+  for (int j = 0; j < D / 32; ++j) buf[lane + 32 * j] = norm ? x[j] * inv * w[j] : x[j];
+  __syncwarp();
+  lathe_rope_rotate(xh, D, half, n_rot, neox, cos_t, sin_t, buf, cache);
 }
 
 extern "C" __global__ void lathe_rope_norm(float* x, const int* __restrict__ positions, int heads, int d,

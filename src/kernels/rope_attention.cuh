@@ -4,7 +4,9 @@
 // memory (q itself is not written), and the split that holds the row's slot pos writes the row's
 // rotated k and its v there, as lathe_rope_append would, before it asks for the chunk that holds it
 // (the chunks of earlier slots were asked for before the wait, as without the rule). The angles are
-// made before the wait (positions are the step's inputs). The same arithmetic as rope_append then
+// made before the wait (positions are the step's inputs), and the norm's weights read into registers
+// there too (constants), so a head's way to its norm after the wait is one round trip (its values,
+// into registers), not three (values, shared memory, weights). The same arithmetic as rope_append then
 // the attention, in the same order: the bits are the same.
 // Valid where a row's new slot is read by that row alone (decode rows, one a sequence): the plan
 // applies the rule only there.
@@ -29,6 +31,9 @@ struct attd_rope_prologue {
   __half* v_cache;
   float* smem;             // the rope's shared memory
   mutable int head0 = 0;   // the block's first query head (after_wait)
+  // The norm's weights at this lane's dims (i + 32 j), read before the wait (constants): a warp's
+  // units are q heads and k, so both; 1 where the model has none.
+  mutable float wq[D / 32], wk[D / 32];
 
   __device__ __forceinline__ float* cos_t() const { return smem; }
   __device__ __forceinline__ float* sin_t() const { return smem + D / 2; }
@@ -37,6 +42,12 @@ struct attd_rope_prologue {
   __device__ __forceinline__ float* buffer(int warp) const { return smem + (10 + warp) * D; }
 
   __device__ __forceinline__ void before_wait(int, int pos) const {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int j = 0; j < D / 32; ++j) {
+      wq[j] = norm && q_weight ? q_weight[lane + 32 * j] : 1.0f;
+      wk[j] = norm && k_weight ? k_weight[lane + 32 * j] : 1.0f;
+    }
     const double position = double(pos) * position_scale;
     for (int j = threadIdx.x; j < n_rot / 2; j += 32 * W) {
       double sn, cs;
@@ -54,18 +65,17 @@ struct attd_rope_prologue {
     const int units = n_here + (owns_pos ? 2 : 0);
     const long long slot = ((long long)sequences[row] * n_ctx + pos) * n_head_kv * D + (long long)kvh * D;
     for (int u = warp; u < units; u += W) {
-      if (u < n_here) {
-        float* xh = q_heads() + u * D;
-        const float* src = q + ((long long)row * n_head + h0 + u) * D;
-        for (int i = lane; i < D; i += 32) xh[i] = src[i];
-        __syncwarp();
-        lathe_rope_head(xh, D, half, n_rot, neox, cos_t(), sin_t(), buffer(warp), q_weight, norm, eps, nullptr);
-      } else if (u == n_here) {
-        float* xh = k_head();
-        const float* src = k + ((long long)row * n_head_kv + kvh) * D;
-        for (int i = lane; i < D; i += 32) xh[i] = src[i];
-        __syncwarp();
-        lathe_rope_head(xh, D, half, n_rot, neox, cos_t(), sin_t(), buffer(warp), k_weight, norm, eps, k_cache + slot);
+      if (u <= n_here) {  // a query head, or k: read into registers, normed and rotated
+        const bool is_k = u == n_here;
+        const float* src = is_k ? k + ((long long)row * n_head_kv + kvh) * D : q + ((long long)row * n_head + h0 + u) * D;
+        float xv[D / 32], wv[D / 32];
+#pragma unroll
+        for (int j = 0; j < D / 32; ++j) {
+          xv[j] = src[lane + 32 * j];
+          wv[j] = is_k ? wk[j] : wq[j];
+        }
+        lathe_rope_head_held<D>(xv, wv, is_k ? k_head() : q_heads() + u * D, half, n_rot, neox, cos_t(),
+                                sin_t(), buffer(warp), norm, eps, is_k ? k_cache + slot : nullptr);
       } else {
         const float* src = v + ((long long)row * n_head_kv + kvh) * D;
         for (int i = lane; i < D; i += 32) v_cache[slot + i] = __float2half_rn(src[i]);
