@@ -278,7 +278,13 @@ TEST(GpuAttention, RopeInItsPrologueIsRopeAppendThenAttention) {
                         {16, 8, 128, 128, true, true, {{0, 0}}},
                         {32, 8, 128, 128, false, false, {{0, 200}, {1, 4095}, {2, 5}}},
                         {14, 2, 64, 32, true, true, {{0, 777}}},
-                        {16, 4, 256, 256, false, true, {{0, 1500}, {1, 2}}}};
+                        {16, 4, 256, 256, false, true, {{0, 1500}, {1, 2}}},
+                        // the new slot at other places of its chunk (lanes of its K and V pieces),
+                        // in one chunk a warp and in several (the chunk that holds it patched)
+                        {16, 8, 128, 128, true, true, {{0, 143}}},
+                        {16, 8, 128, 128, true, true, {{0, 9}}},
+                        {32, 4, 128, 128, true, true, {{0, 46}}},
+                        {16, 8, 64, 64, true, true, {{0, 250}}}};
   const int64_t n_ctx = 4096, n_seq = 3;
   uint32_t seed = 7000;
   for (const Case& c : cases) {
