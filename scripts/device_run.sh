@@ -439,6 +439,17 @@
 #           norm-epilogue, persistent and lane GPU tests, the checks of qwen3-0.6b, qwen3-8b and
 #           qwen3-30b-a3b Q8_0, tg128 against build-dev/old (main at b8728ed) old / new / new / old on
 #           qwen3-0.6b, old / new on the 8Bs and the 30B, and the 0.6B stamped
+#   m2      the attention's new slot patched into its chunk (the chunk that holds pos asked for before
+#           the wait with the others; the lanes that copied slot pos's pieces overwrite them from the
+#           prologue's f16 k and v): the attention and lane GPU tests, the checks of qwen3-0.6b and
+#           qwen3-8b Q8_0, tg128 against build-dev/old (m1: main at 6963bc7) old / new / new / old on
+#           qwen3-0.6b, old / new on qwen3-8b, llama3-8b and the 30B, at 4,096 of context on qwen3-8b,
+#           and the 0.6B and the 30B stamped
+#   m3      a warp's rope-prologue units asked for at once (the 30B's 10 units on 8 warps), and the router
+#           epilogue's product with 1, 2 or 3 of its first fills before the wait (LATHE_GEMV1_ROUTE_BEFORE_WAIT,
+#           library variants): the attention, router, mixture and lane GPU tests, the 30B's check, tg128
+#           of the 30B against build-dev/old (m1: main at 6963bc7) twice over, at 4,096 of context,
+#           and of qwen3-8b Q8_0 once
 #   k5      (not run as such: l1 ran it in the twenty-eighth session) the norm epilogue's products with two
 #           first fills before the wait, every other product keeping one (build with PREP_DEFINES=
 #           -DLATHE_GEMV1_NORM_BEFORE_WAIT=2): the decode and norm-epilogue GPU tests under it, then tg128
@@ -1594,6 +1605,31 @@ for part in "$@"; do
     old_new "qwen3-0.6b q8_0"
     ROUNDS=1 old_new "qwen3-8b q8_0" "qwen3-30b-a3b q8_0" "qwen3-0.6b q4_k_m"
     stamped 06b-new $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
+  m2)  # the attention's new slot patched into its chunk (see the list above)
+    gpu_tests test_gpu_attention_gpu test_gpu_lane_gpu test_persistent_step_gpu
+    checks_of "qwen3-0.6b q8_0" "qwen3-8b q8_0"
+    old_new "qwen3-0.6b q8_0"
+    ROUNDS=1 old_new "qwen3-8b q8_0" "llama3-8b q8_0" "qwen3-30b-a3b q8_0"
+    f=$(synth qwen3-8b q8_0)
+    echo "== 8b at 4096 old"
+    timeout 120 build-dev/old/lathe bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'
+    echo "== 8b at 4096 new"; tg_at $f 4096
+    stamped 06b-m2 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1
+    stamped 30b-m2 $(synth qwen3-30b-a3b q8_0) -p 16 -n 128 -r 1 ;;
+  m3)  # the rope prologue's units at once, the router product's fills (see the list above)
+    gpu_tests test_gpu_attention_gpu test_route_epilogue_gpu test_moe_gpu test_gpu_lane_gpu
+    checks_of "qwen3-30b-a3b q8_0"
+    f=$(synth qwen3-30b-a3b q8_0)
+    for rep in 1 2; do
+      echo "== 30b old"; tg_old $f
+      echo "== 30b new"; tg_short $f
+      for n in 2 3; do echo "== 30b new, route fills $n"; with_env "LATHE_KERNEL_DEFINES=-DLATHE_GEMV1_ROUTE_BEFORE_WAIT=$n" tg_short $f; done
+    done
+    echo "== 30b at 4096 old"
+    timeout 120 build-dev/old/lathe bench $f -p 0 -n 128 -d 4096 -r 2 --ctx 4608 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'
+    echo "== 30b at 4096 new"; tg_at $f 4096
+    for n in 2 3; do echo "== 30b at 4096 new, route fills $n"; with_env "LATHE_KERNEL_DEFINES=-DLATHE_GEMV1_ROUTE_BEFORE_WAIT=$n" tg_at $f 4096; done
+    ROUNDS=1 old_new "qwen3-8b q8_0" ;;
   l8)  # the landed build's norm-epilogue and lane tests (see the list above)
     gpu_tests test_norm_epilogue_gpu test_gpu_lane_gpu ;;
   k5)  # the norm epilogue's two first fills (see the list above)

@@ -6,7 +6,8 @@
 // (the chunks of earlier slots were asked for before the wait, as without the rule). The angles are
 // made before the wait (positions are the step's inputs), and the norm's weights read into registers
 // there too (constants), so a head's way to its norm after the wait is one round trip (its values,
-// into registers), not three (values, shared memory, weights). The same arithmetic as rope_append then
+// into registers), not three (values, shared memory, weights); and a warp with several units (the
+// 30B's 8 query heads, k and v on 8 warps) asks for all of their values at once. The same arithmetic as rope_append then
 // the attention, in the same order: the bits are the same.
 // Valid where a row's new slot is read by that row alone (decode rows, one a sequence): the plan
 // applies the rule only there.
@@ -64,21 +65,34 @@ struct attd_rope_prologue {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, half = n_rot / 2;
     const int units = n_here + (owns_pos ? 2 : 0);
     const long long slot = ((long long)sequences[row] * n_ctx + pos) * n_head_kv * D + (long long)kvh * D;
-    for (int u = warp; u < units; u += W) {
-      if (u <= n_here) {  // a query head, or k: read into registers, normed and rotated
-        const bool is_k = u == n_here;
-        const float* src = is_k ? k + ((long long)row * n_head_kv + kvh) * D : q + ((long long)row * n_head + h0 + u) * D;
-        float xv[D / 32], wv[D / 32];
+    // Every unit's values asked for at once (a warp takes R units at most: one round trip however
+    // many), then each normed and rotated, or (v) appended, in turn.
+    constexpr int R = (ATTD_HEADS + 2 + W - 1) / W;
+    float xv[R][D / 32];
 #pragma unroll
-        for (int j = 0; j < D / 32; ++j) {
-          xv[j] = src[lane + 32 * j];
-          wv[j] = is_k ? wk[j] : wq[j];
-        }
-        lathe_rope_head_held<D>(xv, wv, is_k ? k_head() : q_heads() + u * D, half, n_rot, neox, cos_t(),
-                                sin_t(), buffer(warp), norm, eps, is_k ? k_cache + slot : nullptr);
-      } else {
-        const float* src = v + ((long long)row * n_head_kv + kvh) * D;
-        for (int i = lane; i < D; i += 32) v_cache[slot + i] = __float2half_rn(src[i]);
+    for (int r = 0; r < R; ++r) {
+      const int u = warp + r * W;
+      if (u < units) {
+        const float* src = u < n_here    ? q + ((long long)row * n_head + h0 + u) * D
+                           : u == n_here ? k + ((long long)row * n_head_kv + kvh) * D
+                                         : v + ((long long)row * n_head_kv + kvh) * D;
+#pragma unroll
+        for (int j = 0; j < D / 32; ++j) xv[r][j] = src[lane + 32 * j];
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int u = warp + r * W;
+      if (u > n_here && u < units) {  // v
+#pragma unroll
+        for (int j = 0; j < D / 32; ++j) v_cache[slot + lane + 32 * j] = __float2half_rn(xv[r][j]);
+      } else if (u <= n_here && u < units) {  // a query head, or k
+        const bool is_k = u == n_here;
+        float wv[D / 32];
+#pragma unroll
+        for (int j = 0; j < D / 32; ++j) wv[j] = is_k ? wk[j] : wq[j];
+        lathe_rope_head_held<D>(xv[r], wv, is_k ? k_head() : q_heads() + u * D, half, n_rot, neox, cos_t(), sin_t(),
+                                buffer(warp), norm, eps, is_k ? k_cache + slot : nullptr);
       }
     }
     __threadfence_block();     // the slot's k and v before the block's cp.async reads of them
