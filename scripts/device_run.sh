@@ -449,7 +449,17 @@
 #           epilogue's product with 1, 2 or 3 of its first fills before the wait (LATHE_GEMV1_ROUTE_BEFORE_WAIT,
 #           library variants): the attention, router, mixture and lane GPU tests, the 30B's check, tg128
 #           of the 30B against build-dev/old (m1: main at 6963bc7) twice over, at 4,096 of context,
-#           and of qwen3-8b Q8_0 once
+#           and of qwen3-8b Q8_0 once (the route knob was removed after it: its variants now compile the
+#           default)
+#   m4      the merged products that norm x in their prologue with 1, 2 or 3 of their first fills before
+#           the wait (LATHE_GEMVM_NORM_BEFORE_WAIT, library variants; the knob was replaced after it by
+#           the _early form the plan asks for, m6): tg128 of qwen3-0.6b Q8_0 (twice
+#           over), Q4_K_M and the 30B; the checks of qwen3-0.6b Q4_K_M, qwen3-8b Q4_K_M, llama3-8b Q8_0
+#   m5      every GPU test of the session's build, a line each
+#   m6      the landed rule (the norming merged products' _early form after a dense product, one fill
+#           after a mixture): the merged, lane and persistent GPU tests, the 0.6B's and the 30B's
+#           checks, tg128 against build-dev/old (m1: main at 6963bc7) old / new / new / old on
+#           qwen3-0.6b Q8_0, old / new on Q4_K_M, the 30B and qwen3-8b Q8_0
 #   k5      (not run as such: l1 ran it in the twenty-eighth session) the norm epilogue's products with two
 #           first fills before the wait, every other product keeping one (build with PREP_DEFINES=
 #           -DLATHE_GEMV1_NORM_BEFORE_WAIT=2): the decode and norm-epilogue GPU tests under it, then tg128
@@ -1630,6 +1640,20 @@ for part in "$@"; do
     echo "== 30b at 4096 new"; tg_at $f 4096
     for n in 2 3; do echo "== 30b at 4096 new, route fills $n"; with_env "LATHE_KERNEL_DEFINES=-DLATHE_GEMV1_ROUTE_BEFORE_WAIT=$n" tg_at $f 4096; done
     ROUNDS=1 old_new "qwen3-8b q8_0" ;;
+  m4)  # the norming merged products' first fills (see the list above)
+    for spec in "qwen3-0.6b q8_0" "qwen3-0.6b q8_0" "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0"; do
+      f=$(synth $spec)
+      echo "== $spec new"; tg_short $f
+      for n in 2 3; do echo "== $spec new, norm fills $n"; with_env "LATHE_KERNEL_DEFINES=-DLATHE_GEMVM_NORM_BEFORE_WAIT=$n" tg_short $f; done
+    done
+    checks_of "qwen3-0.6b q4_k_m" "qwen3-8b q4_k_m" "llama3-8b q8_0" ;;
+  m5)  # every GPU test (see the list above)
+    gpu_tests $(cd $C && ls test_*_gpu) ;;
+  m6)  # the norming products' _early form by the plan (see the list above)
+    gpu_tests test_gemv_multi_gpu test_gpu_lane_gpu test_persistent_step_gpu
+    checks_of "qwen3-0.6b q8_0" "qwen3-30b-a3b q8_0"
+    old_new "qwen3-0.6b q8_0"
+    ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
   l8)  # the landed build's norm-epilogue and lane tests (see the list above)
     gpu_tests test_norm_epilogue_gpu test_gpu_lane_gpu ;;
   k5)  # the norm epilogue's two first fills (see the list above)

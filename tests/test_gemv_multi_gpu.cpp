@@ -357,7 +357,8 @@ TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
 // launches it replaces: add_rms_norm writing the int8 form, then the merged kernel. The sum is the
 // same bits (x + y rounded once); the prologue quantizes s w and scales the rows' sums by the norm's
 // factor, so the outputs differ only where that rounding (or the norm's sum of squares, added in
-// another order) moves a quantized level or the sums' last bits: bound 1e-4 of max|y|.
+// another order) moves a quantized level or the sums' last bits: bound 1e-4 of max|y|. Its _early form
+// (two first fills before the wait: NormPrologue::early_fills) gives the same bits as the other.
 TEST(GemvMultiGpu, NormPrologueMatchesNormThenMerged) {
   LATHE_NEED_GPU();
   cuda::Stream s;
@@ -404,11 +405,29 @@ TEST(GemvMultiGpu, NormPrologueMatchesNormThenMerged) {
       np.w = wd.ptr();
       np.sum = sum1.ptr();
       np.eps = 1e-6f;
-      if (c.swiglu)
-        gemv_gate_up_swiglu_norm(ws[0], ws[1], a, np, p1[0], s.handle());
-      else
-        gemv_multi_norm(ws.data(), n, a, np, p1.data(), s.handle());
+      auto fused = [&](const std::vector<CUdeviceptr>& ys) {
+        if (c.swiglu)
+          gemv_gate_up_swiglu_norm(ws[0], ws[1], a, np, ys[0], s.handle());
+        else
+          gemv_multi_norm(ws.data(), n, a, np, ys.data(), s.handle());
+      };
+      // The _early form (two first fills before the wait, early_fills = 2) into out2's buffers first:
+      // the same sums, bit for bit, as the one-fill form run after it into out1's (both compared below).
+      std::vector<DeviceBuffer> out3;
+      std::vector<CUdeviceptr> p3;
+      for (int i = 0; i < (c.swiglu ? 1 : n); ++i) {
+        out3.emplace_back(static_cast<size_t>(outs[i] * 4));
+        p3.push_back(out3.back().ptr());
+      }
+      np.early_fills = 2;
+      fused(p3);
+      np.early_fills = 1;
+      fused(p1);
       s.synchronize();
+      for (size_t i = 0; i < p1.size(); ++i) {
+        const std::vector<float> r1 = download(out1[i], outs[i]), r3 = download(out3[i], outs[i]);
+        EXPECT_EQ(std::memcmp(r1.data(), r3.data(), r1.size() * 4), 0) << "the _early form's sums differ";
+      }
       const std::vector<float> s1 = download(sum1, c.k), s2 = download(sum2, c.k);
       EXPECT_EQ(std::memcmp(s1.data(), s2.data(), s1.size() * 4), 0) << "the sum";
       double worst = 0;

@@ -46,12 +46,12 @@
 #ifndef LATHE_GEMV1_L2_AFTER_X
 #define LATHE_GEMV1_L2_AFTER_X 0
 #endif
-// Products whose x is always a copy of an int8 form made before them (staged by cp.async, never normed
-// or quantized in their prologue) take their own counts:
-//   LATHE_GEMV1_NORM_BEFORE_WAIT  the norm epilogue's (the row walk's ByBlock form,
-//                                 gemv_norm_epilogue.cuh: o and down), 1;
-//   LATHE_GEMVM_COPY_BEFORE_WAIT  the merged products' _copy kernels (gemv_multi.cuh: q/k/v and gate/up
-//                                 after a norm epilogue), 2: nothing before them but a product.
+// Some products take their own counts:
+//   LATHE_GEMV1_NORM_BEFORE_WAIT   the norm epilogue's (the row walk's ByBlock form,
+//                                  gemv_norm_epilogue.cuh: o and down; x always a copy), 1;
+//   LATHE_GEMVM_EARLY_BEFORE_WAIT  the merged products' _early kernels (gemv_multi.cuh: q/k/v and
+//                                  gate/up where x is a copy, or normed in the prologue after a dense
+//                                  product; the plan's choice, NormPrologue::early_fills), 2.
 // Measured on the H200, tg128 (docs/perf.md, twenty-seventh and twenty-eighth sessions): two fills for
 // every product qwen3-8b Q8_0 385 -> 394 but qwen3-30b-a3b (q/k/v norm their x) 455 -> 445 and Q4_K_M's
 // tiles 509 -> 496; two for every product that copies x qwen3-8b 391 -> 396 but qwen3-0.6b 1,372 ->
@@ -59,17 +59,20 @@
 // session found); two for the norm epilogue's alone 391 -> 391.5; two for the merged products that
 // copy x qwen3-8b 393.9 -> 397.7, llama3-8b 407.3 -> 412.1. Chosen in the kernel from nx (a branch
 // between two unrolled runs) that cost qwen3-0.6b 1,350 -> 1,313, whose merged products all norm x: so
-// the merged products take their count at compile time, each a kernel of its own.
+// the merged products take their count at compile time, each a kernel of its own. And (twenty-ninth
+// session, m4) two for the merged products that norm x too: qwen3-0.6b 1,372 -> 1,422 (after its
+// dense down and o), but qwen3-30b-a3b 475 -> 465 (its q/k/v after the mixture, whose launch keeps
+// every SM busy to its end): so the plan asks for the _early form after a dense product only.
 #ifndef LATHE_GEMV1_NORM_BEFORE_WAIT
 #define LATHE_GEMV1_NORM_BEFORE_WAIT LATHE_GEMV1_BEFORE_WAIT
 #endif
-#ifndef LATHE_GEMVM_COPY_BEFORE_WAIT
-#define LATHE_GEMVM_COPY_BEFORE_WAIT 2
+#ifndef LATHE_GEMVM_EARLY_BEFORE_WAIT
+#define LATHE_GEMVM_EARLY_BEFORE_WAIT 2
 #endif
 // Whether any fill waits for x's reads (then x's staging calls late(), which issues them).
 #define LATHE_GEMV1_LATE                                                                                  \
   (LATHE_GEMV1_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || LATHE_GEMV1_NORM_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || \
-   LATHE_GEMVM_COPY_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || LATHE_GEMV1_L2_AFTER_X > 0)
+   LATHE_GEMVM_EARLY_BEFORE_WAIT < LATHE_GEMV1_STAGES - 1 || LATHE_GEMV1_L2_AFTER_X > 0)
 
 
 __device__ __forceinline__ void lathe_gemv1_cp16(void* smem, const void* g) {

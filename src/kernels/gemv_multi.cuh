@@ -213,9 +213,9 @@ struct lathe_gemvm_tiles {
 };
 
 // Fills: the ring's first fills asked for before the programmatic-launch wait (gemv_decode.cuh), the
-// kernel's own count: LATHE_GEMV1_BEFORE_WAIT where x is normed in the prologue (or may be),
-// LATHE_GEMVM_COPY_BEFORE_WAIT in the _copy kernels, whose x is always a copy. (A count chosen at run
-// time from nx, a branch between two unrolled runs, cost the norming products: docs/perf.md, l4.)
+// kernel's own count: LATHE_GEMV1_BEFORE_WAIT, or LATHE_GEMVM_EARLY_BEFORE_WAIT in the _early kernels.
+// (A count chosen at run time from nx, a branch between two unrolled runs, cost the norming products:
+// docs/perf.md, l4.)
 template <class FA, class FB, int C, bool ByBlock = false, bool Tiles = false, int Fills = LATHE_GEMV1_BEFORE_WAIT>
 __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0,
                                                  float* y1, float* y2, long long rb0, long long rb1, long long rb2,
@@ -491,12 +491,12 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   LATHE_STAMP_END(stamps, w0, n_items, k);
 }
 
-// Kernels lathe_gemvm_<FA>[_<FB>]_<contract>[_quantizing][_copy]: one format for every segment, or Q4_K
+// Kernels lathe_gemvm_<FA>[_<FB>]_<contract>[_quantizing][_early]: one format for every segment, or Q4_K
 // with Q6_K segments (Q4_K_M checkpoints mix them). Segments past the count have n = 0. Each in four
 // forms of one parameter list: dealt (qout unused) or _quantizing (by block, gate/up's output quantized
-// into qout in its epilogue), each also as _copy (x always a copy of an int8 form: xq, or xq and
-// xparts after a norm epilogue; nx unused), which asks for LATHE_GEMVM_COPY_BEFORE_WAIT of the ring's
-// first fills before the wait instead of LATHE_GEMV1_BEFORE_WAIT.
+// into qout in its epilogue), each also as _early, which asks for LATHE_GEMVM_EARLY_BEFORE_WAIT of the
+// ring's first fills before the wait instead of LATHE_GEMV1_BEFORE_WAIT (the same sums: the launcher
+// takes it where x is a copy, and where the plan asks for it, gemv_multi_launch.h).
 #define LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, SUFFIX, BY_BLOCK, FILLS)                                         \
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_##NAME##_##CNAME##SUFFIX( \
       const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
@@ -508,10 +508,10 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
         nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts);                                                       \
   }
 #define LATHE_GEMVM_KERNEL(NAME, FA, FB, C, CNAME)                                     \
-  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, , false, LATHE_GEMV1_BEFORE_WAIT)           \
-  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _quantizing, true, LATHE_GEMV1_BEFORE_WAIT) \
-  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _copy, false, LATHE_GEMVM_COPY_BEFORE_WAIT) \
-  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _quantizing_copy, true, LATHE_GEMVM_COPY_BEFORE_WAIT)
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, , false, LATHE_GEMV1_BEFORE_WAIT)             \
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _quantizing, true, LATHE_GEMV1_BEFORE_WAIT)   \
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _early, false, LATHE_GEMVM_EARLY_BEFORE_WAIT) \
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _quantizing_early, true, LATHE_GEMVM_EARLY_BEFORE_WAIT)
 
 #define LATHE_GEMVM_CONTRACTS(NAME, FA, FB)    \
   LATHE_GEMVM_KERNEL(NAME, FA, FB, 1, int8)    \

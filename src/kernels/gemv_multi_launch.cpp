@@ -199,10 +199,11 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
       maps[m] = decode_tile_map(w[m < n ? m : 0]);  // past the count: unread
       args.push_back(&maps[m]);
     }
-  // The row kernels' _copy forms where x is always a copy (no norm in the prologue): their own count of
-  // first fills before the wait (gemv_multi.cuh). The tiles keep theirs.
-  const std::string form =
-      std::string(quantize_in_epilogue ? "_quantizing" : "") + (tile_items == 0 && !in_prologue ? "_copy" : "");
+  // The row kernels' _early forms (two of the ring's first fills before the wait: gemv_multi.cuh) where
+  // x is a copy, or is normed in the prologue and the plan asked for them (norm->early_fills). The
+  // tiles keep theirs.
+  const bool early_form = tile_items == 0 && (!in_prologue || norm->early_fills == 2);
+  const std::string form = std::string(quantize_in_epilogue ? "_quantizing" : "") + (early_form ? "_early" : "");
   cuda::launch(kernel(name + form), {grid, 1, 1}, {32 * kWarps, 1, 1},
                shared, stream, std::move(args),
                made   ? "launching a merged decode GEMV scaling its rows by the norm's factor"

@@ -81,9 +81,14 @@ bool merged_gemv_applies(const WeightMatrix* w, int n_matrices, Activations a);
 // `sum`), h = s * w's int8 form (xq) and its blocks' shares of s's sum of squares (n_parts floats);
 // the merged kernel copies xq and multiplies each row's sums by rsqrt(sum of the parts / k + eps)
 // (x, y and w unused).
+// early_fills (the norm in the prologue): 2 asks for two of the ring's first fills before the
+// programmatic wait (the _early kernels), where the launch before leaves SMs free early (a dense
+// product: qwen3-0.6b +3.6%); 1 keeps one (after a mixture, whose launch holds every SM to its end:
+// qwen3-30b-a3b -2% with two; docs/perf.md, m4).
 struct NormPrologue {
   CUdeviceptr x = 0, y = 0, w = 0, sum = 0;
   float eps = 1e-6f;
+  int early_fills = 1;
   CUdeviceptr xq = 0, parts = 0;
   int64_t n_parts = 0;
 };

@@ -299,6 +299,13 @@ k::NormPrologue StepPlan::Builder::norm_prologue_of(const fuse::Group& grp) {
   np.w = wa ? ptr(wa->args[0].tensor) : 0;
   np.sum = ptr(sum_node.output);
   np.eps = static_cast<float>(ea ? ea->args.at(0).number : 1e-6);
+  // Two first fills before the wait unless a term of the sum is a mixture's output (NormPrologue).
+  bool after_mixture = false;
+  for (const auto& arg : sum_node.args) {
+    const int from = g.tensor(arg.tensor).producer;
+    after_mixture = after_mixture || (from >= 0 && g.nodes[static_cast<size_t>(from)].kind == OpKind::mixture);
+  }
+  np.early_fills = after_mixture ? 1 : 2;
   return np;
 }
 

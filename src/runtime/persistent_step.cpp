@@ -84,8 +84,8 @@ double env_number(const char* name, double fallback) {
 }  // namespace
 
 int persistent_phase_kind(std::string_view kernel, kernels::Activations a) {
-  // A merged product's _copy form (x a copy: its first fills' count differs, not its sums) is its kind.
-  if (kernel.starts_with("lathe_gemvm_") && kernel.ends_with("_copy")) kernel.remove_suffix(5);
+  // A merged product's _early form (its first fills' count differs, not its sums) is its kind.
+  if (kernel.starts_with("lathe_gemvm_") && kernel.ends_with("_early")) kernel.remove_suffix(6);
   const std::string_view suffix = a == kernels::Activations::int8x2 ? "_int8x2" : a == kernels::Activations::int8 ? "_int8" : "";
   for (const KindInfo& k : kKinds) {
     const std::string_view base = k.kernel;
