@@ -456,6 +456,7 @@
 #           the _early form the plan asks for, m6): tg128 of qwen3-0.6b Q8_0 (twice
 #           over), Q4_K_M and the 30B; the checks of qwen3-0.6b Q4_K_M, qwen3-8b Q4_K_M, llama3-8b Q8_0
 #   m5      every GPU test of the session's build, a line each
+#   m7      the landed build's qwen3-0.6b Q8_0 stamped (a layer's launches, for the next session)
 #   m6      the landed rule (the norming merged products' _early form after a dense product, one fill
 #           after a mixture): the merged, lane and persistent GPU tests, the 0.6B's and the 30B's
 #           checks, tg128 against build-dev/old (m1: main at 6963bc7) old / new / new / old on
@@ -1654,6 +1655,8 @@ for part in "$@"; do
     checks_of "qwen3-0.6b q8_0" "qwen3-30b-a3b q8_0"
     old_new "qwen3-0.6b q8_0"
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
+  m7)  # the landed 0.6B stamped (see the list above)
+    stamped 06b-m7 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
   l8)  # the landed build's norm-epilogue and lane tests (see the list above)
     gpu_tests test_norm_epilogue_gpu test_gpu_lane_gpu ;;
   k5)  # the norm epilogue's two first fills (see the list above)
