@@ -29,14 +29,38 @@ wait; the prologue (rope and the cache append); warp 0's first chunk landed afte
 arithmetic; the block's combine; the finishing loop (the output and its int8 form stored); the end
 (the block's last warp; a merge where the row used several splits).
 
-Usage: scripts/product_stamps.py FILE.csv"""
+With --by-block, also each product's blocks in groups of 16 by index: the median time a block waited
+before its wait returned (entry -> wait: how early it was resident) and its x phase's parts, to see
+whether the blocks that start early (on SMs the launch before left free) or that take more items stage
+x differently (the twenty-ninth session's gate/up on qwen3-0.6b: blocks 0-63 quantize ~0.5 us slower).
+
+Usage: scripts/product_stamps.py FILE.csv [--by-block]"""
 import csv
 import statistics
 import sys
 from collections import defaultdict
 
 
-def main(path):
+def by_block(rows):
+    """Per product shape (not the attention), blocks by index in groups of 16: the median pre-wait
+    time and the x phase's parts (thread 0's stamps, where the product has them), us."""
+    med = statistics.median
+    shapes = defaultdict(lambda: defaultdict(list))
+    for r in rows:
+        if r["k"] >= 512:
+            shapes[(r["n_out"], r["k"])][r["block"] // 16].append(r)
+    print(f"{'n_out x k':>16} {'blocks':>8} {'records':>8} {'pre-wait':>9} {'x':>8} {'xa':>8} {'xb':>8} {'xc':>8}")
+    for shape, groups in sorted(shapes.items()):
+        for g, rs in sorted(groups.items()):
+            def part(a, b):
+                v = [r[b] - r[a] for r in rs if r[a] >= 0 and r[b] >= 0]
+                return f"{med(v) / 1000:8.2f}" if v else f"{'-':>8}"
+            print(f"{shape[0]:>7} x {shape[1]:<6} {16 * g:>3}-{16 * g + 15:<4} {len(rs):>8} "
+                  f"{med([r['wait'] - r['entry'] for r in rs]) / 1000:9.2f} {part('wait', 'x')} {part('wait', 'xa')} "
+                  f"{part('xa', 'xb')} {part('xb', 'xc')}")
+
+
+def main(path, blocks=False):
     rows = []
     with open(path) as f:
         head = f.readline().strip()
@@ -46,6 +70,8 @@ def main(path):
                 row.setdefault(k, -1)
             rows.append(row)
     print(head)
+    if blocks:
+        by_block(rows)
     # A launch: one product's blocks of one token. Records of a weights address split where entries
     # are more than 100 us apart (the same product a token later).
     by_w = defaultdict(list)
@@ -134,6 +160,7 @@ def main(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    args = [a for a in sys.argv[1:] if a != "--by-block"]
+    if len(args) != 1:
         sys.exit(__doc__)
-    main(sys.argv[1])
+    main(args[0], "--by-block" in sys.argv[1:])
