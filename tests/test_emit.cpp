@@ -265,6 +265,29 @@ TEST(Emit, DeterministicAndEqualToTheGoldenCopy) {
   }
 }
 
+// The merged products that norm x in their prologue take the _early kernels (two of the ring's first
+// fills before the wait) after a dense product, and the one-fill kernels after a mixture, whose launch
+// holds every SM to its end (NormPrologue::early_fills; docs/perf.md, m4).
+TEST(Recorder, NormingProductsAskEarlyOnlyAfterADenseProduct) {
+  auto norming = [](const RecordedModel& m) {
+    std::vector<std::string> kernels;
+    for (const EmitOp& op : m.steps.at(0).ops)  // the decode step
+      if (!op.copy && op.what.find("with the norm in its prologue") != std::string::npos) kernels.push_back(op.kernel);
+    return kernels;
+  };
+  const std::vector<std::string> dense = norming(record_model(GgufFile::open(tiny_model()), golden_options()));
+  ASSERT_FALSE(dense.empty());
+  for (const std::string& k : dense) EXPECT_TRUE(k.ends_with("_early")) << k;
+  const std::string moe_path = testing::TempDir() + "/emit-qwen3moe-tiny-q8_0.gguf";
+  SynthOptions so;
+  so.shape = "qwen3moe-tiny";
+  so.type = "q8_0";
+  write_synthetic_checkpoint(so, moe_path);
+  const std::vector<std::string> moe = norming(record_model(GgufFile::open(moe_path), golden_options()));
+  ASSERT_FALSE(moe.empty());  // q/k/v after each layer's mixture
+  for (const std::string& k : moe) EXPECT_FALSE(k.ends_with("_early")) << k;
+}
+
 TEST(Emit, OptionsChangeTheText) {
   const GgufFile file = GgufFile::open(tiny_model());
   EmitOptions o = golden_options();
