@@ -284,9 +284,9 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     if (nx) {
       // The norm in the prologue: s = x + y, h = s / rms(s) * w (add_rms_norm's formula; its sum of
       // squares in another order), as s * w quantized into shared memory, 8 threads a 32-value block,
-      // and the factor 1 / rms(s) on the rows' sums (xscale). Block 0
-      // writes s (the next residual: its own buffer, as the other blocks still read x). k % 128 == 0,
-      // k <= 4 * 4 * blockDim.x (the launcher checks).
+      // and the factor 1 / rms(s) on the rows' sums (xscale). Block 0 writes s (the next residual:
+      // its own buffer, as the other blocks still read x). k % 128 == 0, k <= 4 * 4 * blockDim.x (the
+      // launcher checks).
       const float4* x4 = reinterpret_cast<const float4*>(nx);
       const float4* y4 = reinterpret_cast<const float4*>(ny);
       const int n4 = k >> 2;

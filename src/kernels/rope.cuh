@@ -11,9 +11,6 @@
 // blocks, each making the row's sines and cosines); dynamic shared memory
 //   (n_rot / 2) * 2 floats (the row's cosines and sines) + (blockDim.x / 32) * d floats (a head per warp).
 
-// One head of d values at xh, by one warp: RMS-normed (norm != 0; weight w or 1) and rotated in place
-// with the row's cosines and sines; when `cache` is given, the result also goes there as f16
-// (rounded to nearest even, as cache_append). buf: d floats of this warp's shared memory.
 // The rotation of a head whose normed values are in buf (d floats of this warp's shared memory):
 // into xh, and into `cache` as f16 when given (lathe_rope_head's second half).
 __device__ __forceinline__ void lathe_rope_rotate(float* xh, int d, int half, int n_rot, int neox, const float* cos_t,
@@ -37,6 +34,9 @@ __device__ __forceinline__ void lathe_rope_rotate(float* xh, int d, int half, in
   __syncwarp();  // the buffer is reused by this warp's next head
 }
 
+// One head of d values at xh, by one warp: RMS-normed (norm != 0; weight w or 1) and rotated in place
+// with the row's cosines and sines; when `cache` is given, the result also goes there as f16
+// (rounded to nearest even, as cache_append). buf: d floats of this warp's shared memory.
 __device__ __forceinline__ void lathe_rope_head(float* xh, int d, int half, int n_rot, int neox, const float* cos_t,
                                                 const float* sin_t, float* buf, const float* __restrict__ w,
                                                 int norm, float eps, __half* cache) {

@@ -7,8 +7,8 @@
 // made before the wait (positions are the step's inputs), and the norm's weights read into registers
 // there too (constants), so a head's way to its norm after the wait is one round trip (its values,
 // into registers), not three (values, shared memory, weights); and a warp with several units (the
-// 30B's 8 query heads, k and v on 8 warps) asks for all of their values at once. The same arithmetic as rope_append then
-// the attention, in the same order: the bits are the same.
+// 30B's 8 query heads, k and v on 8 warps) asks for all of their values at once. The same arithmetic
+// as rope_append then the attention, in the same order: the bits are the same.
 // Valid where a row's new slot is read by that row alone (decode rows, one a sequence): the plan
 // applies the rule only there.
 //
