@@ -80,7 +80,17 @@ __device__ __forceinline__ unsigned long long lathe_globaltimer() {
 struct lathe_block_stamps {  // in shared memory, one a block
   unsigned long long t[7];   // entry, wait, x, first, and the three inside x
   unsigned on, done;
+  long long c1;  // LATHE_STAMP_CYCLES: the SM's clock64 at stamp 1 (below)
 };
+// LATHE_STAMP_CYCLES (a measuring define, with LATHE_STAMPS): stamps 2-6 record stamp 1's time plus
+// the SM's clock64 cycles since it (1 cycle a "ns"), not the globaltimer; entry, wait and end stay on
+// the globaltimer. A phase between two of those stamps then reads in thousands of cycles where
+// product_stamps.py prints us: at the card's 1,980 MHz, 1.98 times its globaltimer figure where the
+// clock runs at full speed (the twenty-ninth session's question: the chains that run twice their
+// cycle counts in the step, on a slower clock or stalled).
+#ifndef LATHE_STAMP_CYCLES
+#define LATHE_STAMP_CYCLES 0
+#endif
 #ifdef LATHE_PRODUCT_STAMPS
 extern "C" {
 __device__ unsigned long long* lathe_stamps;
@@ -102,7 +112,13 @@ __device__ __forceinline__ void lathe_stamps_begin(lathe_block_stamps& s) {
 }
 
 __device__ __forceinline__ void lathe_stamps_at(lathe_block_stamps& s, int i) {  // thread 0
-  if (threadIdx.x == 0 && s.on) s.t[i] = lathe_globaltimer();
+  if (threadIdx.x != 0 || !s.on) return;
+  if (LATHE_STAMP_CYCLES && i >= 2 && s.t[1] != 0) {
+    s.t[i] = s.t[1] + static_cast<unsigned long long>(clock64() - s.c1);
+    return;
+  }
+  s.t[i] = lathe_globaltimer();
+  if (LATHE_STAMP_CYCLES && i == 1) s.c1 = clock64();
 }
 
 // Lane 0 of every warp of the block, after its last chunk; the last to get here writes the record.
