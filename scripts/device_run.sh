@@ -383,7 +383,8 @@
 #           and Q8_0 and qwen3-0.6b Q8_0: whether the chains after a wait run at the clock assumed
 #   k2      the card probes (scripts/probes, built by its build.sh into build-dev/probe and carried in
 #           the pack or beside it): clusters resident and their barriers' cost, a launch edge's cost,
-#           the router's pick phase alone
+#           the router's pick phase alone; since the thirtieth session also cold code's cost
+#           (icache_probe) and a block's speed after a long programmatic wait (wake_probe)
 #   k3      the router's softmax beside its ranks in the route epilogue's pick phase (the same bits): the
 #           route epilogue's GPU tests, the pick phase alone (the probe), the 30B's check,
 #           its tg128 by build-dev/old (main at b3baf1f) and this build alternated twice, then stamped;
@@ -461,6 +462,20 @@
 #           after a mixture): the merged, lane and persistent GPU tests, the 0.6B's and the 30B's
 #           checks, tg128 against build-dev/old (m1: main at 6963bc7) old / new / new / old on
 #           qwen3-0.6b Q8_0, old / new on Q4_K_M, the 30B and qwen3-8b Q8_0
+#   p1      (LATHE_MOE_PAIRS was removed after it: the knob is a no-op now) the mixture's gate/up as the
+#           paired products (LATHE_MOE_PAIRS=1: the bulk ring, gate's and up's half rows a slot) against its rows of 16-byte lines: the mixture's GPU tests and the
+#           30B's check under it, tg128 of the 30B alternated twice over, every product paired
+#           (LATHE_DECODE_PAIRS=1) once, at 4,096 of context, and both forms stamped
+#   p2      the chains' clock: qwen3-0.6b Q8_0 and the 30B stamped, then stamped with LATHE_STAMP_CYCLES
+#           (stamps 2-6 in SM cycles since the wait's return: prepare with STAMP_DEFINES=
+#           -DLATHE_STAMP_CYCLES=1), so each phase inside a block reads in both units
+#   p3      (landed after it: the define is gone, its variant now compiles the default) the mixture's
+#           gate/up rows on the bulk ring (a library variant, PREP_DEFINES=-DLATHE_MOE_BULK_RING=1): the mixture's GPU tests under it, the 30B's check under it, tg128
+#           of the 30B default / bulk / bulk / default and at 4,096 of context
+#   p4      (the define was removed after it) the mixture's down on the bulk ring too (a library
+#           variant, PREP_DEFINES=-DLATHE_MOE_DOWN_BULK=1; gate/up's rows on it in both): the mixture and lane GPU tests under
+#           it, the 30B's check under it, tg128 of the 30B default / bulk down / bulk down / default, at
+#           4,096 of context, and the mixture's, route-epilogue's and lane GPU tests of the default
 #   k5      (not run as such: l1 ran it in the twenty-eighth session) the norm epilogue's products with two
 #           first fills before the wait, every other product keeping one (build with PREP_DEFINES=
 #           -DLATHE_GEMV1_NORM_BEFORE_WAIT=2): the decode and norm-epilogue GPU tests under it, then tg128
@@ -1657,6 +1672,44 @@ for part in "$@"; do
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
   m7)  # the landed 0.6B stamped (see the list above)
     stamped 06b-m7 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
+  p1)  # the mixture's gate/up as pairs (see the list above)
+    with_env LATHE_MOE_PAIRS=1 gpu_tests test_moe_gpu
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30b, moe pairs"; with_env LATHE_MOE_PAIRS=1 timeout 150 $L check $f --steps 16 2>&1 | tail -3
+    for rep in 1 2; do
+      echo "== 30b rows"; tg_short $f
+      echo "== 30b moe pairs"; with_env LATHE_MOE_PAIRS=1 tg_short $f
+    done
+    echo "== 30b every product paired"; with_env LATHE_DECODE_PAIRS=1 tg_short $f
+    echo "== 30b at 4096 rows"; tg_at $f 4096
+    echo "== 30b at 4096 moe pairs"; with_env LATHE_MOE_PAIRS=1 tg_at $f 4096
+    stamped 30b-rows $f -p 16 -n 128 -r 1
+    with_env LATHE_MOE_PAIRS=1 stamped 30b-pairs $f -p 16 -n 128 -r 1 ;;
+  p2)  # the chains' clock (see the list above)
+    for spec in "qwen3-0.6b q8_0" "qwen3-30b-a3b q8_0"; do
+      f=$(synth $spec); n=${spec// /-}
+      stamped $n-ns $f -p 16 -n 128 -r 1
+      with_env LATHE_KERNEL_DEFINES=-DLATHE_STAMP_CYCLES=1 stamped $n-cycles $f -p 16 -n 128 -r 1
+    done ;;
+  p3)  # the mixture's gate/up rows on the bulk ring (see the list above)
+    BULK=-DLATHE_MOE_BULK_RING=1
+    echo "== test_moe_gpu $BULK"; LATHE_KERNEL_DEFINES=$BULK timeout 200 $C/test_moe_gpu --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30b default"; timeout 150 $L check $f --steps 16 2>&1 | tail -2
+    echo "== check 30b bulk"; LATHE_KERNEL_DEFINES=$BULK timeout 150 $L check $f --steps 16 2>&1 | tail -2
+    for v in "" $BULK $BULK ""; do echo "== 30b ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    for v in "" $BULK; do echo "== 30b at 4096 ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_at $f 4096; done ;;
+  p4)  # the mixture's down on the bulk ring too (see the list above)
+    BULK=-DLATHE_MOE_DOWN_BULK=1
+    for t in test_moe_gpu test_gpu_lane_gpu; do
+      echo "== $t $BULK"; LATHE_KERNEL_DEFINES=$BULK timeout 200 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6
+    done
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30b default"; timeout 150 $L check $f --steps 16 2>&1 | tail -2
+    echo "== check 30b bulk down"; LATHE_KERNEL_DEFINES=$BULK timeout 150 $L check $f --steps 16 2>&1 | tail -2
+    for v in "" $BULK $BULK ""; do echo "== 30b ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    for v in "" $BULK; do echo "== 30b at 4096 ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_at $f 4096; done
+    gpu_tests test_moe_gpu test_route_epilogue_gpu test_gpu_lane_gpu test_moe_prefill_gpu ;;
   l8)  # the landed build's norm-epilogue and lane tests (see the list above)
     gpu_tests test_norm_epilogue_gpu test_gpu_lane_gpu ;;
   k5)  # the norm epilogue's two first fills (see the list above)
@@ -1678,7 +1731,7 @@ for part in "$@"; do
       for v in "" "-DLATHE_GEMV1_BEFORE_WAIT=2" ""; do echo "== $spec ${v:-B=1}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
     done ;;
   k2)  # the card probes (see the list above)
-    for p in cluster_probe edge_probe pick_probe; do echo "== $p"; timeout 120 build-dev/probe/$p; done ;;
+    for p in cluster_probe edge_probe pick_probe icache_probe wake_probe; do echo "== $p"; timeout 120 build-dev/probe/$p; done ;;
   k1)  # the clocks while decoding (see the list above)
     for spec in "qwen3-8b q4_k_m" "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
       f=$(synth $spec); log=/tmp/clocks-${spec// /-}.csv

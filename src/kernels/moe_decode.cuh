@@ -1,8 +1,8 @@
 // The mixture's expert products for decode (1..8 rows, int8 / int8x2 contracts), built on the decode
-// GEMV's pieces (gemv_decode.cuh: format traits, 16-byte cp.async chunk copies into a per-warp ring of
-// LATHE_GEMV1_STAGES slots, piece dot products against x staged in shared memory) and on
-// gemv_multi.cuh's chunk dot. Only the chosen experts' rows are read: expert e's matrix starts
-// e * expert_bytes into the stacked tensor [n_expert][n_out][k].
+// GEMV's pieces (gemv_decode.cuh: format traits, a per-warp ring of LATHE_GEMV1_STAGES slots filled
+// by bulk copies (gate/up) or 16-byte cp.async lines (down's segments), piece dot products against x
+// staged in shared memory) and on gemv_multi.cuh's chunk dot. Only the chosen experts' rows are
+// read: expert e's matrix starts e * expert_bytes into the stacked tensor [n_expert][n_out][k].
 //
 // Both kernels: blocks of 16 warps, the grid `rows` x blocks_per_row (<= the SM count). Block b
 // serves row r = b % rows only, so it stages only that row's activation (x_r, or the row's k slots of
@@ -187,6 +187,16 @@ struct lathe_moe_gu_rows {
     return lathe_moe_chunk<F>((is_up ? wu : wg) + e * expert_bytes, row_bytes, units, o, is_up ? c - nc : c, slot,
                               issue);
   }
+  // The same chunk as one bulk copy into the warp's ring slot s (gemv_decode.cuh's lathe_ring_fill:
+  // lane 0 issues it; it lands `chunk(item, c, ...)` bytes into the slot, as the lines do). Every lane
+  // calls it (the expert id's shuffle).
+  __device__ __forceinline__ void ring_fill(int item, int c, uint8_t* slot, unsigned mbar, int s) const {
+    const int j = item / n_ff, o = item - j * n_ff;
+    const long long e = __shfl_sync(0xffffffffu, my_id, j);
+    const bool is_up = c >= nc;
+    lathe_ring_fill<F>((is_up ? wu : wg) + e * expert_bytes, row_bytes, units, o, is_up ? c - nc : c, slot, mbar, s,
+                       true);
+  }
   __device__ __forceinline__ void dot(int, int c, const uint8_t* s, float& acc0, float& acc1) const {
     const int4* sq1 = reinterpret_cast<const int4*>(sx);
     const int4* sq2 = reinterpret_cast<const int4*>(sx + k);
@@ -216,6 +226,11 @@ __device__ __forceinline__ void lathe_moe_gu_items(const lathe_moe_gu_rows<F, C>
   }
 }
 
+// The rows path's weights stream on the decode products' bulk ring (one cp.async.bulk a chunk that
+// lane 0 issues, completing on the slot's mbarrier: gemv_decode.cuh), not the lanes' 16-byte lines:
+// the same chunks in the same slots, so the same sums, and ~100 fewer instructions a chunk a lane.
+// Measured on the H200 (docs/perf.md, thirtieth session, p3): qwen3-30b-a3b Q8_0 tg128 472.5 / 473.1
+// -> 480.7 / 481.3.
 template <class F, int C>
 __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const uint8_t* wu, long long row_bytes,
                                                        long long expert_bytes, const int* ids, const int8_t* xq,
@@ -232,33 +247,45 @@ __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const 
   const int n_items = top_k * n_ff;
   if (r >= rows || br >= bpr) return;  // a grid not a multiple of rows: whole blocks leave
   LATHE_BLOCK_STAMPS(stamps);
+  __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
+  __shared__ __align__(8) unsigned long long ring_bars[LATHE_GEMV1_WARPS][LATHE_GEMV1_STAGES];
+  const unsigned mbar = static_cast<unsigned>(__cvta_generic_to_shared(ring_bars[warp]));
+  lathe_ring_init(mbar);
 
   lathe_pdl_entry();
   LATHE_STAMP_AT(stamps, 1);
   lathe_moe_stage_row_x<C>(sx, xq, r, rows, k);  // one commit group ahead of the weights
   const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
   const lathe_moe_gu_rows<F, C> gu{wg, wu, row_bytes, expert_bytes, units, nc, n_ff, k, my_id, sx};
-  auto chunk = [&](int item, int c, uint8_t* slot, bool issue) { return gu.chunk(item, c, slot, issue); };
   int ld_item = g0, ld_c = sub;
-  for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) {
-    if (ld_item < n_items) chunk(ld_item, ld_c, stage + s * LATHE_GEMV1_SLOT, true);
-    lathe_gemv1_commit();
+  // The loader runs STAGES - 1 chunks ahead along the warp's items (g0, g0 + n_groups, ...; chunks sub,
+  // sub + group, ... of gate's row, then of up's), nothing filled past the end; x is the only
+  // cp.async group.
+  auto fill = [&](int s) {
+    if (ld_item < n_items) gu.ring_fill(ld_item, ld_c, stage + s * LATHE_GEMV1_SLOT, mbar, s);
     ld_c += group;
     if (ld_item < n_items && ld_c >= 2 * nc) {
       ld_c = sub;
       ld_item += n_groups;
     }
-  }
-  lathe_gemv1_wait<LATHE_GEMV1_STAGES - 1>();  // x's group, the oldest, has landed
+  };
+  for (int s = 0; s < LATHE_GEMV1_STAGES - 1; ++s) fill(s);
+  lathe_gemv1_wait<0>();  // x's group has landed
   __syncthreads();
   LATHE_STAMP_AT(stamps, 2);
   LATHE_STAMP_AT(stamps, 3);
-
-  auto dot = [&](int item, int c, const uint8_t* s, float& acc0, float& acc1) { gu.dot(item, c, s, acc0, acc1); };
-  auto done = [&](int item, float g, float u) {
-    h[static_cast<long long>(r) * top_k * n_ff + item] = lathe_swiglu(g, u);
-  };
-  lathe_moe_stream(g0, sub, group, n_groups, n_items, 2 * nc, stage, ld_item, ld_c, chunk, dot, done);
+  unsigned taken = 0;  // chunks consumed: chunk `taken` is fill taken / STAGES of slot taken % STAGES
+  int parity = 0;
+  lathe_moe_gu_items(gu, g0, n_items, n_groups, group, sub, 2 * nc, h + static_cast<long long>(r) * top_k * n_ff,
+                     partial, parity, [&]() -> const uint8_t* {
+                       const int slot = static_cast<int>(taken % LATHE_GEMV1_STAGES);
+                       lathe_ring_wait(mbar, slot, (taken / LATHE_GEMV1_STAGES) & 1);
+                       __syncwarp();  // every lane is past the previous chunk: its slot, refilled here, is free
+                       fill(static_cast<int>((taken + LATHE_GEMV1_STAGES - 1) % LATHE_GEMV1_STAGES));
+                       ++taken;
+                       return stage + slot * LATHE_GEMV1_SLOT;
+                     });
+  lathe_ring_release(mbar);
   if (hq)
     lathe_moe_h_quantized<C>(h + static_cast<long long>(r) * top_k * n_ff, r, rows, n_items, br * gpb, gpb, n_groups,
                              hq, counts);
