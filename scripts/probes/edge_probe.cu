@@ -111,16 +111,8 @@ int main() {
       CK(cudaDeviceSynchronize());
       CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
       for (int k = 0; k < n_kernels; ++k) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(blocks);
-        cfg.blockDim = dim3(512);
-        cfg.dynamicSmemBytes = smem;
-        cfg.stream = s;
-        cudaLaunchAttribute a[1];
-        a[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        a[0].val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = a;
-        cfg.numAttrs = (mode == 2 || k == 0) ? 0 : 1;
+        cudaLaunchAttribute a;
+        const cudaLaunchConfig_t cfg = launch_config(blocks, 512, smem, s, mode != 2 && k != 0, a);
         // each kernel reads its own part of the 8 GB so nothing is an L2 hit
         const int4* base = src + ((size_t)k * per_block16 * blocks) % (total / 16 - per_block16 * blocks + 1);
         CK(cudaLaunchKernelEx(&cfg, link, mode, base, per_block16, sink,

@@ -14,12 +14,6 @@
 constexpr int kThreads = 256;
 constexpr int kFfma = 1024;  // 16 bytes each: 16 KB of code a copy
 
-__device__ __forceinline__ unsigned smid() {
-  unsigned s;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-  return s;
-}
-
 // mode 0: every block times the code; mode 1: blocks on even SMs stream src, odd ones time the
 // code once the streaming has begun. t[2 * block + pass]: ns (0 where the block did not time).
 template <int V>

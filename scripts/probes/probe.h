@@ -1,4 +1,5 @@
-// What the card probes share (scripts/probes/build.sh): a CUDA call checked, and the globaltimer.
+// What the card probes share (scripts/probes/build.sh): a CUDA call checked, the globaltimer, the
+// SM's id, and a launch's configuration with or without a programmatic dependency on the one before.
 #pragma once
 #include <cstdio>
 
@@ -15,4 +16,26 @@ __device__ __forceinline__ unsigned long long gtime() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+}
+
+__device__ __forceinline__ unsigned smid() {
+  unsigned s;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+  return s;
+}
+
+// grid x block threads with smem bytes on stream; programmatic: may start before the kernel before it
+// ends (its griddepcontrol.wait waits for it). attr: storage that outlives the launch call.
+inline cudaLaunchConfig_t launch_config(int grid, int block, size_t smem, cudaStream_t stream, bool programmatic,
+                                        cudaLaunchAttribute& attr) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(block);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = programmatic ? 1 : 0;
+  return cfg;
 }

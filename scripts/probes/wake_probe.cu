@@ -1,11 +1,12 @@
 // A card probe (scripts/probes/build.sh builds it; docs/perf.md, thirtieth session): whether a block
 // that sat in griddepcontrol.wait runs slower once it returns. Kernel A (64 blocks, one an SM)
 // releases its dependents at once and spins for D us; kernel B (132 blocks, one an SM, launched
-// programmatically after A) stamps when it is ready to wait and when its wait returns, then times the same work twice:
-// 256 FFMAs a thread and a chain of 32 8-lane shuffles (warm code: both ran once before the wait).
-// B's blocks on the SMs A leaves free wait ~D us; the others arrive as A's blocks exit. Printed by
-// how long a block waited: its work's time after the wait, and again right after; and the release
-// (A's last block's end -> B's first wait return) by how many bytes B's blocks asked DRAM for before it.
+// programmatically after A) stamps when it is ready to wait and when its wait returns, then times
+// the same work twice: 256 FFMAs a thread and a chain of 32 8-lane shuffles (warm code: both ran
+// once before the wait). B's blocks on the SMs A leaves free wait ~D us; the others arrive as A's
+// blocks exit. Printed by how long a block waited: its work's time after the wait, and again right
+// after; and the release (A's last block's end -> B's first wait return) by how many bytes B's
+// blocks asked DRAM for before it.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -14,12 +15,6 @@
 #include "probe.h"
 
 constexpr int kThreads = 512;
-
-__device__ __forceinline__ unsigned smid() {
-  unsigned s;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-  return s;
-}
 
 __global__ void __launch_bounds__(kThreads, 1) hold(unsigned long long spin_ns, unsigned long long* ends) {
   extern __shared__ int4 fill_a[];
@@ -43,7 +38,7 @@ __device__ __forceinline__ float work(float a, float b) {
   return a;
 }
 
-// rec[8 * block + ...]: ready to wait, wait return, after work 1, after work 2, smid
+// rec[8 * block + ...]: ready to wait, wait return, after work 1, after work 2
 // Before its wait a block asks DRAM for n_pre 16-byte loads a thread (its own part of src), used after.
 __global__ void __launch_bounds__(kThreads, 1) waiter(unsigned long long* rec, float* out, const int4* src, int n_pre) {
   extern __shared__ int4 fill_b[];
@@ -67,7 +62,7 @@ __global__ void __launch_bounds__(kThreads, 1) waiter(unsigned long long* rec, f
   const unsigned long long t3 = gtime();
   if (threadIdx.x == 0) {
     unsigned long long* r = rec + 8 * blockIdx.x;
-    r[0] = entry, r[1] = t1, r[2] = t2, r[3] = t3, r[4] = smid();
+    r[0] = entry, r[1] = t1, r[2] = t2, r[3] = t3;
   }
   out[blockIdx.x * kThreads + threadIdx.x] = a;
 }
@@ -99,16 +94,8 @@ int main() {
     rel.resize(1);
     for (int round = 0; round < 21; ++round) {
       hold<<<a_blocks, kThreads, smem, s>>>(spin, ends);
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(n_sm);
-      cfg.blockDim = dim3(kThreads);
-      cfg.dynamicSmemBytes = smem;
-      cfg.stream = s;
-      cudaLaunchAttribute at[1];
-      at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      at[0].val.programmaticStreamSerializationAllowed = 1;
-      cfg.attrs = at;
-      cfg.numAttrs = 1;
+      cudaLaunchAttribute at;
+      const cudaLaunchConfig_t cfg = launch_config(n_sm, kThreads, smem, s, true, at);
       const int4* part = src + (size_t(round) * per_round16) % (src_bytes / 16 - per_round16);  // cold lines
       CK(cudaLaunchKernelEx(&cfg, waiter, rec, out, part, n_pre));
       CK(cudaStreamSynchronize(s));
@@ -134,8 +121,8 @@ int main() {
     const char* names[] = {"< 0.5", "0.5 - 2", "2 - 5", "> 5"};
     for (int k = 0; k < 4; ++k)
       if (!w1[k].empty())
-        printf("%8.1f %6d %-14s %7zu %9.3f %9.3f %9.3f\n", spin / 1000.0, n_pre * 8, names[k], w1[k].size() / 20, med(w1[k]),
-               med(w2[k]), med(rel[0]));
+        printf("%8.1f %6d %-14s %7zu %9.3f %9.3f %9.3f\n", spin / 1000.0, n_pre * 8, names[k], w1[k].size() / 20,
+               med(w1[k]), med(w2[k]), med(rel[0]));
   }
   return 0;
 }

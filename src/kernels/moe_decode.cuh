@@ -254,7 +254,7 @@ __device__ __forceinline__ void lathe_moe_gate_up_rows(const uint8_t* wg, const 
 
   lathe_pdl_entry();
   LATHE_STAMP_AT(stamps, 1);
-  lathe_moe_stage_row_x<C>(sx, xq, r, rows, k);  // one commit group ahead of the weights
+  lathe_moe_stage_row_x<C>(sx, xq, r, rows, k);  // x: the one cp.async group (the weights land on the ring)
   const int my_id = lane < top_k ? ids[r * top_k + lane] : 0;
   const lathe_moe_gu_rows<F, C> gu{wg, wu, row_bytes, expert_bytes, units, nc, n_ff, k, my_id, sx};
   int ld_item = g0, ld_c = sub;
