@@ -489,6 +489,21 @@
 #           the GEMV, norm-epilogue and merged tests, the tiles' errors, the q4_K / q6_K timings (tiles
 #           and rows), checks of the Q4_K_M shapes, tg128 of qwen3-8b and llama3-8b Q4_K_M against
 #           build-dev/old (main at 1fb4080: Q4_K's tiles only), the profile
+#   hold1   (LATHE_HOLD_PARAMS was removed after it) 2026-12-04's thirty-first session: the tails'
+#           parameters held in registers (the router's,
+#           the norm epilogue's, the attention's; a library variant, PREP_DEFINES and STAMP_DEFINES=
+#           -DLATHE_HOLD_PARAMS=1): the route-epilogue, norm-epilogue and attention GPU tests and the
+#           30B's check under it, tg128 default / held / held / default of the 30B and qwen3-0.6b Q8_0,
+#           default / held of qwen3-8b Q8_0, the 30B and the 8B stamped both ways
+#   fx1     (the sums were removed after it) the router epilogue's logits summed in fixed point (64-bit atomics; the last block reads
+#           the sums, not every block's parts): the route-epilogue test under it and under the parts'
+#           form (a library variant, PREP_DEFINES=-DLATHE_ROUTE_EPI_FIXED=0), the 30B's check, tg128 of
+#           the 30B parts / fixed / fixed / parts and at 4,096 of context, the 30B stamped, then the
+#           mixture's, lane and persistent-step GPU tests
+#   fx2     (the sums were removed after it: the defines are no-ops now) the same sums spread over G an expert (block b adds into sum b mod G; default G = 11): the
+#           route-epilogue test, the 30B's check, tg128 of the 30B by the parts (PREP_DEFINES=
+#           -DLATHE_ROUTE_EPI_FIXED=0), G = 11 and G = 32 (-DLATHE_ROUTE_EPI_FIXED=32), alternated twice,
+#           at 4,096 of context, the 30B stamped, the mixture's, lane and persistent-step GPU tests
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1672,6 +1687,45 @@ for part in "$@"; do
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
   m7)  # the landed 0.6B stamped (see the list above)
     stamped 06b-m7 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
+  fx2)  # the router's fixed-point sums spread over G a expert (see the list above)
+    P=-DLATHE_ROUTE_EPI_FIXED=0 G32=-DLATHE_ROUTE_EPI_FIXED=32
+    gpu_tests test_route_epilogue_gpu
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30b"; timeout 150 $L check $f --steps 16 2>&1 | tail -2
+    for v in $P "" $G32 "" $P $G32; do echo "== 30b ${v:-G11}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    for v in $P ""; do echo "== 30b at 4096 ${v:-G11}"; LATHE_KERNEL_DEFINES="$v" tg_at $f 4096; done
+    stamped 30b-g11 $f -p 16 -n 128 -r 1
+    rm -f $f
+    gpu_tests test_moe_gpu test_gpu_lane_gpu test_persistent_step_gpu ;;
+  fx1)  # the router's logits summed in fixed point (see the list above)
+    P=-DLATHE_ROUTE_EPI_FIXED=0
+    gpu_tests test_route_epilogue_gpu
+    echo "== test_route_epilogue_gpu $P"; LATHE_KERNEL_DEFINES=$P timeout 200 $C/test_route_epilogue_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|router epilogue:" | head -6
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30b"; timeout 150 $L check $f --steps 16 2>&1 | tail -2
+    for v in $P "" "" $P; do echo "== 30b ${v:-fixed}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    for v in $P ""; do echo "== 30b at 4096 ${v:-fixed}"; LATHE_KERNEL_DEFINES="$v" tg_at $f 4096; done
+    stamped 30b-fixed $f -p 16 -n 128 -r 1
+    rm -f $f
+    gpu_tests test_moe_gpu test_gpu_lane_gpu test_persistent_step_gpu
+    echo "== check qwen3moe-tiny"; checks_of "qwen3moe-tiny q8_0" ;;
+  hold1)  # the tails' parameters held in registers (see the list above)
+    H=-DLATHE_HOLD_PARAMS=1
+    for t in test_route_epilogue_gpu test_norm_epilogue_gpu test_gpu_attention_gpu; do
+      echo "== $t $H"; LATHE_KERNEL_DEFINES=$H timeout 200 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6
+    done
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30b held"; LATHE_KERNEL_DEFINES=$H timeout 150 $L check $f --steps 16 2>&1 | tail -2
+    for v in "" $H $H ""; do echo "== 30b ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    stamped 30b-default $f -p 16 -n 128 -r 1
+    with_env LATHE_KERNEL_DEFINES=$H stamped 30b-held $f -p 16 -n 128 -r 1
+    rm -f $f
+    f=$(synth qwen3-0.6b q8_0)
+    for v in "" $H $H ""; do echo "== 0.6b ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    f=$(synth qwen3-8b q8_0)
+    for v in "" $H; do echo "== 8b ${v:-default}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    stamped 8b-default $f -p 16 -n 128 -r 1
+    with_env LATHE_KERNEL_DEFINES=$H stamped 8b-held $f -p 16 -n 128 -r 1 ;;
   p1)  # the mixture's gate/up as pairs (see the list above)
     with_env LATHE_MOE_PAIRS=1 gpu_tests test_moe_gpu
     f=$(synth qwen3-30b-a3b q8_0)
