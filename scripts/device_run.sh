@@ -504,6 +504,11 @@
 #           route-epilogue test, the 30B's check, tg128 of the 30B by the parts (PREP_DEFINES=
 #           -DLATHE_ROUTE_EPI_FIXED=0), G = 11 and G = 32 (-DLATHE_ROUTE_EPI_FIXED=32), alternated twice,
 #           at 4,096 of context, the 30B stamped, the mixture's, lane and persistent-step GPU tests
+#   bk1     (the define was removed after it) the router epilogue's last block bringing the parts, s and w in by three bulk copies on one
+#           mbarrier (against its 16-byte cp.async lines: a library variant, PREP_DEFINES=
+#           -DLATHE_ROUTE_EPI_BULK=0): the route-epilogue test, the 30B's check, tg128 of the 30B lines /
+#           bulk / bulk / lines and at 4,096 of context, the 30B stamped, the mixture's, lane and
+#           persistent-step GPU tests
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1687,6 +1692,16 @@ for part in "$@"; do
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
   m7)  # the landed 0.6B stamped (see the list above)
     stamped 06b-m7 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
+  bk1)  # the router tail's reads as bulk copies (see the list above)
+    B0=-DLATHE_ROUTE_EPI_BULK=0
+    gpu_tests test_route_epilogue_gpu
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30b"; timeout 150 $L check $f --steps 16 2>&1 | tail -2
+    for v in $B0 "" "" $B0; do echo "== 30b ${v:-bulk}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    for v in $B0 ""; do echo "== 30b at 4096 ${v:-bulk}"; LATHE_KERNEL_DEFINES="$v" tg_at $f 4096; done
+    stamped 30b-bulk $f -p 16 -n 128 -r 1
+    rm -f $f
+    gpu_tests test_moe_gpu test_gpu_lane_gpu test_persistent_step_gpu ;;
   fx2)  # the router's fixed-point sums spread over G a expert (see the list above)
     P=-DLATHE_ROUTE_EPI_FIXED=0 G32=-DLATHE_ROUTE_EPI_FIXED=32
     gpu_tests test_route_epilogue_gpu
