@@ -601,6 +601,20 @@ checks_of() {
   local spec
   for spec in "$@"; do echo "== check $spec"; timeout 150 $L check $(synth $spec) --steps 16 2>&1 | tail -2; done
 }
+# The 30B under library variants (LATHE_KERNEL_DEFINES): its check by the default, tg128 of each VARIANT
+# in the order given ("" the default, named LABEL in the log), at 4,096 of context the first VARIANT and
+# the default, the default stamped as stamps-30b-STAMP, then the mixture's, lane and persistent-step GPU
+# tests. Usage: variants_30b LABEL STAMP VARIANT...
+variants_30b() {
+  local label=$1 stamp=$2 f v; shift 2
+  f=$(synth qwen3-30b-a3b q8_0)
+  echo "== check 30b"; timeout 150 $L check $f --steps 16 2>&1 | tail -2
+  for v in "$@"; do echo "== 30b ${v:-$label}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+  for v in "$1" ""; do echo "== 30b at 4096 ${v:-$label}"; LATHE_KERNEL_DEFINES="$v" tg_at $f 4096; done
+  stamped 30b-$stamp $f -p 16 -n 128 -r 1
+  rm -f $f
+  gpu_tests test_moe_gpu test_gpu_lane_gpu test_persistent_step_gpu
+}
 # A command with the environment's assignments of its first word ("A=1 B=2", or empty) in a subshell.
 with_env() { ( [ -n "$1" ] && export $1; shift; "$@" ); }
 # A bench of FILE by $L with the stamps on (NAME FILE bench-args...): its tg128 row, then
@@ -1695,34 +1709,16 @@ for part in "$@"; do
   bk1)  # the router tail's reads as bulk copies (see the list above)
     B0=-DLATHE_ROUTE_EPI_BULK=0
     gpu_tests test_route_epilogue_gpu
-    f=$(synth qwen3-30b-a3b q8_0)
-    echo "== check 30b"; timeout 150 $L check $f --steps 16 2>&1 | tail -2
-    for v in $B0 "" "" $B0; do echo "== 30b ${v:-bulk}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
-    for v in $B0 ""; do echo "== 30b at 4096 ${v:-bulk}"; LATHE_KERNEL_DEFINES="$v" tg_at $f 4096; done
-    stamped 30b-bulk $f -p 16 -n 128 -r 1
-    rm -f $f
-    gpu_tests test_moe_gpu test_gpu_lane_gpu test_persistent_step_gpu ;;
-  fx2)  # the router's fixed-point sums spread over G a expert (see the list above)
+    variants_30b bulk bulk $B0 "" "" $B0 ;;
+  fx2)  # the router's fixed-point sums spread over G an expert (see the list above)
     P=-DLATHE_ROUTE_EPI_FIXED=0 G32=-DLATHE_ROUTE_EPI_FIXED=32
     gpu_tests test_route_epilogue_gpu
-    f=$(synth qwen3-30b-a3b q8_0)
-    echo "== check 30b"; timeout 150 $L check $f --steps 16 2>&1 | tail -2
-    for v in $P "" $G32 "" $P $G32; do echo "== 30b ${v:-G11}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
-    for v in $P ""; do echo "== 30b at 4096 ${v:-G11}"; LATHE_KERNEL_DEFINES="$v" tg_at $f 4096; done
-    stamped 30b-g11 $f -p 16 -n 128 -r 1
-    rm -f $f
-    gpu_tests test_moe_gpu test_gpu_lane_gpu test_persistent_step_gpu ;;
+    variants_30b G11 g11 $P "" $G32 "" $P $G32 ;;
   fx1)  # the router's logits summed in fixed point (see the list above)
     P=-DLATHE_ROUTE_EPI_FIXED=0
     gpu_tests test_route_epilogue_gpu
     echo "== test_route_epilogue_gpu $P"; LATHE_KERNEL_DEFINES=$P timeout 200 $C/test_route_epilogue_gpu 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure|router epilogue:" | head -6
-    f=$(synth qwen3-30b-a3b q8_0)
-    echo "== check 30b"; timeout 150 $L check $f --steps 16 2>&1 | tail -2
-    for v in $P "" "" $P; do echo "== 30b ${v:-fixed}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
-    for v in $P ""; do echo "== 30b at 4096 ${v:-fixed}"; LATHE_KERNEL_DEFINES="$v" tg_at $f 4096; done
-    stamped 30b-fixed $f -p 16 -n 128 -r 1
-    rm -f $f
-    gpu_tests test_moe_gpu test_gpu_lane_gpu test_persistent_step_gpu
+    variants_30b fixed fixed $P "" "" $P
     echo "== check qwen3moe-tiny"; checks_of "qwen3moe-tiny q8_0" ;;
   hold1)  # the tails' parameters held in registers (see the list above)
     H=-DLATHE_HOLD_PARAMS=1
