@@ -509,6 +509,17 @@
 #           -DLATHE_ROUTE_EPI_BULK=0): the route-epilogue test, the 30B's check, tg128 of the 30B lines /
 #           bulk / bulk / lines and at 4,096 of context, the 30B stamped, the mixture's, lane and
 #           persistent-step GPU tests
+#   la1     (the knobs were removed after la3) 2026-12-04's thirty-second session: the router epilogue's blocks asking L2 for the next
+#           layer's q, k, v and o once their rows are done (LATHE_ROUTE_L2_AHEAD_MB, 0 = off): the
+#           route-epilogue test, the 30B's check with it, tg128 of the 30B at 0 / 12 / 21 / 6 MB and
+#           again, at 4,096 of context, stamped at 0 and 21, the mixture's and lane GPU tests
+#   la2     (removed after la3) the same ranges asked for by the router's last block once every block has counted, with an
+#           L2 evict-last policy (the default build, LATHE_ROUTE_L2_AHEAD_FORM=1) and L2 set aside for
+#           it (LATHE_L2_PERSIST_MB), or without the hint (PREP_DEFINES=-DLATHE_ROUTE_L2_AHEAD_FORM=2):
+#           the route-epilogue test, tg128 of the 30B by ahead / set aside / form, stamped at 12 / 16
+#   la3     (removed after it) the ranges asked for by every block but the last once every block has counted (a spin on
+#           the count), evict-last (LATHE_ROUTE_L2_AHEAD_FORM=3, the build's default): the route-
+#           epilogue test, tg128 of the 30B by ahead / set aside, twice, stamped at 12 / 16
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1706,6 +1717,38 @@ for part in "$@"; do
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
   m7)  # the landed 0.6B stamped (see the list above)
     stamped 06b-m7 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
+  la3)  # the ranges asked for by every block once all have counted, evict-last (see the list above)
+    gpu_tests test_route_epilogue_gpu
+    f=$(synth qwen3-30b-a3b q8_0)
+    for rep in 1 2; do
+      for v in "0 0" "12 0" "12 16" "21 24" "21 0"; do
+        set -- $v; echo "== 30b ahead $1 persist $2"
+        LATHE_ROUTE_L2_AHEAD_MB=$1 LATHE_L2_PERSIST_MB=$2 tg_short $f
+      done
+    done
+    LATHE_ROUTE_L2_AHEAD_MB=12 LATHE_L2_PERSIST_MB=16 stamped 30b-la3 $f -p 16 -n 128 -r 1
+    rm -f $f ;;
+  la2)  # the ranges asked for by the last block, evict-last (see the list above)
+    gpu_tests test_route_epilogue_gpu
+    f=$(synth qwen3-30b-a3b q8_0)
+    F2=-DLATHE_ROUTE_L2_AHEAD_FORM=2
+    for rep in 1 2; do
+      for v in "0 0 -" "12 0 -" "12 16 -" "21 24 -" "12 0 $F2"; do
+        set -- $v; echo "== 30b ahead $1 persist $2 form $3"
+        LATHE_ROUTE_L2_AHEAD_MB=$1 LATHE_L2_PERSIST_MB=$2 LATHE_KERNEL_DEFINES=$([ "$3" = - ] || echo $3) tg_short $f
+      done
+    done
+    LATHE_ROUTE_L2_AHEAD_MB=12 LATHE_L2_PERSIST_MB=16 stamped 30b-la2 $f -p 16 -n 128 -r 1
+    rm -f $f ;;
+  la1)  # the next layer's weights asked of L2 during the router's tail (see the list above)
+    gpu_tests test_route_epilogue_gpu
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30b ahead 21"; LATHE_ROUTE_L2_AHEAD_MB=21 timeout 150 $L check $f --steps 16 2>&1 | tail -2
+    for v in 0 12 21 6 0 12 21; do echo "== 30b ahead $v"; LATHE_ROUTE_L2_AHEAD_MB=$v tg_short $f; done
+    for v in 0 21; do echo "== 30b at 4096 ahead $v"; LATHE_ROUTE_L2_AHEAD_MB=$v tg_at $f 4096; done
+    for v in 0 21; do LATHE_ROUTE_L2_AHEAD_MB=$v stamped 30b-la1-$v $f -p 16 -n 128 -r 1; done
+    rm -f $f
+    gpu_tests test_moe_gpu test_gpu_lane_gpu ;;
   bk1)  # the router tail's reads as bulk copies (see the list above)
     B0=-DLATHE_ROUTE_EPI_BULK=0
     gpu_tests test_route_epilogue_gpu
