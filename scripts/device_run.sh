@@ -520,6 +520,20 @@
 #   la3     (removed after it) the ranges asked for by every block but the last once every block has counted (a spin on
 #           the count), evict-last (LATHE_ROUTE_L2_AHEAD_FORM=3, the build's default): the route-
 #           epilogue test, tg128 of the 30B by ahead / set aside, twice, stamped at 12 / 16
+#   nc1     where the 30B's single-block tails wait: ncu (clocks left alone) on one layer's five launches a
+#           few tokens in (q/k/v, the attention, o with the router, gate/up, down), each alone, with
+#           warp-state sampling by instruction (SourceCounters); the SASS by address with its samples
+#           and stall reasons (the source page's CSV), kept under $OUT
+#   nc2     the same at the finest sampling (--warp-sampling-interval 0): the router's launch 16 times
+#           alone (kernel replay), then one whole decode step as one workload (--graph-profiling graph:
+#           the launches overlapped as in the step); the SASS by address with its samples, under $OUT
+#   nc3     ncu's options for the source page and its Python module's interface on a whole decode step
+#           profiled as one workload (a step well into the bench's decode graphs)
+#   nc4     one decode step of the 30B (no prompt: the first graphs are decode steps) profiled as one
+#           workload at the finest sampling; every sampled instruction's SASS and stall reasons
+#           (scripts/probes/pc_samples.py) under $OUT
+#   nc5     the router alone (4 launches, kernel replay) and one whole decode step, both at the finest
+#           sampling, with each report's sampling interval and dropped bytes: pc_samples.py of both
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1717,6 +1731,92 @@ for part in "$@"; do
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
   m7)  # the landed 0.6B stamped (see the list above)
     stamped 06b-m7 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
+  nc5)  # the router alone and in a whole step, with the sampling's interval (see the list above)
+    NR=$(find / -name ncu_report.py 2>/dev/null | head -1)
+    f=$(synth qwen3-30b-a3b q8_0)
+    timeout 200 ncu --clock-control none --kernel-name regex:'lathe_gemv1_route' --launch-skip 150 --launch-count 4 \
+      --section SourceCounters --warp-sampling-interval 0 --import-source no -f -o ${OUT:-/tmp}/alone \
+      $L bench $f -p 0 -n 32 -r 1 2>&1 | grep -E "rror" | head -4
+    timeout 200 ncu --clock-control none --graph-profiling graph --launch-skip 12 --launch-count 1 \
+      --section SourceCounters --warp-sampling-interval 0 --import-source no -f -o ${OUT:-/tmp}/step \
+      $L bench $f -p 0 -n 32 -r 1 2>&1 | grep -E "rror" | head -4
+    for r in alone step; do
+      PYTHONPATH=$(dirname $NR) python3 -c "
+import sys, ncu_report
+ctx = ncu_report.load_report(sys.argv[1])
+for i in range(ctx.range_by_idx(0).num_actions()):
+    a = ctx.range_by_idx(0).action_by_idx(i)
+    print(sys.argv[2], a.name(), *(f'{n}={a.metric_by_name(n).as_uint64() if a.metric_by_name(n) else None}' for n in
+          ('smsp__pcsamp_interval', 'smsp__pcsamp_interval_cycles', 'smsp__pcsamp_sample_count', 'smsp__pcsamp_dropped_bytes')))
+" ${OUT:-/tmp}/$r.ncu-rep $r
+      PYTHONPATH=$(dirname $NR) python3 scripts/probes/pc_samples.py ${OUT:-/tmp}/$r.ncu-rep > ${OUT:-/tmp}/$r-pcs.csv
+    done
+    xz -f ${OUT:-/tmp}/*-pcs.csv; rm -f ${OUT:-/tmp}/*.ncu-rep $f ;;
+  nc4)  # a whole decode step's samples by instruction (see the list above)
+    NR=$(find / -name ncu_report.py 2>/dev/null | head -1)
+    f=$(synth qwen3-30b-a3b q8_0)
+    timeout 250 ncu --clock-control none --graph-profiling graph --launch-skip 12 --launch-count 1 \
+      --section SourceCounters --warp-sampling-interval 0 --import-source no -f -o ${OUT:-/tmp}/step \
+      $L bench $f -p 0 -n 32 -r 1 2>&1 | grep -E "==PROF==|rror" | head -6
+    PYTHONPATH=$(dirname $NR) python3 scripts/probes/pc_samples.py ${OUT:-/tmp}/step.ncu-rep > ${OUT:-/tmp}/step-pcs.csv
+    wc -l ${OUT:-/tmp}/step-pcs.csv; head -3 ${OUT:-/tmp}/step-pcs.csv | cut -c1-300
+    xz -f ${OUT:-/tmp}/step-pcs.csv; rm -f ${OUT:-/tmp}/step.ncu-rep $f ;;
+  nc3)  # what ncu offers for a whole step's source (see the list above)
+    ncu --help 2>&1 | grep -iE "print-source|function|graph-profiling|source" | head -20
+    NR=$(find / -name ncu_report.py 2>/dev/null | head -1); echo "ncu_report: $NR"
+    f=$(synth qwen3-30b-a3b q8_0)
+    timeout 250 ncu --clock-control none --graph-profiling graph --launch-skip 30 --launch-count 1 \
+      --section SourceCounters --warp-sampling-interval 0 --import-source no -f -o ${OUT:-/tmp}/step \
+      $L bench $f -p 16 -n 64 -r 1 2>&1 | grep -E "==PROF==|rror" | head -6
+    ncu -i ${OUT:-/tmp}/step.ncu-rep --page source --csv --print-source sass > ${OUT:-/tmp}/step-sass.csv 2>&1
+    grep "Kernel Name" ${OUT:-/tmp}/step-sass.csv | head; wc -l ${OUT:-/tmp}/step-sass.csv
+    [ -n "$NR" ] && PYTHONPATH=$(dirname $NR) python3 - ${OUT:-/tmp}/step.ncu-rep <<'PY'
+import sys, ncu_report
+ctx = ncu_report.load_report(sys.argv[1])
+act = ctx.range_by_idx(0).action_by_idx(0)
+print("action", act.name(), [m for m in dir(act) if not m.startswith("_")])
+m = act.metric_by_name("smsp__pcsamp_warps_issue_stalled_barrier")
+print("barrier instances", m.num_instances() if m else None)
+names = [n for n in act.metric_names() if "pcsamp" in n or "sass" in n.lower()]
+print(len(names), names[:40])
+for meth in ("sass_by_pc", "source_files", "ptx_by_pc", "source_info", "nvtx_state"):
+    print(meth, hasattr(act, meth))
+if m and m.num_instances():
+    ids = m.correlation_ids()
+    pcs = sorted(ids.as_uint64(i) for i in range(m.num_instances()))
+    print("pcs", hex(pcs[0]), hex(pcs[-1]), len(pcs))
+    if hasattr(act, "sass_by_pc"):
+        sb = act.sass_by_pc(); print(type(sb), len(sb) if hasattr(sb, "__len__") else "")
+    if hasattr(act, "source_info"):
+        si = act.source_info(pcs[len(pcs) // 2]); print("source_info", si, [x for x in dir(si) if not x.startswith("_")] if si else "")
+PY
+    xz -f ${OUT:-/tmp}/step-sass.csv; rm -f $f ;;
+  nc2)  # the finest warp-state samples: the router alone 16 times, then a whole step (see the list above)
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== ncu, the router alone"; timeout 250 ncu --clock-control none --kernel-name regex:'lathe_gemv1_route' \
+      --launch-skip 150 --launch-count 16 --section SourceCounters --warp-sampling-interval 0 \
+      --metrics gpu__time_duration.sum --import-source no -f -o ${OUT:-/tmp}/route $L bench $f -p 16 -n 8 -r 1 2>&1 |
+      grep -E "rror|Report" | head -6
+    ncu -i ${OUT:-/tmp}/route.ncu-rep --page source --csv --print-source sass > ${OUT:-/tmp}/route-sass.csv 2>&1
+    ncu -i ${OUT:-/tmp}/route.ncu-rep --page raw --csv --metrics gpu__time_duration.sum 2>&1 | tail -17 | cut -c1-200
+    echo "== ncu, one decode step as one workload"; timeout 250 ncu --clock-control none --graph-profiling graph \
+      --launch-skip 4 --launch-count 1 --section SourceCounters --warp-sampling-interval 0 \
+      --metrics gpu__time_duration.sum --import-source no -f -o ${OUT:-/tmp}/step $L bench $f -p 16 -n 8 -r 1 2>&1 |
+      grep -E "==PROF==|rror" | head -8
+    ncu -i ${OUT:-/tmp}/step.ncu-rep --page source --csv --print-source sass > ${OUT:-/tmp}/step-sass.csv 2>&1
+    head -c 300 ${OUT:-/tmp}/step-sass.csv; echo; grep -c "Kernel Name" ${OUT:-/tmp}/step-sass.csv
+    ls -la ${OUT:-/tmp}/; xz -f ${OUT:-/tmp}/*-sass.csv; rm -f ${OUT:-/tmp}/*.ncu-rep $f ;;
+  nc1)  # warp-state samples by instruction of the 30B's launches (see the list above)
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== ncu"; timeout 400 ncu --clock-control none \
+      --kernel-name regex:'lathe_gemv1_route|lathe_attn_decode_rope|lathe_gemvm_|lathe_moe_gate_up|lathe_moe_down' \
+      --launch-skip 500 --launch-count 5 --section SourceCounters --section WarpStateStats \
+      --metrics gpu__time_duration.sum --import-source no -f -o ${OUT:-/tmp}/layer $L bench $f -p 16 -n 8 -r 1 2>&1 |
+      grep -E "==PROF==|rror" | head -12
+    ncu -i ${OUT:-/tmp}/layer.ncu-rep --page source --csv --print-source sass > ${OUT:-/tmp}/layer-sass.csv 2>&1
+    head -c 600 ${OUT:-/tmp}/layer-sass.csv; echo
+    ncu -i ${OUT:-/tmp}/layer.ncu-rep --page details 2>&1 | grep -E "lathe_|Duration|Warp Cycles Per Issued|Stall" | head -40
+    xz -f ${OUT:-/tmp}/layer-sass.csv; rm -f $f ;;
   la3)  # the ranges asked for by every block once all have counted, evict-last (see the list above)
     gpu_tests test_route_epilogue_gpu
     f=$(synth qwen3-30b-a3b q8_0)
