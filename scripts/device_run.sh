@@ -534,6 +534,9 @@
 #           (scripts/probes/pc_samples.py) under $OUT
 #   nc5     the router alone (4 launches, kernel replay) and one whole decode step, both at the finest
 #           sampling, with each report's sampling interval and dropped bytes: pc_samples.py of both
+#   fe1     (the define was removed after it) the library's publish-then-count fences as fence.acq_rel.gpu (the build's default) against
+#           __threadfence()'s sequentially consistent one (PREP_DEFINES=-DLATHE_FENCE_SC=1): tg128 of
+#           the 30B alternated, then the route-epilogue and mixture GPU tests
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1731,6 +1734,12 @@ for part in "$@"; do
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
   m7)  # the landed 0.6B stamped (see the list above)
     stamped 06b-m7 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
+  fe1)  # acquire-release fences against sequentially consistent ones (see the list above)
+    f=$(synth qwen3-30b-a3b q8_0)
+    SC=-DLATHE_FENCE_SC=1
+    for v in "" $SC "" $SC; do echo "== 30b ${v:-acq_rel}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    rm -f $f
+    gpu_tests test_route_epilogue_gpu test_moe_gpu ;;
   nc5)  # the router alone and in a whole step, with the sampling's interval (see the list above)
     NR=$(find / -name ncu_report.py 2>/dev/null | head -1)
     f=$(synth qwen3-30b-a3b q8_0)
