@@ -537,6 +537,11 @@
 #   fe1     (the define was removed after it) the library's publish-then-count fences as fence.acq_rel.gpu (the build's default) against
 #           __threadfence()'s sequentially consistent one (PREP_DEFINES=-DLATHE_FENCE_SC=1): tg128 of
 #           the 30B alternated, then the route-epilogue and mixture GPU tests
+#   ef1     (prepared for the thirty-third session, not run) the mixture's Q8_0 experts streamed
+#           evict-first (LATHE_MOE_EVICT_FIRST=1; with LATHE_WEIGHTS_EVICT_FIRST=1 q/k/v too): the mixture's
+#           GPU tests with and without it, the 30B's check with it, tg128 of the 30B alternated and at
+#           4,096 of context, then a whole decode step sampled by instruction (interval 2) with and
+#           without it, summed by kernel (scripts/probes/kernel_stalls.py)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1734,6 +1739,29 @@ for part in "$@"; do
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
   m7)  # the landed 0.6B stamped (see the list above)
     stamped 06b-m7 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
+  ef1)  # the mixture's experts streamed evict-first (see the list above)
+    gpu_tests test_moe_gpu
+    echo "== test_moe_gpu, evict-first"; LATHE_MOE_EVICT_FIRST=1 timeout 150 $C/test_moe_gpu --gtest_filter='-*Timing*:*Speed*' 2>&1 |
+      grep -E "^\[  (PASSED|FAILED) |Failure" | head -6
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30b, evict-first"; LATHE_MOE_EVICT_FIRST=1 timeout 150 $L check $f --steps 16 2>&1 | tail -2
+    for rep in 1 2; do
+      for v in "" "LATHE_MOE_EVICT_FIRST=1" "LATHE_MOE_EVICT_FIRST=1 LATHE_WEIGHTS_EVICT_FIRST=1"; do
+        echo "== 30b ${v:-default}"; with_env "$v" tg_short $f
+      done
+    done
+    for v in "" "LATHE_MOE_EVICT_FIRST=1"; do echo "== 30b at 4096 ${v:-default}"; with_env "$v" tg_at $f 4096; done
+    NR=$(find / -name ncu_report.py 2>/dev/null | head -1)
+    for c in build-dev/kcache/*.cubin; do nvdisasm $c 2>/dev/null; done > /tmp/lib.sass
+    for v in "" "LATHE_MOE_EVICT_FIRST=1"; do
+      echo "== the step by kernel, ${v:-default}"
+      with_env "$v" timeout 250 ncu --clock-control none --graph-profiling graph --launch-skip 12 --launch-count 1 \
+        --section SourceCounters --warp-sampling-interval 2 --import-source no -f -o ${OUT:-/tmp}/step \
+        $L bench $f -p 0 -n 32 -r 1 2>&1 | grep -E "rror" | head -4
+      PYTHONPATH=$(dirname $NR) python3 scripts/probes/pc_samples.py ${OUT:-/tmp}/step.ncu-rep > ${OUT:-/tmp}/step-${v:+ef}.csv
+      python3 scripts/probes/kernel_stalls.py ${OUT:-/tmp}/step-${v:+ef}.csv /tmp/lib.sass --skip-waits | head -9
+    done
+    xz -f ${OUT:-/tmp}/step-*.csv; rm -f ${OUT:-/tmp}/step.ncu-rep $f ;;
   fe1)  # acquire-release fences against sequentially consistent ones (see the list above)
     f=$(synth qwen3-30b-a3b q8_0)
     SC=-DLATHE_FENCE_SC=1
