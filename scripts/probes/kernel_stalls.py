@@ -15,9 +15,10 @@ votes of all its sampled instructions. Prints each kernel's share of the samples
 stall reasons; "?" are the samples no kernel took (other modules: the step's small kernels).
 """
 import collections
-import csv
 import re
 import sys
+
+from samples_csv import load
 
 INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;?\s*(/\*.*)?$")
 
@@ -43,22 +44,13 @@ def library(path):
     return funcs
 
 
-def samples(path):
-    rows, reasons = [], []
-    with open(path, newline="") as f:
-        for r in csv.reader(f):
-            if r and r[0] == "action":
-                reasons = r[4:]
-            elif len(r) > 3 and r[2].startswith("0x"):
-                rows.append((int(r[2], 16), norm(r[3]), dict(zip(reasons, map(int, r[4:])))))
-    return rows
 
 
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     if len(args) != 2:
         sys.exit(__doc__)
-    rows, funcs = samples(args[0]), library(args[1])
+    rows, funcs = [(pc, norm(t), c) for pc, t, c in load(args[0])], library(args[1])
     if "--skip-waits" in sys.argv:
         rows = [r for r in rows if not r[1].startswith("ACQBULK")]
     where = collections.defaultdict(list)

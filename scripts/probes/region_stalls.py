@@ -10,19 +10,11 @@ stretch's five most sampled instructions. How the thirty-second session compared
 the whole step (ncu --graph-profiling graph) with the same kernel alone (docs/perf.md).
 """
 import collections
-import csv
 import sys
 
+from samples_csv import load
 
-def load(path):
-    rows, reasons = [], []
-    with open(path, newline="") as f:
-        for r in csv.reader(f):
-            if r and r[0] == "action":
-                reasons = r[4:]
-            elif len(r) > 3 and r[2].startswith("0x"):
-                rows.append((int(r[2], 16), r[3].strip(), dict(zip(reasons, map(int, r[4:])))))
-    return sorted(rows, key=lambda r: r[0])
+
 
 
 def main():
