@@ -44,8 +44,6 @@ def library(path):
     return funcs
 
 
-
-
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     if len(args) != 2:

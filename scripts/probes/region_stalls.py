@@ -15,8 +15,6 @@ import sys
 from samples_csv import load
 
 
-
-
 def main():
     if len(sys.argv) < 5:
         sys.exit(__doc__)
