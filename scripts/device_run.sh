@@ -384,7 +384,8 @@
 #   k2      the card probes (scripts/probes, built by its build.sh into build-dev/probe and carried in
 #           the pack or beside it): clusters resident and their barriers' cost, a launch edge's cost,
 #           the router's pick phase alone; since the thirtieth session also cold code's cost
-#           (icache_probe) and a block's speed after a long programmatic wait (wake_probe)
+#           (icache_probe) and a block's speed after a long programmatic wait (wake_probe); since the
+#           thirty-third, a block's speed beside the next launch's waiting blocks (neighbour_probe)
 #   k3      the router's softmax beside its ranks in the route epilogue's pick phase (the same bits): the
 #           route epilogue's GPU tests, the pick phase alone (the probe), the 30B's check,
 #           its tg128 by build-dev/old (main at b3baf1f) and this build alternated twice, then stamped;
@@ -537,11 +538,21 @@
 #   fe1     (the define was removed after it) the library's publish-then-count fences as fence.acq_rel.gpu (the build's default) against
 #           __threadfence()'s sequentially consistent one (PREP_DEFINES=-DLATHE_FENCE_SC=1): tg128 of
 #           the 30B alternated, then the route-epilogue and mixture GPU tests
-#   ef1     (prepared for the thirty-third session, not run) the mixture's Q8_0 experts streamed
+#   ef1     (run in the thirty-third session; the knob was removed after it) the mixture's Q8_0 experts streamed
 #           evict-first (LATHE_MOE_EVICT_FIRST=1; with LATHE_WEIGHTS_EVICT_FIRST=1 q/k/v too): the mixture's
 #           GPU tests with and without it, the 30B's check with it, tg128 of the 30B alternated and at
 #           4,096 of context, then a whole decode step sampled by instruction (interval 2) with and
 #           without it, summed by kernel (scripts/probes/kernel_stalls.py)
+#   pd1     the router's tail with the next launch held back: the 30B stamped with programmatic launch on
+#           (gate/up's blocks resident and waiting beside the router's last block) and off (LATHE_PDL=0),
+#           alternated: tg128 and the router tail's stamps
+#   pd2     when the router's kernel lets gate/up launch (LATHE_ROUTE_RELEASE, moe_route_epilogue.cuh; the
+#           pack made with PREP_DEFINES="-DLATHE_ROUTE_RELEASE=1;-DLATHE_ROUTE_RELEASE=2"):
+#           at the wait (0), at the last block's end (1), when the last block knows it is last (2): the
+#           route and mixture GPU tests and the 30B's check under 2, tg128 alternated, then 0 and 2 stamped
+#           (STAMP_DEFINES=-DLATHE_ROUTE_RELEASE=2)
+#   pd3     pd2's release when the last block knows it is last (-DLATHE_ROUTE_RELEASE=2) against the
+#           default, alternated: three rounds of tg128 at 16 and two at 4,096 of context
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1739,6 +1750,37 @@ for part in "$@"; do
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
   m7)  # the landed 0.6B stamped (see the list above)
     stamped 06b-m7 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
+  pd3)  # pd2's second release against the default (see the list above)
+    f=$(synth qwen3-30b-a3b q8_0)
+    R2=-DLATHE_ROUTE_RELEASE=2
+    for rep in 1 2 3; do
+      for v in "" $R2; do echo "== 30b ${v:-release at the wait}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    done
+    for rep in 1 2; do
+      for v in "" $R2; do echo "== 30b at 4096 ${v:-release at the wait}"; LATHE_KERNEL_DEFINES="$v" tg_at $f 4096; done
+    done
+    rm -f $f ;;
+  pd2)  # when the router's kernel lets gate/up launch (see the list above)
+    f=$(synth qwen3-30b-a3b q8_0)
+    R1=-DLATHE_ROUTE_RELEASE=1 R2=-DLATHE_ROUTE_RELEASE=2
+    LATHE_KERNEL_DEFINES=$R2 gpu_tests test_route_epilogue_gpu test_moe_gpu
+    echo "== check 30b, $R2"; LATHE_KERNEL_DEFINES=$R2 timeout 150 $L check $f --steps 16 2>&1 | tail -2
+    for rep in 1 2; do
+      for v in "" $R1 $R2; do echo "== 30b ${v:-release at the wait}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    done
+    echo "== 30b at 4096 default"; tg_at $f 4096
+    echo "== 30b at 4096 $R2"; LATHE_KERNEL_DEFINES=$R2 tg_at $f 4096
+    for v in "" $R2; do
+      echo "== 30b stamped ${v:-release at the wait}"
+      LATHE_KERNEL_DEFINES="$v" stamped "pd2${v:+-${v##*=}}" $f -p 16 -n 128 -r 3 | grep -E -A2 "^tg128|router tail|inside| x "
+    done
+    rm -f $f ;;
+  pd1)  # the router's tail with the next launch held back (see the list above)
+    f=$(synth qwen3-30b-a3b q8_0)
+    for v in "" "LATHE_PDL=0" "" "LATHE_PDL=0"; do
+      echo "== 30b ${v:-pdl on}"; with_env "$v" stamped "pd1${v:+-off}" $f -p 16 -n 128 -r 3 | grep -E -A2 "^tg128|router tail|inside"
+    done
+    rm -f $f ;;
   ef1)  # the mixture's experts streamed evict-first (see the list above)
     gpu_tests test_moe_gpu
     echo "== test_moe_gpu, evict-first"; LATHE_MOE_EVICT_FIRST=1 timeout 150 $C/test_moe_gpu --gtest_filter='-*Timing*:*Speed*' 2>&1 |
@@ -1976,7 +2018,7 @@ PY
       for v in "" "-DLATHE_GEMV1_BEFORE_WAIT=2" ""; do echo "== $spec ${v:-B=1}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
     done ;;
   k2)  # the card probes (see the list above)
-    for p in cluster_probe edge_probe pick_probe icache_probe wake_probe; do echo "== $p"; timeout 120 build-dev/probe/$p; done ;;
+    for p in cluster_probe edge_probe pick_probe icache_probe wake_probe neighbour_probe; do echo "== $p"; timeout 120 build-dev/probe/$p; done ;;
   k1)  # the clocks while decoding (see the list above)
     for spec in "qwen3-8b q4_k_m" "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
       f=$(synth $spec); log=/tmp/clocks-${spec// /-}.csv

@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
 """A whole step's warp-state samples by kernel: pc_samples.py's CSV matched to the kernel library's SASS.
 
-Usage: kernel_stalls.py SAMPLES.csv LIBRARY.sass [--skip-waits]
+Usage: kernel_stalls.py SAMPLES.csv LIBRARY.sass [--skip-waits] [--top=N]
   SAMPLES.csv   pc_samples.py of an `ncu --graph-profiling graph --section SourceCounters` report
   LIBRARY.sass  `nvdisasm LIBRARY.cubin` of the kernel library that ran (build-dev/kcache: the cubin
                 device_prepare.sh carried; nvdisasm from PyPI's nvidia-cuda-nvdisasm where the toolkit
                 has none)
   --skip-waits  leave out the programmatic-launch waits (ACQBULK: a block launched early, waiting for
                 the kernel before it), so the shares are of the kernels' own work
+  --top=N       print each kernel's N largest stall reasons (default 5)
 The report names no function for an address, and the driver places each function where it likes, so
 each kernel's load address is found by votes: an instruction whose text occurs at few places in the
 library votes for (function, address - offset) at each, and a function's true address collects the
 votes of all its sampled instructions. Prints each kernel's share of the samples and its five largest
-stall reasons; "?" are the samples no kernel took (other modules: the step's small kernels).
+stall reasons (--top); "?" are the samples no kernel took (other modules: the step's small kernels).
 """
 import collections
 import re
@@ -73,10 +74,11 @@ def main():
     per = collections.defaultdict(collections.Counter)
     for pc, _, c in rows:
         per[kernel_of.get(pc, "?")].update(c)
+    n_top = next((int(a.split("=")[1]) for a in sys.argv if a.startswith("--top=")), 5)
     print(f"{len(kernel_of)} of {len(rows)} sampled instructions matched; {total} samples")
     for f, c in sorted(per.items(), key=lambda x: -sum(x[1].values())):
         s = sum(c.values())
-        top = ", ".join(f"{r} {100.0 * v / s:.0f}%" for r, v in c.most_common(5) if v)
+        top = ", ".join(f"{r} {100.0 * v / s:.0f}%" for r, v in c.most_common(n_top) if v)
         print(f"{100.0 * s / total:5.1f}%  {f:45s} {top}")
 
 

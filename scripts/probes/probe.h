@@ -39,3 +39,17 @@ inline cudaLaunchConfig_t launch_config(int grid, int block, size_t smem, cudaSt
   cfg.numAttrs = programmatic ? 1 : 0;
   return cfg;
 }
+
+// Timed work: ROUNDS x 32 FFMAs (issue-bound), then a chain of SHUFFLES 8-lane shuffles (latency-bound),
+// as a norm's quantization mixes them.
+template <int ROUNDS, int SHUFFLES>
+__device__ __forceinline__ float ffma_then_shuffles(float a, float b) {
+#pragma unroll 1
+  for (int i = 0; i < ROUNDS; ++i) {
+#pragma unroll
+    for (int j = 0; j < 32; ++j) a = fmaf(a, 1.0001f, b);
+  }
+#pragma unroll 1
+  for (int i = 0; i < SHUFFLES; ++i) a = a * 0.999f + __shfl_xor_sync(0xffffffffu, a, 1 + (i & 3), 8);
+  return a;
+}

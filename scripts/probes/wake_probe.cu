@@ -26,17 +26,8 @@ __global__ void __launch_bounds__(kThreads, 1) hold(unsigned long long spin_ns, 
   if (threadIdx.x == 0) ends[blockIdx.x] = gtime();
 }
 
-// The timed work: FFMAs (issue-bound) then shuffles (a latency chain), as a norm's quantization mixes.
-__device__ __forceinline__ float work(float a, float b) {
-#pragma unroll 1
-  for (int i = 0; i < 8; ++i) {
-#pragma unroll
-    for (int j = 0; j < 32; ++j) a = fmaf(a, 1.0001f, b);
-  }
-#pragma unroll 1
-  for (int i = 0; i < 32; ++i) a = a * 0.999f + __shfl_xor_sync(0xffffffffu, a, 1 + (i & 3), 8);
-  return a;
-}
+// The timed work: 256 FFMAs, then 32 shuffles (probe.h).
+__device__ __forceinline__ float work(float a, float b) { return ffma_then_shuffles<8, 32>(a, b); }
 
 // rec[8 * block + ...]: ready to wait, wait return, after work 1, after work 2
 // Before its wait a block asks DRAM for n_pre 16-byte loads a thread (its own part of src), used after.

@@ -23,6 +23,19 @@ __device__ __forceinline__ void lathe_pdl_entry() {
 #endif
 }
 
+// The two halves of lathe_pdl_entry, for a kernel that lets its successor launch later than its start
+// (a block that never releases releases when it exits).
+__device__ __forceinline__ void lathe_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void lathe_pdl_release() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
 // The persistent decode step (step_persistent.cuh) runs kernel bodies as phases of one cooperative
 // launch; where a kernel waits for its predecessor (lathe_pdl_entry), a phase waits for every block
 // to finish the phase before it: a grid barrier on a counter that only grows during the launch
@@ -54,6 +67,12 @@ __device__ __forceinline__ void lathe_grid_barrier(unsigned* count, unsigned tar
 __device__ __forceinline__ void lathe_step_wait(const lathe_grid* grid) {
   if (grid) lathe_grid_barrier(grid->count, grid->target);
   else lathe_pdl_entry();
+}
+
+// The same where the kernel releases its successor itself, later (moe_route_epilogue.cuh).
+__device__ __forceinline__ void lathe_step_wait_only(const lathe_grid* grid) {
+  if (grid) lathe_grid_barrier(grid->count, grid->target);
+  else lathe_pdl_wait();
 }
 
 // A barrier of the first n threads of the block (named barrier 15; n a multiple of 32): a block

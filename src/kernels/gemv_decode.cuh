@@ -587,10 +587,12 @@ __device__ __forceinline__ void lathe_gemv1_stage_x(uint8_t* sx, const int8_t* x
 // called by the one lane holding the group's total. An epilogue with kWarp = true has row(o, v)
 // called by every lane of the writing warp (all holding the total), before_wait(g0, n_groups, sub)
 // once before the programmatic-launch wait, after_wait() once after it (before x's reads), and
-// finish() by every thread once the ring is released
+// finish() by every thread once the ring is released. kReleasesLate: the wait does not release the next
+// launch; the epilogue does, or the blocks as they leave
 // (moe_route_epilogue.cuh: the mixture's router in the o product's epilogue).
 struct lathe_gemv1_store {
   static constexpr bool kWarp = false;
+  static constexpr bool kReleasesLate = false;
   float* y;
   __device__ __forceinline__ void before_wait(int, int, int) const {}
   __device__ __forceinline__ void after_wait() const {}
@@ -640,7 +642,13 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   // chunk), the rest once x's reads are asked for. early == 0 waits first.
   lathe_ring_init(mbar);
   if constexpr (Epi::kWarp) epi.before_wait(g0, n_groups, sub);
-  if (early == 0) lathe_step_wait(grid);
+  auto wait = [&] {
+    if constexpr (Epi::kReleasesLate)
+      lathe_step_wait_only(grid);
+    else
+      lathe_step_wait(grid);
+  };
+  if (early == 0) wait();
   if (early == 0) LATHE_STAMP_AT(stamps, 1);
   const unsigned stage_a = lathe_smem_addr(stage);
   constexpr int fills_first = ByBlock ? LATHE_GEMV1_NORM_BEFORE_WAIT : LATHE_GEMV1_BEFORE_WAIT;
@@ -660,7 +668,7 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   };
   if (early > 0) {
     if (!LATHE_GEMV1_LATE) prefetch_past_ring(early);
-    lathe_step_wait(grid);
+    wait();
     LATHE_STAMP_AT(stamps, 1);
   }
   if constexpr (Epi::kWarp) epi.after_wait();

@@ -39,6 +39,7 @@ struct lathe_norm_epi_out {
 
 struct lathe_norm_epi : lathe_norm_epi_out {
   static constexpr bool kWarp = true;
+  static constexpr bool kReleasesLate = false;
   int n_out;
   float* sv;   // [LATHE_NORM_EPI_ROWS]: the block's rows' values, slot i for row lathe_gemv1_block_row(i)
   float* sq;   // [LATHE_NORM_EPI_ROWS / 32]: each 32-row block's sum of squares
@@ -132,6 +133,7 @@ LATHE_GEMV1_NORM_KERNEL(q6_k, 2, int8x2)
 // form where that product walks rows one by one; the parts are another grouping of the squares.
 struct lathe_norm_epi_dealt : lathe_norm_epi_out {
   static constexpr bool kWarp = true;
+  static constexpr bool kReleasesLate = false;
   unsigned* count;
   __device__ __forceinline__ void before_wait(int, int, int) const {}
   __device__ __forceinline__ void after_wait() const {}

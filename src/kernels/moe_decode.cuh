@@ -435,12 +435,7 @@ struct lathe_moe_down_rows {
         const uint8_t* g = w + e * expert_bytes + item * row_bytes;
         const uint8_t* g16 = reinterpret_cast<const uint8_t*>(reinterpret_cast<uint64_t>(g) & ~15ull);
         const int n16 = (static_cast<int>(g - g16) + seg_bytes + 15) >> 4;
-        // The plain form keeps its own loop: through lathe_gemv1_cp16_weights<false> (the same copies)
-        // nvcc scheduled the existing kernels' code differently, and that form is unmeasured.
-        if constexpr (F::evict_first)
-          lathe_gemv1_cp16_weights<true>(slot + sg * seg_stride, g16, n16);
-        else
-          for (int i = lane; i < n16; i += 32) lathe_gemv1_cp16(slot + sg * seg_stride + 16 * i, g16 + 16 * i);
+        for (int i = lane; i < n16; i += 32) lathe_gemv1_cp16(slot + sg * seg_stride + 16 * i, g16 + 16 * i);
       }
     }
     return 0;  // each segment's head is found by the dot
@@ -558,8 +553,6 @@ __device__ __forceinline__ void lathe_moe_down_body(const uint8_t* w, long long 
 
 LATHE_MOE_KERNELS(q8_0, 1, int8)
 LATHE_MOE_KERNELS(q8_0, 2, int8x2)
-LATHE_MOE_KERNELS(q8_0_ef, 1, int8)  // LATHE_MOE_EVICT_FIRST=1 (moe_launch.cpp)
-LATHE_MOE_KERNELS(q8_0_ef, 2, int8x2)
 LATHE_MOE_KERNELS(q4_k, 1, int8)
 LATHE_MOE_KERNELS(q4_k, 2, int8x2)
 LATHE_MOE_KERNELS(q6_k, 1, int8)

@@ -128,22 +128,8 @@ int down_segments(const WeightMatrix& down, int64_t top_k) {
   return static_cast<int>(std::clamp<int64_t>(std::min(2560 / stride, most), 1, top_k));
 }
 
-// LATHE_MOE_EVICT_FIRST=1 (read once; a measuring knob, off by default): the decode mixture's gate/up and
-// down stream Q8_0 experts with the L2 evict-first hint (their _q8_0_ef_ kernels), so the 40 MB a layer
-// of qwen3-30b-a3b's experts are the first lines L2 gives up, not the kernels' code (docs/perf.md, the
-// thirty-second session's samples by kernel: instruction fetch 11% of the router's, 17% of the
-// attention's). Not yet measured: device_run.sh ef1.
-bool mixture_evict_first() {
-  static const bool on = [] {
-    const char* v = std::getenv("LATHE_MOE_EVICT_FIRST");
-    return v && std::string(v) == "1";
-  }();
-  return on;
-}
-
 std::string expert_kernel(const char* what, GgmlType t, Activations a) {
-  const char* format = t == GgmlType::Q8_0 && mixture_evict_first() ? "q8_0_ef" : decode_format(t)->name;
-  return std::string("lathe_moe_") + what + "_" + format + "_" + std::string(activations_name(a));
+  return std::string("lathe_moe_") + what + "_" + decode_format(t)->name + "_" + std::string(activations_name(a));
 }
 
 void check_rows(int64_t rows, int64_t top_k, const char* what) {

@@ -27,9 +27,19 @@
 
 #define LATHE_ROUTE_EPI_ROWS 128  // a block's rows (route_epilogue_launch.cpp keeps to it)
 #define LATHE_ROUTE_EPI_TERMS 8   // a thread's rows of the logits' terms (also kept to)
+// When the next launch (the mixture's gate/up) may start: 2 (the default), once the last block knows it
+// is last (the other blocks release as they leave), so gate/up's blocks arrive during the tail, not
+// during the product; 0, as every other kernel, once the wait returns; 1, once every block has left.
+// gate/up's own wait returns only after this launch has ended and its writes are visible, whenever it
+// was released, so the three give the same bits. qwen3-30b-a3b Q8_0 tg128 on the H200: 2 is ~1% faster
+// than 0 and 1 ~2.5% slower (docs/perf.md, thirty-third session; device_run.sh pd2, pd3).
+#ifndef LATHE_ROUTE_RELEASE
+#define LATHE_ROUTE_RELEASE 2
+#endif
 
 struct lathe_route_epi {
   static constexpr bool kWarp = true;
+  static constexpr bool kReleasesLate = LATHE_ROUTE_RELEASE != 0;
   const float *resid, *cols, *norm_w;
   float* sum;
   float eps;
@@ -122,6 +132,7 @@ struct lathe_route_epi {
     __syncthreads();
     if (!last) return;
     __threadfence();
+    if (LATHE_ROUTE_RELEASE == 2) lathe_pdl_release();
     LATHE_STAMP_SLOT(5);  // (the last block knows it is last)
 
     // The last block: every part, s and w into shared memory (one commit group, all in flight).
