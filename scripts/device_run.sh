@@ -553,6 +553,14 @@
 #           (STAMP_DEFINES=-DLATHE_ROUTE_RELEASE=2)
 #   pd3     pd2's release when the last block knows it is last (-DLATHE_ROUTE_RELEASE=2) against the
 #           default, alternated: three rounds of tg128 at 16 and two at 4,096 of context
+#   at1     when the one-row decode attention lets o launch (LATHE_ATTD_RELEASE, attention.cuh; the pack made
+#           with PREP_DEFINES="-DLATHE_ATTD_RELEASE=1;-DLATHE_ATTD_RELEASE=2"): at its wait (0), after its
+#           prologue (1), after its chunks (2): the attention's GPU tests under 1 and 2, then tg128 of the
+#           30B, qwen3-8b Q8_0 and qwen3-0.6b Q8_0 alternated, twice
+#   at2     at1's release after the attention's prologue (-DLATHE_ATTD_RELEASE=1) against the default on
+#           the 30B and qwen3-0.6b Q8_0, alternated, three rounds
+#   fin33   the thirty-third session's landed defaults (both releases moved): the GPU tests of the
+#           kernels they touch, `lathe check` of the 30B and qwen3-8b Q8_0, tg128 of the targets
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1750,6 +1758,34 @@ for part in "$@"; do
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
   m7)  # the landed 0.6B stamped (see the list above)
     stamped 06b-m7 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
+  fin33)  # the thirty-third session's defaults (see the list above)
+    gpu_tests test_route_epilogue_gpu test_moe_gpu test_gpu_attention_gpu test_gpu_lane_gpu
+    for spec in "qwen3-30b-a3b q8_0" "qwen3-8b q8_0"; do
+      f=$(synth $spec); echo "== check $spec"; timeout 150 $L check $f --steps 16 2>&1 | tail -2
+    done
+    for spec in "qwen3-30b-a3b q8_0" "qwen3-0.6b q8_0" "qwen3-8b q8_0" "qwen3-8b q4_k_m"; do
+      echo "== tg128 $spec"; tg_short $(synth $spec)
+    done
+    echo "== tg128 qwen3-30b-a3b q8_0 at 4096"; tg_at $(synth qwen3-30b-a3b q8_0) 4096 ;;
+  at2)  # at1's release after the prologue against the default (see the list above)
+    A1=-DLATHE_ATTD_RELEASE=1
+    for spec in "qwen3-30b-a3b q8_0" "qwen3-0.6b q8_0"; do
+      f=$(synth $spec)
+      for rep in 1 2 3; do
+        for v in "" $A1; do echo "== ${spec% *} ${v:-release at the wait}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+      done
+      rm -f $f
+    done ;;
+  at1)  # when the decode attention lets o launch (see the list above)
+    A1=-DLATHE_ATTD_RELEASE=1 A2=-DLATHE_ATTD_RELEASE=2
+    for v in $A1 $A2; do echo "== under $v"; LATHE_KERNEL_DEFINES=$v gpu_tests test_gpu_attention_gpu; done
+    for spec in "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      f=$(synth $spec)
+      for rep in 1 2; do
+        for v in "" $A1 $A2; do echo "== ${spec% *} ${v:-release at the wait}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+      done
+      rm -f $f
+    done ;;
   pd3)  # pd2's second release against the default (see the list above)
     f=$(synth qwen3-30b-a3b q8_0)
     R2=-DLATHE_ROUTE_RELEASE=2

@@ -40,6 +40,15 @@
 #define ATTD_HEADS 8
 #define ATTD_LOG2E 1.4426950408889634f
 #define ATTD_NEG_INF __int_as_float(0xff800000)
+// When a one-row decode attention lets the next launch (o) start: 1 (the default) once its prologue
+// (rope, the cache append) is done, so o's blocks and their loads before their wait arrive after it;
+// 0 once its own wait returns, as every other kernel; 2 once its chunks are done. The next launch's
+// wait returns only after this one has ended, whenever it was released: the same bits. On the H200,
+// tg128, 1 against 0: qwen3-30b-a3b Q8_0 +1.0%, qwen3-0.6b Q8_0 +0.6%, qwen3-8b Q8_0 even; 2 loses on
+// the 0.6B (docs/perf.md, thirty-third session; device_run.sh at1, at2).
+#ifndef LATHE_ATTD_RELEASE
+#define LATHE_ATTD_RELEASE 1
+#endif
 
 template <int D, int W = ATTD_WARPS>
 struct AttdShape {
@@ -254,10 +263,16 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     }
   }
   prologue.before_wait(row, pos);
-  if (early) lathe_pdl_entry();
+  if (early) {
+    if (LATHE_ATTD_RELEASE == 0)
+      lathe_pdl_entry();
+    else
+      lathe_pdl_wait();
+  }
   LATHE_STAMP_AT(stamps, 1);
   // The split that holds slot pos (its last) appends it (set 0 of the kv head's sets).
   prologue.after_wait(row, pos, kvh, head0, n_heads_here, begin + len > pos && set == 0);
+  if (early && LATHE_ATTD_RELEASE == 1) lathe_pdl_release();
   LATHE_STAMP_AT(stamps, 2);
   for (; issued < S::stages; ++issued) issue(issued);
 
@@ -353,6 +368,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     issue(i + S::stages);
   }
   attd_wait<0>();
+  if (early && LATHE_ATTD_RELEASE == 2) lathe_pdl_release();
 #ifndef LATHE_ATTD_FINISH_SPLIT  // (a measuring variant: stamp 4 inside the finishing loop instead, below)
   LATHE_STAMP_AT(stamps, 4);
 #endif

@@ -466,7 +466,9 @@ void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream
   }
   // Programmatic dependent launch: a kernel may be launched while the one before it still runs; every
   // library kernel begins with lathe_pdl_entry() (common.cuh), which waits for its predecessor to
-  // finish before reading anything, then lets its successor launch. LATHE_PDL=0 turns it off.
+  // finish before reading anything, then lets its successor launch (the decode attention and the
+  // router's product let theirs launch later: attention.cuh, moe_route_epilogue.cuh). LATHE_PDL=0
+  // turns it off.
   static const bool pdl_allowed = [] {
     const char* env = std::getenv("LATHE_PDL");
     return !(env && std::string(env) == "0");
