@@ -561,6 +561,8 @@
 #           the 30B and qwen3-0.6b Q8_0, alternated, three rounds
 #   fin33   the thirty-third session's landed defaults (both releases moved): the GPU tests of the
 #           kernels they touch, `lathe check` of the 30B and qwen3-8b Q8_0, tg128 of the targets
+#   at3     the 30B stamped with the attention's release after its prologue (the default since at2) and at
+#           its wait (STAMP_DEFINES=-DLATHE_ATTD_RELEASE=0): the attention's phases and o's edges
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1758,6 +1760,13 @@ for part in "$@"; do
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
   m7)  # the landed 0.6B stamped (see the list above)
     stamped 06b-m7 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
+  at3)  # the attention's phases by where it releases o (see the list above)
+    f=$(synth qwen3-30b-a3b q8_0)
+    for v in "" -DLATHE_ATTD_RELEASE=0; do
+      echo "== 30b stamped ${v:-release after the prologue}"
+      LATHE_KERNEL_DEFINES="$v" stamped "at3${v:+-0}" $f -p 16 -n 128 -r 3 | grep -E -A1 "^tg128| x |attention"
+    done
+    rm -f $f ;;
   fin33)  # the thirty-third session's defaults (see the list above)
     gpu_tests test_route_epilogue_gpu test_moe_gpu test_gpu_attention_gpu test_gpu_lane_gpu
     for spec in "qwen3-30b-a3b q8_0" "qwen3-8b q8_0"; do
