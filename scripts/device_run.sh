@@ -563,6 +563,10 @@
 #           kernels they touch, `lathe check` of the 30B and qwen3-8b Q8_0, tg128 of the targets
 #   at3     the 30B stamped with the attention's release after its prologue (the default since at2) and at
 #           its wait (STAMP_DEFINES=-DLATHE_ATTD_RELEASE=0): the attention's phases and o's edges
+#   rc1     (prepared for the thirty-fourth session, not run) the router's columns asked for after its
+#           wait instead of before (LATHE_ROUTE_COLUMNS_AFTER_WAIT=1; the pack made with PREP_DEFINES and
+#           STAMP_DEFINES both "-DLATHE_ROUTE_COLUMNS_AFTER_WAIT=1"): the route epilogue's GPU test under it,
+#           tg128 of the 30B alternated three times, then both stamped (the router tail's pick phase)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1760,6 +1764,18 @@ for part in "$@"; do
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
   m7)  # the landed 0.6B stamped (see the list above)
     stamped 06b-m7 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
+  rc1)  # the router's columns after its wait (see the list above)
+    f=$(synth qwen3-30b-a3b q8_0)
+    K=-DLATHE_ROUTE_COLUMNS_AFTER_WAIT=1
+    LATHE_KERNEL_DEFINES=$K gpu_tests test_route_epilogue_gpu
+    for rep in 1 2 3; do
+      for v in "" $K; do echo "== 30b ${v:-columns before the wait}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    done
+    for v in "" $K; do
+      echo "== 30b stamped ${v:-columns before the wait}"
+      LATHE_KERNEL_DEFINES="$v" stamped "rc1${v:+-after}" $f -p 16 -n 128 -r 3 | grep -E -A3 "^tg128| x |router tail|attention"
+    done
+    rm -f $f ;;
   at3)  # the attention's phases by where it releases o (see the list above)
     f=$(synth qwen3-30b-a3b q8_0)
     for v in "" -DLATHE_ATTD_RELEASE=0; do
