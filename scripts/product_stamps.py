@@ -21,7 +21,9 @@ the count, and in the block that picks, the top k).
 The router in o's epilogue adds a table: its last block's time from the others' median end until it
 knows it is last (every block's count in), then until every part is in its shared memory, then to its
 end (the sums, the top k, x's int8 form); and inside that, where stamped (its product's x, first and xa
-slots, free by then): the parts added, the logits and their keys, thread 0's pick written, the end.
+slots, free by then): the parts added, the logits and their keys, thread 0's pick written, the end;
+and the launches in quartiles by the last block's time from entry to its wait's return, with their
+pick phases.
 
 The decode attention stamps too (its row: n_out = the query heads, k = the head size), and a table of
 its own phases after the products' (medians over its launches of the median block, us): entry to
@@ -137,7 +139,8 @@ def main(path, blocks=False):
             # Inside the tail where stamped (slots x, first, xa: the parts added, the keys, thread 0's pick).
             inside = (r["x"] - r["xc"], r["first"] - r["x"], r["xa"] - r["first"], r["end"] - r["xa"]) \
                 if r["xa"] > r["first"] > r["x"] > r["xc"] else (-1, -1, -1, -1)
-            route.append((r["xb"] - others, r["xc"] - r["xb"], r["end"] - r["xc"], r["end"] - others) + inside)
+            route.append((r["xb"] - others, r["xc"] - r["xb"], r["end"] - r["xc"], r["end"] - others) + inside
+                         + (r["wait"] - r["entry"],))
     if route:
         print(f"{'router tail':>16} {'counted':>9} {'parts in':>9} {'picks':>9} {'tail':>9}  (the last block, after"
               " the others' median end)")
@@ -145,6 +148,14 @@ def main(path, blocks=False):
         if all(t[4] >= 0 for t in route):
             print(f"{'picks, inside':>16} {'sums':>9} {'keys':>9} {'pick 0':>9} {'to end':>9}")
             print(f"{len(route):>16} " + " ".join(f"{med([t[i] for t in route]) / 1000:9.2f}" for i in range(4, 8)))
+            # The launches in quartiles by how long the last block was resident before its wait returned,
+            # and their pick phases: does a longer wait make a slower pick? (perf.md, thirty-third session)
+            by_wait = sorted(route, key=lambda t: t[8])
+            quarters = [by_wait[i * len(by_wait) // 4:(i + 1) * len(by_wait) // 4] for i in range(4)]
+            print(f"{'by its wait':>16} " + " ".join(f"{'wait q' + str(i + 1):>9}" for i in range(4))
+                  + " " + " ".join(f"{'pick q' + str(i + 1):>9}" for i in range(4)))
+            print(f"{'':>16} " + " ".join(f"{med([t[8] for t in q]) / 1000:9.2f}" for q in quarters)
+                  + " " + " ".join(f"{med([t[6] for t in q]) / 1000:9.2f}" for q in quarters))
     attention = [L for L in launches if L[0]["k"] < 512]
     if attention:
         phases = [("entry", "wait", "to wait"), ("wait", "x", "prologue"), ("x", "first", "landed"),
