@@ -566,7 +566,8 @@
 #   rc1     (prepared for the thirty-fourth session, not run) the router's columns asked for after its
 #           wait instead of before (LATHE_ROUTE_COLUMNS_AFTER_WAIT=1; the pack made with PREP_DEFINES and
 #           STAMP_DEFINES both "-DLATHE_ROUTE_COLUMNS_AFTER_WAIT=1"): the route epilogue's GPU test under it,
-#           tg128 of the 30B alternated three times, then both stamped (the router tail's pick phase)
+#           tg128 of the 30B alternated three times, then both stamped (the router tail's pick phase), and
+#           a third stamped with no product asking for its ring before its wait (LATHE_DECODE_PREFETCH=off)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1771,9 +1772,10 @@ for part in "$@"; do
     for rep in 1 2 3; do
       for v in "" $K; do echo "== 30b ${v:-columns before the wait}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
     done
-    for v in "" $K; do
-      echo "== 30b stamped ${v:-columns before the wait}"
-      LATHE_KERNEL_DEFINES="$v" stamped "rc1${v:+-after}" $f -p 16 -n 128 -r 3 | grep -E -A3 "^tg128| x |router tail|attention"
+    i=0
+    for v in "" "LATHE_KERNEL_DEFINES=$K" "LATHE_DECODE_PREFETCH=off"; do
+      echo "== 30b stamped ${v:-columns before the wait}"; i=$((i + 1))
+      with_env "$v" stamped "rc1-$i" $f -p 16 -n 128 -r 3 | grep -E -A5 "^tg128| x |router tail|attention"
     done
     rm -f $f ;;
   at3)  # the attention's phases by where it releases o (see the list above)
