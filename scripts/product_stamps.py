@@ -36,8 +36,9 @@ before its wait returned (entry -> wait: how early it was resident) and its x ph
 whether the blocks that start early (on SMs the launch before left free) or that take more items stage
 x differently (the twenty-ninth session's gate/up on qwen3-0.6b: blocks 0-63 quantize ~0.5 us slower).
 
-Usage: scripts/product_stamps.py FILE.csv [--by-block]"""
+Usage: scripts/product_stamps.py FILE.csv[.xz] [--by-block]"""
 import csv
+import lzma
 import statistics
 import sys
 from collections import defaultdict
@@ -62,20 +63,23 @@ def by_block(rows):
                   f"{part('xa', 'xb')} {part('xb', 'xc')}")
 
 
-def main(path, blocks=False):
+def read_rows(path):
+    """The file's first line (what was dropped) and its block records, times as ints (ns)."""
+    opener = lzma.open if path.endswith(".xz") else open
     rows = []
-    with open(path) as f:
+    with opener(path, "rt") as f:
         head = f.readline().strip()
         for r in csv.DictReader(f):
             row = {k: (v if k == "weights" else int(v)) for k, v in r.items()}
             for k in ("xa", "xb", "xc"):  # files from before the inside-x stamps
                 row.setdefault(k, -1)
             rows.append(row)
-    print(head)
-    if blocks:
-        by_block(rows)
-    # A launch: one product's blocks of one token. Records of a weights address split where entries
-    # are more than 100 us apart (the same product a token later).
+    return head, rows
+
+
+def launches_of(rows):
+    """A launch: one product's blocks of one token. Records of a weights address split where entries
+    are more than 100 us apart (the same product a token later); in the order their waits returned."""
     by_w = defaultdict(list)
     for r in rows:
         by_w[r["weights"]].append(r)
@@ -90,6 +94,15 @@ def main(path, blocks=False):
             cur.append(r)
         launches.append(cur)
     launches.sort(key=lambda L: min(r["wait"] for r in L))
+    return launches
+
+
+def main(path, blocks=False):
+    head, rows = read_rows(path)
+    print(head)
+    if blocks:
+        by_block(rows)
+    launches = launches_of(rows)
     med = statistics.median
     per_shape = defaultdict(lambda: defaultdict(list))
     prev_end = None
