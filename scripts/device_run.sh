@@ -568,6 +568,11 @@
 #           STAMP_DEFINES both "-DLATHE_ROUTE_COLUMNS_AFTER_WAIT=1"): the route epilogue's GPU test under it,
 #           tg128 of the 30B alternated three times, then both stamped (the router tail's pick phase), and
 #           a third stamped with no product asking for its ring before its wait (LATHE_DECODE_PREFETCH=off)
+#   rx1     (prepared for the thirty-fourth session, not run) the merged products letting the next launch
+#           start once x is in place (LATHE_GEMVM_RELEASE_AFTER_X=1, gemv_multi.cuh; in the pack's
+#           PREP_DEFINES and STAMP_DEFINES beside rc1's): the merged products' and the lane's GPU tests
+#           under it, tg128 of the 30B, qwen3-8b Q8_0 and qwen3-0.6b Q8_0 alternated twice, then the 30B
+#           stamped both ways (the attention's phases after q/k/v)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1765,6 +1770,20 @@ for part in "$@"; do
     ROUNDS=1 old_new "qwen3-0.6b q4_k_m" "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" ;;
   m7)  # the landed 0.6B stamped (see the list above)
     stamped 06b-m7 $(synth qwen3-0.6b q8_0) -p 16 -n 128 -r 1 ;;
+  rx1)  # the merged products' release once x is in place (see the list above)
+    X=-DLATHE_GEMVM_RELEASE_AFTER_X=1
+    LATHE_KERNEL_DEFINES=$X gpu_tests test_gemv_multi_gpu test_gpu_lane_gpu
+    for spec in "qwen3-30b-a3b q8_0" "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
+      f=$(synth $spec)
+      for rep in 1 2; do
+        for v in "" $X; do echo "== ${spec% *} ${v:-release at the wait}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+      done
+      [ "${spec% *}" = qwen3-30b-a3b ] && for v in "" $X; do
+        echo "== 30b stamped ${v:-release at the wait}"
+        LATHE_KERNEL_DEFINES="$v" stamped "rx1${v:+-x}" $f -p 16 -n 128 -r 3 | grep -E -A3 "^tg128| x |router tail|attention"
+      done
+      rm -f $f
+    done ;;
   rc1)  # the router's columns after its wait (see the list above)
     f=$(synth qwen3-30b-a3b q8_0)
     K=-DLATHE_ROUTE_COLUMNS_AFTER_WAIT=1
