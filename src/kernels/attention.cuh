@@ -263,12 +263,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     }
   }
   prologue.before_wait(row, pos);
-  if (early) {
-    if (LATHE_ATTD_RELEASE == 0)
-      lathe_pdl_entry();
-    else
-      lathe_pdl_wait();
-  }
+  if (early) lathe_step_wait(nullptr, LATHE_ATTD_RELEASE == 0);
   LATHE_STAMP_AT(stamps, 1);
   // The split that holds slot pos (its last) appends it (set 0 of the kv head's sets).
   prologue.after_wait(row, pos, kvh, head0, n_heads_here, begin + len > pos && set == 0);

@@ -642,13 +642,7 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   // chunk), the rest once x's reads are asked for. early == 0 waits first.
   lathe_ring_init(mbar);
   if constexpr (Epi::kWarp) epi.before_wait(g0, n_groups, sub);
-  auto wait = [&] {
-    if constexpr (Epi::kReleasesLate)
-      lathe_step_wait_only(grid);
-    else
-      lathe_step_wait(grid);
-  };
-  if (early == 0) wait();
+  if (early == 0) lathe_step_wait(grid, !Epi::kReleasesLate);
   if (early == 0) LATHE_STAMP_AT(stamps, 1);
   const unsigned stage_a = lathe_smem_addr(stage);
   constexpr int fills_first = ByBlock ? LATHE_GEMV1_NORM_BEFORE_WAIT : LATHE_GEMV1_BEFORE_WAIT;
@@ -668,7 +662,7 @@ __device__ __forceinline__ void lathe_gemv1_row_walk(const uint8_t* w, long long
   };
   if (early > 0) {
     if (!LATHE_GEMV1_LATE) prefetch_past_ring(early);
-    wait();
+    lathe_step_wait(grid, !Epi::kReleasesLate);
     LATHE_STAMP_AT(stamps, 1);
   }
   if constexpr (Epi::kWarp) epi.after_wait();

@@ -31,14 +31,8 @@
 #define LATHE_GEMVM_RELEASE_AFTER_X 0
 #endif
 
-// The merged products' wait for the kernel before; with LATHE_GEMVM_RELEASE_AFTER_X, without the release
-// (lathe_gemvm_release_after_x gives it once x is in place).
-__device__ __forceinline__ void lathe_gemvm_wait(const lathe_grid* grid) {
-  if (LATHE_GEMVM_RELEASE_AFTER_X)
-    lathe_step_wait_only(grid);
-  else
-    lathe_step_wait(grid);
-}
+// With LATHE_GEMVM_RELEASE_AFTER_X the products' wait does not release the next launch; this does, once
+// x is in place.
 __device__ __forceinline__ void lathe_gemvm_release_after_x(const lathe_grid* grid) {
   if (LATHE_GEMVM_RELEASE_AFTER_X && !grid) lathe_pdl_release();
 }
@@ -174,11 +168,11 @@ __device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, cons
   lathe_gemv1_pair_ring<F, C, decltype(rows)> ring{rows, D.count, units, n_halves, group, sub, D.step, D.first,
                                                     lathe_smem_addr(stage), mbar, {}};
   lathe_ring_init(mbar);
-  if (!early) lathe_gemvm_wait(grid);
+  if (!early) lathe_step_wait(grid, !LATHE_GEMVM_RELEASE_AFTER_X);
   ring.begin(Fills);
   if (early) {
     if (!LATHE_GEMV1_LATE && lane < early - 1) ring.prefetch(lane);
-    lathe_gemvm_wait(grid);
+    lathe_step_wait(grid, !LATHE_GEMVM_RELEASE_AFTER_X);
   }
   stage_x([&] {
     ring.rest(Fills);
@@ -425,7 +419,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   // The loader runs STAGES - 1 chunks ahead along this warp's sequence: items g0, g0 + n_groups, ...,
   // chunks sub, sub + group, ... of each (nothing is filled past the end).
   lathe_ring_init(mbar);
-  if (!early) lathe_gemvm_wait(grid);
+  if (!early) lathe_step_wait(grid, !LATHE_GEMVM_RELEASE_AFTER_X);
   int ld_item = D.first, ld_c = sub;
   auto fill = [&](int s) {
     if (ld_item < D.count) chunk(ld_item, ld_c, s, true);
@@ -461,7 +455,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   };
   if (early) {
     if (!LATHE_GEMV1_LATE) prefetch_past_ring(early - 1);
-    lathe_gemvm_wait(grid);
+    lathe_step_wait(grid, !LATHE_GEMVM_RELEASE_AFTER_X);
   }
   stage_x([&] {
     for (int s = Fills; s < LATHE_GEMV1_STAGES - 1; ++s) fill(s);
