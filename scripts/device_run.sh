@@ -563,16 +563,21 @@
 #           kernels they touch, `lathe check` of the 30B and qwen3-8b Q8_0, tg128 of the targets
 #   at3     the 30B stamped with the attention's release after its prologue (the default since at2) and at
 #           its wait (STAMP_DEFINES=-DLATHE_ATTD_RELEASE=0): the attention's phases and o's edges
-#   rc1     (prepared for the thirty-fourth session, not run) the router's columns asked for after its
+#   rc1     (run in the thirty-fourth session; the knob was removed after it) the router's columns asked for after its
 #           wait instead of before (LATHE_ROUTE_COLUMNS_AFTER_WAIT=1; the pack made with PREP_DEFINES and
 #           STAMP_DEFINES both "-DLATHE_ROUTE_COLUMNS_AFTER_WAIT=1"): the route epilogue's GPU test under it,
 #           tg128 of the 30B alternated three times, then both stamped (the router tail's pick phase), and
 #           a third stamped with no product asking for its ring before its wait (LATHE_DECODE_PREFETCH=off)
-#   rx1     (prepared for the thirty-fourth session, not run) the merged products letting the next launch
+#   rx1     (run in the thirty-fourth session; the knob was removed after it) the merged products letting the next launch
 #           start once x is in place (LATHE_GEMVM_RELEASE_AFTER_X=1, gemv_multi.cuh; in the pack's
 #           PREP_DEFINES and STAMP_DEFINES beside rc1's): the merged products' and the lane's GPU tests
 #           under it, tg128 of the 30B, qwen3-8b Q8_0 and qwen3-0.6b Q8_0 alternated twice, then the 30B
 #           stamped both ways (the attention's phases after q/k/v)
+#   ps34    the persistent step (--persistent) beside the graph of kernels today: tg128 of qwen3-0.6b and
+#           qwen3-8b Q8_0 alternated twice (last measured in the fifth session, against other kernels)
+#   nd1     qwen3-0.6b Q8_0 stamped with the norm epilogue dealt (LATHE_NORM_EPILOGUE=dealt) and without
+#           (the twenty-eighth session's l7 lost 4% with it and had no stamps to say where), then tg128
+#           of both alternated twice
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1784,6 +1789,24 @@ for part in "$@"; do
       done
       rm -f $f
     done ;;
+  ps34)  # the persistent step beside the graph of kernels (see the list above)
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0"; do
+      f=$(synth $spec)
+      for rep in 1 2; do
+        for v in "" --persistent; do echo "== ${spec% *} ${v:-graph of kernels}"; tg_short $f $v; done
+      done
+      rm -f $f
+    done ;;
+  nd1)  # the 0.6B stamped with the norm epilogue dealt and not (see the list above)
+    f=$(synth qwen3-0.6b q8_0)
+    for v in "" LATHE_NORM_EPILOGUE=dealt; do
+      echo "== 0.6b stamped ${v:-plain o and down}"
+      with_env "$v" stamped "nd1${v:+-dealt}" $f -p 16 -n 128 -r 1 | grep -v "^#"
+    done
+    for rep in 1 2; do
+      for v in "" LATHE_NORM_EPILOGUE=dealt; do echo "== 0.6b ${v:-plain o and down}"; with_env "$v" tg_short $f; done
+    done
+    rm -f $f ;;
   rc1)  # the router's columns after its wait (see the list above)
     f=$(synth qwen3-30b-a3b q8_0)
     K=-DLATHE_ROUTE_COLUMNS_AFTER_WAIT=1

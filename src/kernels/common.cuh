@@ -71,7 +71,7 @@ __device__ __forceinline__ void lathe_step_wait(const lathe_grid* grid) {
 
 // The same, releasing the next launch only where release is true: a kernel that lets its successor
 // launch later calls lathe_pdl_release() itself (or its blocks release as they leave): the decode
-// attention, the router's product (moe_route_epilogue.cuh) and gemv_multi.cuh's measuring knob.
+// attention and the router's product (moe_route_epilogue.cuh).
 __device__ __forceinline__ void lathe_step_wait(const lathe_grid* grid, bool release) {
   if (release) lathe_step_wait(grid);
   else if (grid) lathe_grid_barrier(grid->count, grid->target);

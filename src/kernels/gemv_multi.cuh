@@ -21,22 +21,6 @@
 // Launch (gemv_multi_launch.cpp): grid (<= SM count, 1, 1), 512 threads, dynamic shared memory as
 // the decode kernel: LATHE_GEMV1 stage bytes + k * (1 or 2) + k / 2.
 
-// LATHE_GEMVM_RELEASE_AFTER_X=1 (a measuring knob, device_run.sh rx1): a merged product lets the next
-// launch start once its block's x is in place instead of once its wait returns, so the next kernel's
-// blocks (after q/k/v, the attention's) are launched ~x's time later (docs/perf.md, the thirty-third
-// session: the router's pick was 0.5 us shorter with its kernel launched after the attention's
-// prologue). The same bits: the next kernel's wait returns only once this one has ended. (The Q4_K
-// tiles' merged kernels, gemv_decode_tiles.cuh, keep their release at the wait.)
-#ifndef LATHE_GEMVM_RELEASE_AFTER_X
-#define LATHE_GEMVM_RELEASE_AFTER_X 0
-#endif
-
-// With LATHE_GEMVM_RELEASE_AFTER_X the products' wait does not release the next launch; this does, once
-// x is in place.
-__device__ __forceinline__ void lathe_gemvm_release_after_x(const lathe_grid* grid) {
-  if (LATHE_GEMVM_RELEASE_AFTER_X && !grid) lathe_pdl_release();
-}
-
 template <class A, class B>
 struct lathe_gemvm_same {
   static constexpr bool value = false;
@@ -168,17 +152,16 @@ __device__ __forceinline__ void lathe_gemvm_swiglu_pairs(const uint8_t* wg, cons
   lathe_gemv1_pair_ring<F, C, decltype(rows)> ring{rows, D.count, units, n_halves, group, sub, D.step, D.first,
                                                     lathe_smem_addr(stage), mbar, {}};
   lathe_ring_init(mbar);
-  if (!early) lathe_step_wait(grid, !LATHE_GEMVM_RELEASE_AFTER_X);
+  if (!early) lathe_step_wait(grid);
   ring.begin(Fills);
   if (early) {
     if (!LATHE_GEMV1_LATE && lane < early - 1) ring.prefetch(lane);
-    lathe_step_wait(grid, !LATHE_GEMVM_RELEASE_AFTER_X);
+    lathe_step_wait(grid);
   }
   stage_x([&] {
     ring.rest(Fills);
     if (lane < LATHE_GEMV1_L2_AFTER_X) ring.prefetch(lane);
   });
-  lathe_gemvm_release_after_x(grid);
   ring.run(lathe_smem_addr(sx), k, lathe_smem_addr(sx + x_level_bytes), partial,
            [&](int item, float g, float u) { y[D.row(item)] = lathe_swiglu(g * xscale, u * xscale); });
   lathe_ring_release(mbar);
@@ -419,7 +402,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   // The loader runs STAGES - 1 chunks ahead along this warp's sequence: items g0, g0 + n_groups, ...,
   // chunks sub, sub + group, ... of each (nothing is filled past the end).
   lathe_ring_init(mbar);
-  if (!early) lathe_step_wait(grid, !LATHE_GEMVM_RELEASE_AFTER_X);
+  if (!early) lathe_step_wait(grid);
   int ld_item = D.first, ld_c = sub;
   auto fill = [&](int s) {
     if (ld_item < D.count) chunk(ld_item, ld_c, s, true);
@@ -455,13 +438,12 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
   };
   if (early) {
     if (!LATHE_GEMV1_LATE) prefetch_past_ring(early - 1);
-    lathe_step_wait(grid, !LATHE_GEMVM_RELEASE_AFTER_X);
+    lathe_step_wait(grid);
   }
   stage_x([&] {
     for (int s = Fills; s < LATHE_GEMV1_STAGES - 1; ++s) fill(s);
     prefetch_past_ring(LATHE_GEMV1_L2_AFTER_X);
   });
-  lathe_gemvm_release_after_x(grid);
 
   int item = D.first, c = sub, parity = 0;
   unsigned taken = 0;  // chunks consumed: chunk `taken` is fill taken / STAGES of slot taken % STAGES

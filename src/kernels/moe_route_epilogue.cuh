@@ -31,13 +31,10 @@
 // is last (the other blocks release as they leave), so gate/up's blocks arrive during the tail, not
 // during the product; 0, as every other kernel, once the wait returns; 1, once every block has left.
 // gate/up's own wait returns only after this launch has ended and its writes are visible, whenever it
-// was released, so the three give the same bits. qwen3-30b-a3b Q8_0 tg128 on the H200: 2 is ~1% faster
-// than 0 and 1 ~2.5% slower (docs/perf.md, thirty-third session; device_run.sh pd2, pd3).
+// was released, so the three give the same bits. qwen3-30b-a3b Q8_0 tg128 on the H200: 2 is ~1.2%
+// faster than 0 and 1 ~2.5% slower (docs/perf.md, thirty-third session; device_run.sh pd2, pd3).
 #ifndef LATHE_ROUTE_RELEASE
 #define LATHE_ROUTE_RELEASE 2
-#endif
-#ifndef LATHE_ROUTE_COLUMNS_AFTER_WAIT
-#define LATHE_ROUTE_COLUMNS_AFTER_WAIT 0
 #endif
 
 struct lathe_route_epi {
@@ -69,10 +66,10 @@ struct lathe_route_epi {
   __device__ __forceinline__ int q_threads() const { return max(1, static_cast<int>(blockDim.x) / n_expert); }
 
   // The columns this thread multiplies, into registers: a constant, so before the wait (they land
-  // while the product streams). LATHE_ROUTE_COLUMNS_AFTER_WAIT=1 (a measuring knob, device_run.sh rc1)
-  // asks for them after the wait instead: whether loads a block makes before its wait slow its tail
-  // (docs/perf.md, thirty-third session, at3).
-  __device__ __forceinline__ void load_columns() {
+  // while the product streams).
+  __device__ __forceinline__ void before_wait(int, int groups, int) {
+    n_groups = groups;
+    gpb = groups / gridDim.x;
     const int q = threadIdx.x / n_expert, e = threadIdx.x % n_expert, nq = q_threads();
 #pragma unroll
     for (int j = 0; j < LATHE_ROUTE_EPI_TERMS; ++j) {
@@ -80,17 +77,11 @@ struct lathe_route_epi {
       cw[j] = q < nq && o < n_out ? cols[static_cast<long long>(o) * n_expert + e] : 0.0f;
     }
   }
-  __device__ __forceinline__ void before_wait(int, int groups, int) {
-    n_groups = groups;
-    gpb = groups / gridDim.x;
-    if (!LATHE_ROUTE_COLUMNS_AFTER_WAIT) load_columns();
-  }
 
   // The residual of slot threadIdx.x's row, asked for once the kernel before is done.
   __device__ __forceinline__ void after_wait() {
     const int o = row_of(threadIdx.x);
     rv = static_cast<int>(threadIdx.x) < LATHE_ROUTE_EPI_ROWS && o < n_out ? resid[o] : 0.0f;
-    if (LATHE_ROUTE_COLUMNS_AFTER_WAIT) load_columns();
   }
 
   // Only kept: the rows' work waits for finish(), so the product's loop does not stall on it.
