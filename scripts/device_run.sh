@@ -578,6 +578,11 @@
 #   nd1     qwen3-0.6b Q8_0 stamped with the norm epilogue dealt (LATHE_NORM_EPILOGUE=dealt) and without
 #           (the twenty-eighth session's l7 lost 4% with it and had no stamps to say where), then tg128
 #           of both alternated twice
+#   sw1     the run-time knobs whose defaults were chosen against earlier kernels, re-measured against
+#           today's: tg128 of qwen3-0.6b, qwen3-8b Q8_0, qwen3-30b-a3b Q8_0 and qwen3-8b Q4_K_M, the
+#           default first and last, each knob once between (SW1_ROUNDS=2 runs the list twice); sw1 the
+#           first two, sw1b the other two
+#   st8     qwen3-8b Q8_0 stamped once (its layer's launches beside ffn_probe's feed-forward forms)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1807,6 +1812,27 @@ for part in "$@"; do
       for v in "" LATHE_NORM_EPILOGUE=dealt; do echo "== 0.6b ${v:-plain o and down}"; with_env "$v" tg_short $f; done
     done
     rm -f $f ;;
+  sw1|sw1b)  # the run-time knobs against today's kernels (see the list above); sw1b the 30B and Q4_K_M
+    sweep() {  # FILE NAME VAR=VALUE...: the default, each knob, the default again
+      local f=$1 name=$2 v; shift 2
+      for rep in $(seq ${SW1_ROUNDS:-1}); do
+        for v in "" "$@" ""; do echo "== $name ${v:-default}: $(with_env "$v" tg_short $f)"; done
+      done
+      rm -f $f
+    }
+    if [ $part = sw1 ]; then
+      sweep $(synth qwen3-0.6b q8_0) 0.6b LATHE_GATE_UP_BY_BLOCK=force LATHE_ATTN_WARPS=4 LATHE_DECODE_PAIRS=0 \
+        LATHE_DECODE_PAIRS=1 LATHE_CARVEOUT=100 LATHE_WEIGHTS_EVICT_FIRST=0 LATHE_QUANTIZING_ROW_MAX_K=0
+      sweep $(synth qwen3-8b q8_0) 8b-q8 LATHE_QUANTIZING_ROW_MAX_K=16384 LATHE_DECODE_PAIRS=0 LATHE_DECODE_PAIRS=1 \
+        LATHE_ATTN_WARPS=4 LATHE_CARVEOUT=100
+    else
+      sweep $(synth qwen3-30b-a3b q8_0) 30b LATHE_MOE_SINGLE_STAGES=5 LATHE_CARVEOUT=100 LATHE_WEIGHTS_EVICT_FIRST=1 \
+        LATHE_DECODE_PAIRS=0 LATHE_ATTN_WARPS=4
+      sweep $(synth qwen3-8b q4_k_m) 8b-q4km LATHE_TILE_L2_PROMOTION=256 LATHE_QUANTIZING_ROW_MAX_K=16384 \
+        LATHE_DECODE_TILES=merged LATHE_CARVEOUT=100
+    fi ;;
+  st8)  # qwen3-8b Q8_0 stamped (see the list above)
+    stamped st8 $(synth qwen3-8b q8_0) -p 16 -n 128 -r 1 | grep -v "^#" ;;
   rc1)  # the router's columns after its wait (see the list above)
     f=$(synth qwen3-30b-a3b q8_0)
     K=-DLATHE_ROUTE_COLUMNS_AFTER_WAIT=1
