@@ -583,6 +583,10 @@
 #           default first and last, each knob once between (SW1_ROUNDS=2 runs the list twice); sw1 the
 #           first two, sw1b the other two
 #   st8     qwen3-8b Q8_0 stamped once (its layer's launches beside ffn_probe's feed-forward forms)
+#   fs1     the split feed-forward half (kernels/ffn_split_launch.h): its GPU tests, then its timing at
+#           qwen3-0.6b's shapes against the lane's two launches
+#   fs2     (run in the thirty-fourth session; the knob was removed after it) fs1's timing with two
+#           blocks an SM (PREP_DEFINES=-DLATHE_FFNS_MIN_BLOCKS=2) beside one
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1831,6 +1835,18 @@ for part in "$@"; do
       sweep $(synth qwen3-8b q4_k_m) 8b-q4km LATHE_TILE_L2_PROMOTION=256 LATHE_QUANTIZING_ROW_MAX_K=16384 \
         LATHE_DECODE_TILES=merged LATHE_CARVEOUT=100
     fi ;;
+  fs1)  # the split feed-forward half (see the list above)
+    gpu_tests test_ffn_split_gpu
+    for rep in 1 2; do timeout 120 $C/test_ffn_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "feed-forward|FAILED"; done
+    timeout 120 $C/test_ffn_split_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "^ffn_split|^  " ;;
+  fs2)  # the split feed-forward half with two blocks an SM (see the list above)
+    for rep in 1 2; do
+      for v in "" -DLATHE_FFNS_MIN_BLOCKS=2; do
+        echo "== ${v:-one block an SM}"
+        LATHE_KERNEL_DEFINES="$v" timeout 120 $C/test_ffn_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "feed-forward|FAILED"
+      done
+    done
+    LATHE_KERNEL_DEFINES=-DLATHE_FFNS_MIN_BLOCKS=2 gpu_tests test_ffn_split_gpu ;;
   st8)  # qwen3-8b Q8_0 stamped (see the list above)
     stamped st8 $(synth qwen3-8b q8_0) -p 16 -n 128 -r 1 | grep -v "^#" ;;
   rc1)  # the router's columns after its wait (see the list above)

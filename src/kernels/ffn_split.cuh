@@ -1,0 +1,169 @@
+// A decode row's feed-forward half in one launch, down split along its input (docs/perf.md, thirty-
+// fourth session: scripts/probes/ffn_probe.cu measured the form before it was built). Not yet taken
+// by the lane's plan: ffn_split_launch.h says what it computes and what the plan must give it.
+//
+// Block b owns the intermediate values j in [32 b, 32 b + 32):
+//   s = s_in * 2^-32 where s_in is given, else x + y (y optional)       [E]  (every block forms all of s)
+//   h = s * rsqrt(sum s^2 / E + eps) * norm_w, quantized under the contract (quantize_act.cuh's levels)
+//   a_j = silu(gate_j . h) * (up_j . h), the block's 32 values quantized the same way
+//   p_r = down[r][32 b .. 32 b + 31] . a   for every r < E
+//   s_out[r] += fix(p_r)  (red.add on int64, unit 2^-32); block 0 adds fix(s_r) too, so after the
+//   launch s_out = fix(s) + sum over blocks of fix(p): the next residual, in fixed point.
+//   zero[r] = 0 (the sum the launch after next adds into, which the launch before this one read).
+// Integer adds in any order give the same sum, so the result is the same bits every run. fix(v) =
+// rint(v * 2^32), clamped to +-2^62 (a value beyond 2^30 in magnitude, or not finite, is not held).
+//
+// Weights: gate and up rows in place (Q8_0, E / 32 blocks of 34 bytes a row); down re-laid by slices
+// (ffn_split_launch.h's relay_down_by_slices): slice b is E consecutive Q8_0 blocks, block r holding
+// down[r][32 b .. 32 b + 31]. The block's 32 gate rows, 32 up rows and its slice are asked for (cp.async,
+// 16 bytes a request) before the wait for the launch before: they are constants, so their reads overlap
+// that launch's tail; all of them stay in shared memory (the launcher takes E where they fit).
+// Launch: grid (F / 32), 512 threads, ffn_split_shared_bytes(E) of dynamic shared memory; E % 256 == 0.
+
+#define LATHE_FFNS_THREADS 512
+
+__device__ __forceinline__ void lathe_ffns_copy16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+
+// The Q8_0 block at p (shared memory, 2-byte aligned: d as f16, then 32 levels) times 32 values of x
+// (levels q1, and q2 when two words, with their scales d1, d2): d * (d1 * q1 . l + d2 * q2 . l).
+template <int C>
+__device__ __forceinline__ float lathe_ffns_block_dot(const uint8_t* p, const int8_t* q1, const int8_t* q2, float d1,
+                                                      float d2) {
+  uint32_t w[8];
+  lathe_gemm_words<8>(p + 2, w);
+  const float d = __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(p)));
+  const int4 a0 = *reinterpret_cast<const int4*>(q1), a1 = *reinterpret_cast<const int4*>(q1 + 16);
+  int s1 = 0;
+  s1 = __dp4a(static_cast<int>(w[0]), a0.x, s1), s1 = __dp4a(static_cast<int>(w[1]), a0.y, s1);
+  s1 = __dp4a(static_cast<int>(w[2]), a0.z, s1), s1 = __dp4a(static_cast<int>(w[3]), a0.w, s1);
+  s1 = __dp4a(static_cast<int>(w[4]), a1.x, s1), s1 = __dp4a(static_cast<int>(w[5]), a1.y, s1);
+  s1 = __dp4a(static_cast<int>(w[6]), a1.z, s1), s1 = __dp4a(static_cast<int>(w[7]), a1.w, s1);
+  float v = d1 * static_cast<float>(s1);
+  if (C == 2) {
+    const int4 b0 = *reinterpret_cast<const int4*>(q2), b1 = *reinterpret_cast<const int4*>(q2 + 16);
+    int s2 = 0;
+    s2 = __dp4a(static_cast<int>(w[0]), b0.x, s2), s2 = __dp4a(static_cast<int>(w[1]), b0.y, s2);
+    s2 = __dp4a(static_cast<int>(w[2]), b0.z, s2), s2 = __dp4a(static_cast<int>(w[3]), b0.w, s2);
+    s2 = __dp4a(static_cast<int>(w[4]), b1.x, s2), s2 = __dp4a(static_cast<int>(w[5]), b1.y, s2);
+    s2 = __dp4a(static_cast<int>(w[6]), b1.z, s2), s2 = __dp4a(static_cast<int>(w[7]), b1.w, s2);
+    v = fmaf(d2, static_cast<float>(s2), v);
+  }
+  return d * v;
+}
+
+// fix(v): v in units of 2^-32 as an int64 (the header's clamp).
+__device__ __forceinline__ unsigned long long lathe_ffns_fix(float v) {
+  const double f = fmin(fmax(static_cast<double>(v) * 0x1p32, -0x1p62), 0x1p62);
+  return static_cast<unsigned long long>(__double2ll_rn(f));
+}
+
+template <int C>
+__device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const uint8_t* up, const uint8_t* down_slices,
+                                                     int E, const float* x, const float* y, const long long* s_in,
+                                                     const float* norm_w, float eps, long long* s_out, long long* zero) {
+  extern __shared__ uint4 lathe_ffns_smem[];
+  const int b = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int nb = E / 32;              // Q8_0 blocks a gate or up row
+  const long long rb = 34LL * nb;     // a row's bytes (a multiple of 16: E % 256 == 0)
+  uint8_t* wg = reinterpret_cast<uint8_t*>(lathe_ffns_smem);  // [32][rb]: the block's gate rows
+  uint8_t* wu = wg + 32 * rb;                                  // [32][rb]: its up rows
+  uint8_t* wd = wu + 32 * rb;                                  // [E][34]: its slice of down, + 16 bytes read past
+  float* s = reinterpret_cast<float*>(wd + 34LL * E + 16);     // [E]
+  float4* xd = reinterpret_cast<float4*>(s + E);               // [nb]: h's (d1, d2, -, -) a block
+  int8_t* xq1 = reinterpret_cast<int8_t*>(xd + nb);            // [E]
+  int8_t* xq2 = xq1 + E;                                       // [E] (two words)
+  float* av = reinterpret_cast<float*>(xq2 + E);               // [32]: the block's SwiGLU values
+  int8_t* aq1 = reinterpret_cast<int8_t*>(av + 32);            // [32]
+  int8_t* aq2 = aq1 + 32;                                      // [32]
+  float* ad = reinterpret_cast<float*>(aq2 + 32);              // [4]: a's d1, d2
+  float* scratch = ad + 4;                                     // [32]
+
+  // The weights first: constants, asked for before the wait.
+  {
+    const uint8_t* g0 = gate + b * 32 * rb;
+    const uint8_t* u0 = up + b * 32 * rb;
+    const uint8_t* d0 = down_slices + 34LL * E * b;
+    const unsigned sg = static_cast<unsigned>(__cvta_generic_to_shared(wg));
+    const unsigned su = static_cast<unsigned>(__cvta_generic_to_shared(wu));
+    const unsigned sd = static_cast<unsigned>(__cvta_generic_to_shared(wd));
+    const int n_rows16 = static_cast<int>(32 * rb / 16), n_slice16 = 34 * E / 16;
+    for (int i = threadIdx.x; i < n_rows16; i += LATHE_FFNS_THREADS) {
+      lathe_ffns_copy16(sg + 16 * i, g0 + 16LL * i);
+      lathe_ffns_copy16(su + 16 * i, u0 + 16LL * i);
+    }
+    for (int i = threadIdx.x; i < n_slice16; i += LATHE_FFNS_THREADS) lathe_ffns_copy16(sd + 16 * i, d0 + 16LL * i);
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  }
+  lathe_pdl_entry();
+
+  // s, this block's share of the zeroing, and (block 0) s itself into the sum.
+  float ss = 0.0f;
+  for (int i = threadIdx.x; i < E; i += LATHE_FFNS_THREADS) {
+    const float v = s_in ? static_cast<float>(static_cast<double>(s_in[i]) * 0x1p-32) : x[i] + (y ? y[i] : 0.0f);
+    s[i] = v;
+    ss = fmaf(v, v, ss);
+    if (b == 0) atomicAdd(reinterpret_cast<unsigned long long*>(s_out + i), lathe_ffns_fix(v));
+  }
+  for (int i = b * LATHE_FFNS_THREADS + threadIdx.x; i < E; i += gridDim.x * LATHE_FFNS_THREADS) zero[i] = 0;
+  const float inv = rsqrtf(lathe_block_sum(ss, scratch) / static_cast<float>(E) + eps);  // (its barriers order s)
+
+  // h = s inv w in the contract's levels, 8 threads a 32-value block (E / 4 a multiple of 32: whole warps).
+  for (int i4 = threadIdx.x; i4 < E / 4; i4 += LATHE_FFNS_THREADS) {
+    const float4 w4 = reinterpret_cast<const float4*>(norm_w)[i4];
+    const float4 h = make_float4(s[4 * i4] * inv * w4.x, s[4 * i4 + 1] * inv * w4.y, s[4 * i4 + 2] * inv * w4.z,
+                                 s[4 * i4 + 3] * inv * w4.w);
+    lathe_quantize_block32_part(h, C == 2, xq1 + 4 * i4, xq2 + 4 * i4, xd + i4 / 8);
+  }
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+  __syncthreads();
+
+  // The block's 32 pairs, two a warp: lane l takes blocks l, l + 32, ... of both rows.
+  for (int j = warp; j < 32; j += LATHE_FFNS_THREADS / 32) {
+    float g = 0.0f, u = 0.0f;
+    for (int k = lane; k < nb; k += 32) {
+      const float4 d = xd[k];
+      g += lathe_ffns_block_dot<C>(wg + j * rb + 34 * k, xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
+      u += lathe_ffns_block_dot<C>(wu + j * rb + 34 * k, xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
+    }
+    g = lathe_warp_sum(g);
+    u = lathe_warp_sum(u);
+    if (lane == 0) av[j] = lathe_swiglu(g, u);
+  }
+  __syncthreads();
+  if (warp == 0) {  // a's one 32-value block, as lathe_quantize_block32 forms it
+    float v = av[lane];
+    const float d1 = lathe_quantize_scale(lathe_warp_max(fabsf(v)));
+    int l1, l2 = 0;
+    lathe_quantize_levels<1>(&v, d1, &l1);
+    aq1[lane] = static_cast<int8_t>(l1);
+    float d2 = 0.0f;
+    if (C == 2) {
+      const float res = fmaf(-d1, static_cast<float>(l1), v);
+      d2 = lathe_quantize_scale(lathe_warp_max(fabsf(res)));
+      lathe_quantize_levels<1>(&res, d2, &l2);
+      aq2[lane] = static_cast<int8_t>(l2);
+    }
+    if (lane == 0) ad[0] = d1, ad[1] = d2;
+  }
+  __syncthreads();
+
+  // Down's slice: row r's block times a, its partial added into the sum.
+  const float d1 = ad[0], d2 = ad[1];
+  for (int r = threadIdx.x; r < E; r += LATHE_FFNS_THREADS) {
+    const float p = lathe_ffns_block_dot<C>(wd + 34 * r, aq1, aq2, d1, d2);
+    atomicAdd(reinterpret_cast<unsigned long long*>(s_out + r), lathe_ffns_fix(p));
+  }
+}
+
+// Kernels lathe_ffn_split_q8_0_<contract>.
+#define LATHE_FFN_SPLIT_KERNEL(C, CNAME)                                                                         \
+  extern "C" __global__ void __launch_bounds__(LATHE_FFNS_THREADS, 1) lathe_ffn_split_q8_0_##CNAME(              \
+      const uint8_t* gate, const uint8_t* up, const uint8_t* down_slices, int E, const float* x, const float* y, \
+      const long long* s_in, const float* norm_w, float eps, long long* s_out, long long* zero) {              \
+    lathe_ffn_split_body<C>(gate, up, down_slices, E, x, y, s_in, norm_w, eps, s_out, zero);                    \
+  }
+
+LATHE_FFN_SPLIT_KERNEL(1, int8)
+LATHE_FFN_SPLIT_KERNEL(2, int8x2)

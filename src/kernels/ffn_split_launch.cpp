@@ -1,0 +1,65 @@
+#include "kernels/ffn_split_launch.h"
+
+#include "base/error.h"
+#include "gguf/block_format.h"
+#include "kernels/decode_stream.h"
+#include "kernels/library.h"
+#include "runtime/cuda_driver.h"
+
+#include <cstring>
+#include <string>
+
+namespace lathe::kernels {
+namespace {
+
+constexpr int64_t kQ8Bytes = 34;  // a Q8_0 block: f16 scale, 32 levels
+
+}  // namespace
+
+int64_t ffn_split_shared_bytes(int64_t e) {
+  // gate and up rows, the slice and 16 bytes read past it, s, h's scales and levels (two words), a's
+  // values, levels and scales, the block sum's scratch: ffn_split.cuh's layout.
+  return 2 * 32 * (e / 32) * kQ8Bytes + kQ8Bytes * e + 16 + 4 * e + 16 * (e / 32) + 2 * e + 128 + 64 + 16 + 128;
+}
+
+bool ffn_split_applies(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, Activations a) {
+  if (a != Activations::int8 && a != Activations::int8x2) return false;
+  for (const WeightMatrix* w : {&gate, &up, &down})
+    if (w->type != GgmlType::Q8_0 || w->n_expert != 1) return false;
+  const int64_t e = gate.k, f = gate.n_out;
+  if (up.k != e || up.n_out != f || down.n_out != e || down.k != f) return false;
+  return e % 256 == 0 && f % 32 == 0 && f > 0 && ffn_split_shared_bytes(e) <= shared_optin_bytes();
+}
+
+std::vector<uint8_t> relay_down_by_slices(const uint8_t* down, size_t bytes, int64_t e, int64_t f) {
+  if (e <= 0 || f <= 0 || f % 32 != 0)
+    fail("relay_down_by_slices: down must be E x F with F a multiple of 32, not {} x {}", e, f);
+  const int64_t nb = f / 32;
+  if (static_cast<int64_t>(bytes) != e * nb * kQ8Bytes)
+    fail("relay_down_by_slices: {} bytes are not a Q8_0 matrix of {} x {} ({} bytes)", bytes, e, f, e * nb * kQ8Bytes);
+  std::vector<uint8_t> out(bytes);
+  for (int64_t r = 0; r < e; ++r)
+    for (int64_t b = 0; b < nb; ++b)
+      std::memcpy(out.data() + (b * e + r) * kQ8Bytes, down + (r * nb + b) * kQ8Bytes, kQ8Bytes);
+  return out;
+}
+
+void ffn_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr down_slices, Activations a,
+               const FfnSplit& f, CUstream stream) {
+  WeightMatrix down{GgmlType::Q8_0, down_slices, gate.k, gate.n_out, 1};
+  if (!ffn_split_applies(gate, up, down, a))
+    internal_fail("ffn_split: the launch does not take {} x {} under this contract", gate.n_out, gate.k);
+  LATHE_CHECK(gate.data % 16 == 0 && up.data % 16 == 0 && down_slices % 16 == 0 && f.norm_w % 16 == 0);
+  LATHE_CHECK(f.s_out % 8 == 0 && f.zero % 8 == 0 && f.s_out != 0 && f.zero != 0 && (f.s_in != 0 || f.x != 0));
+  CUdeviceptr g = gate.data, u = up.data, d = down_slices, x = f.x, y = f.y, s_in = f.s_in, w = f.norm_w,
+              s_out = f.s_out, zero = f.zero;
+  int e = static_cast<int>(gate.k);
+  float eps = f.eps;
+  const std::string name = std::string("lathe_ffn_split_q8_0_") + std::string(activations_name(a));
+  cuda::launch(kernel(name), {static_cast<unsigned>(gate.n_out / 32), 1, 1}, {512, 1, 1},
+               static_cast<unsigned>(ffn_split_shared_bytes(gate.k)), stream,
+               {&g, &u, &d, &e, &x, &y, &s_in, &w, &eps, &s_out, &zero},
+               "launching a feed-forward half with down split along its input");
+}
+
+}  // namespace lathe::kernels

@@ -1,0 +1,49 @@
+// Host launcher of a decode row's feed-forward half in one launch, down split along its input
+// (ffn_split.cuh; docs/perf.md, thirty-fourth session). For one row under an int8 contract:
+//   s = s_in * 2^-32 (s_in given) or x + y (y optional)              the residual sum before the half
+//   h = s / rms(s) * norm_w                                          (quantized as the contract's x)
+//   s_out += fix(s) + sum over 32-value slices b of fix(down[:, b] . quant(silu(gate_b h) * up_b h))
+//   zero  = 0
+// with fix(v) = rint(v * 2^32) as int64 (clamped to +-2^62): s_out is the next residual in fixed
+// point, the same bits every run (integer adds in any order). s_out must be zero before the launch;
+// three such sums rotate in a chain of launches (each zeroes the one the launch after next adds
+// into). Not yet taken by the lane's plan: what it still needs is a fusion rule, the re-laid down at
+// load, and consumers whose prologue reads the fixed-point sum (perf.md lists them).
+// Every pointer is a device pointer; the call only enqueues on `stream`.
+#pragma once
+
+#include "kernels/activations.h"
+#include "kernels/gemv_launch.h"
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace lathe::kernels {
+
+struct FfnSplit {
+  CUdeviceptr x = 0, y = 0;      // f32 [E]; y may be 0 (used where s_in is 0)
+  CUdeviceptr s_in = 0;          // int64 [E] or 0
+  CUdeviceptr norm_w = 0;        // f32 [E], 16-byte aligned
+  float eps = 1e-6f;
+  CUdeviceptr s_out = 0, zero = 0;  // int64 [E]
+};
+
+// Whether the launch takes gate, up [F][E] and down [E][F] under contract a: all Q8_0, one matrix
+// each, int8 or int8x2, E % 256 == 0, F % 32 == 0, and the block's rows and slice within the card's
+// shared memory (E <= 2,048 on the H200).
+bool ffn_split_applies(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, Activations a);
+// The dynamic shared memory of a block at width E.
+int64_t ffn_split_shared_bytes(int64_t n_embd);
+
+// down [E][F] Q8_0 (row-major: a row is F / 32 blocks of 34 bytes) re-laid by 32-column slices: slice b
+// is E consecutive blocks, block r being down's block (r, b). Refuses (UserError) bytes that are not
+// E x F of Q8_0 or F % 32 != 0.
+std::vector<uint8_t> relay_down_by_slices(const uint8_t* down, size_t bytes, int64_t n_embd, int64_t n_ff);
+
+// down_slices: relay_down_by_slices's bytes on the device (16-byte aligned).
+void ffn_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr down_slices, Activations a,
+               const FfnSplit& f, CUstream stream);
+
+}  // namespace lathe::kernels

@@ -1,0 +1,224 @@
+// A decode row's feed-forward half in one launch, down split along its input (kernels/ffn_split_launch.h),
+// against an f64 reference on the host from the same bytes: s = x + y (or the fixed-point s_in),
+// h = s / rms(s) * w, a = silu(gate h) * (up h), s_out = s + down a. Over widths (the 0.6B's and
+// the 30B's n_embd among them), both int8 contracts, with and without y, then chained (s_in the last
+// launch's sum). Each case checks:
+//   - s_out within the contract's bound of the reference, relative to the largest |down a| (the
+//     levels of h and of a are the contract's: int8x2 ~14 bits, int8 ~8);
+//   - the same bits in a second launch (the int64 adds do not depend on their order);
+//   - the `zero` sum left zero.
+// Then the timing at qwen3-0.6b's shapes: 30 layers in a graph, the lane's two launches (gate/up with
+// the norm in its prologue, then down quantizing its row) against the one launch.
+#include "kernels/ffn_split_launch.h"
+#include "kernels/gemv_launch.h"
+#include "kernels/gemv_multi_launch.h"
+#include "runtime/cuda_driver.h"
+
+#include "test_product_helpers.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace lathe::kernels {
+namespace {
+
+using cuda::DeviceBuffer;
+using namespace test;
+
+constexpr double kFix = 4294967296.0;
+
+struct Reference {
+  std::vector<double> out;  // s + down a
+  double scale = 0.0;       // max |down a|
+};
+
+// The f64 reference from the host's bytes (gate, up [f][e], down [e][f]) and s.
+Reference reference(const std::vector<uint8_t>& gate, const std::vector<uint8_t>& up, const std::vector<uint8_t>& down,
+                    int64_t e, int64_t f, const std::vector<double>& s, const std::vector<float>& w, double eps) {
+  double ss = 0.0;
+  for (double v : s) ss += v * v;
+  const double inv = 1.0 / std::sqrt(ss / static_cast<double>(e) + eps);
+  std::vector<double> h(static_cast<size_t>(e));
+  for (int64_t i = 0; i < e; ++i) h[i] = s[i] * inv * w[i];
+  const MatrixRef g{GgmlType::Q8_0, gate.data(), e, f}, u{GgmlType::Q8_0, up.data(), e, f},
+      d{GgmlType::Q8_0, down.data(), f, e};
+  std::vector<float> row(static_cast<size_t>(std::max(e, f)));
+  std::vector<double> a(static_cast<size_t>(f));
+  for (int64_t j = 0; j < f; ++j) {
+    double gj = 0.0, uj = 0.0;
+    g.row(j, row.data());
+    for (int64_t i = 0; i < e; ++i) gj += double(row[i]) * h[i];
+    u.row(j, row.data());
+    for (int64_t i = 0; i < e; ++i) uj += double(row[i]) * h[i];
+    a[j] = gj / (1.0 + std::exp(-gj)) * uj;
+  }
+  Reference r;
+  r.out.resize(static_cast<size_t>(e));
+  for (int64_t o = 0; o < e; ++o) {
+    d.row(o, row.data());
+    double p = 0.0;
+    for (int64_t j = 0; j < f; ++j) p += double(row[j]) * a[j];
+    r.out[o] = s[o] + p;
+    r.scale = std::max(r.scale, std::fabs(p));
+  }
+  return r;
+}
+
+struct Case {
+  int64_t e, f;
+  Activations a;
+  bool with_y;
+};
+
+TEST(FfnSplitGpu, MatchesTheReferenceAndRepeatsItsBits) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(34);
+  const Case cases[] = {
+      {1024, 3072, Activations::int8x2, true},   // qwen3-0.6b
+      {1024, 3072, Activations::int8, true},
+      {2048, 768, Activations::int8x2, true},    // qwen3-30b-a3b's n_embd, one expert's width
+      {256, 96, Activations::int8x2, false},     // three blocks
+      {512, 1024, Activations::int8, false},
+  };
+  std::printf("ffn_split: |s_out - reference| / max |down a| (bound int8x2 %.0e, int8 %.0e)\n", 2e-4, 3e-2);
+  for (const Case& c : cases) {
+    const int64_t e = c.e, f = c.f;
+    const std::vector<uint8_t> gate = random_matrix(GgmlType::Q8_0, f, e, rng), up = random_matrix(GgmlType::Q8_0, f, e, rng),
+                               down = random_matrix(GgmlType::Q8_0, e, f, rng);
+    const DeviceBuffer gd = upload(gate), ud = upload(up),
+                       sd = upload(relay_down_by_slices(down.data(), down.size(), e, f));
+    const WeightMatrix gw{GgmlType::Q8_0, gd.ptr(), f, e}, uw{GgmlType::Q8_0, ud.ptr(), f, e},
+        dw{GgmlType::Q8_0, 0, e, f};
+    ASSERT_TRUE(ffn_split_applies(gw, uw, dw, c.a)) << e << " x " << f;
+    const std::vector<float> x = random_values(e, rng), y = random_values(e, rng), w = random_values(e, rng);
+    const DeviceBuffer xd = upload(x), yd = upload(y), wd = upload(w);
+    DeviceBuffer sums(static_cast<size_t>(3 * e * 8));
+    const CUdeviceptr sum0 = sums.ptr(), sum1 = sum0 + 8 * e, sum2 = sum1 + 8 * e;
+    std::vector<long long> first, again;
+    for (int rep = 0; rep < 2; ++rep) {
+      sums.zero();
+      std::vector<long long> junk(static_cast<size_t>(e), 0x5a5a5a5a5a5aLL);
+      sums.upload(junk.data(), junk.size() * 8, static_cast<size_t>(16 * e));  // the sum to be zeroed
+      settle(sums);
+      FfnSplit fs;
+      fs.x = xd.ptr();
+      fs.y = c.with_y ? yd.ptr() : 0;
+      fs.norm_w = wd.ptr();
+      fs.s_out = sum1;
+      fs.zero = sum2;
+      ffn_split(gw, uw, sd.ptr(), c.a, fs, s.handle());
+      s.synchronize();
+      const std::vector<long long> all = download<long long>(sums, static_cast<size_t>(3 * e));
+      for (int64_t i = 0; i < e; ++i) ASSERT_EQ(all[2 * e + i], 0) << "the zeroed sum at " << i;
+      (rep == 0 ? first : again).assign(all.begin() + e, all.begin() + 2 * e);
+    }
+    EXPECT_EQ(first, again) << "a second launch gave other bits";
+    std::vector<double> sv(static_cast<size_t>(e));
+    for (int64_t i = 0; i < e; ++i) sv[i] = double(x[i]) + (c.with_y ? double(y[i]) : 0.0);
+    // (the kernel forms s in f32: x + y rounded once, within the bound below)
+    const Reference r = reference(gate, up, down, e, f, sv, w, 1e-6);
+    double worst = 0.0;
+    for (int64_t i = 0; i < e; ++i) worst = std::max(worst, std::fabs(first[i] / kFix - r.out[i]));
+    const double bound = c.a == Activations::int8x2 ? 2e-4 : 3e-2;
+    std::printf("  %5lld x %5lld %-7s %s  %.2e\n", static_cast<long long>(e), static_cast<long long>(f),
+                activations_name(c.a).data(), c.with_y ? "x + y " : "x     ", worst / r.scale);
+    EXPECT_LE(worst, bound * r.scale) << e << " x " << f;
+
+    // Chained: s_in the sum just made, into the next sum; the one after it zeroed.
+    FfnSplit next;
+    next.s_in = sum1;
+    next.norm_w = wd.ptr();
+    next.s_out = sum2;
+    next.zero = sum0;
+    ffn_split(gw, uw, sd.ptr(), c.a, next, s.handle());
+    s.synchronize();
+    const std::vector<long long> all = download<long long>(sums, static_cast<size_t>(3 * e));
+    std::vector<double> s2(static_cast<size_t>(e));
+    for (int64_t i = 0; i < e; ++i) {
+      ASSERT_EQ(all[i], 0) << "the zeroed sum at " << i;
+      s2[i] = static_cast<double>(first[i]) / kFix;
+    }
+    const Reference r2 = reference(gate, up, down, e, f, s2, w, 1e-6);
+    double worst2 = 0.0;
+    for (int64_t i = 0; i < e; ++i) worst2 = std::max(worst2, std::fabs(all[2 * e + i] / kFix - r2.out[i]));
+    EXPECT_LE(worst2, bound * r2.scale) << e << " x " << f << ", chained";
+  }
+}
+
+TEST(FfnSplitGpu, RefusesWhatItDoesNotTake) {
+  LATHE_NEED_GPU();
+  const WeightMatrix g{GgmlType::Q8_0, 0, 3072, 1024}, d{GgmlType::Q8_0, 0, 1024, 3072};
+  EXPECT_TRUE(ffn_split_applies(g, g, d, Activations::int8x2));
+  EXPECT_FALSE(ffn_split_applies(g, g, d, Activations::f32));
+  EXPECT_FALSE(ffn_split_applies(WeightMatrix{GgmlType::Q4_K, 0, 3072, 1024}, g, d, Activations::int8x2));
+  EXPECT_FALSE(ffn_split_applies(WeightMatrix{GgmlType::Q8_0, 0, 12288, 4096}, WeightMatrix{GgmlType::Q8_0, 0, 12288, 4096},
+                                 WeightMatrix{GgmlType::Q8_0, 0, 4096, 12288}, Activations::int8x2))
+      << "qwen3-8b's rows and slice do not fit in shared memory";
+  EXPECT_FALSE(ffn_split_applies(WeightMatrix{GgmlType::Q8_0, 0, 3072, 1000}, WeightMatrix{GgmlType::Q8_0, 0, 3072, 1000},
+                                 WeightMatrix{GgmlType::Q8_0, 0, 1000, 3072}, Activations::int8x2));
+}
+
+TEST(FfnSplitGpu, TimingAtQwen3_0_6bShapes) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(6);
+  const Activations a = Activations::int8x2;
+  constexpr int64_t e = 1024, f = 3072;
+  constexpr int copies = 30;  // ~300 MB of weights, past the 60 MB L2; a multiple of the 3 sums
+  struct Layer {
+    DeviceBuffer g, u, d, ds;
+    WeightMatrix gw, uw, dw;
+  };
+  std::vector<Layer> layers(copies);
+  for (Layer& l : layers) {
+    const std::vector<uint8_t> down = random_matrix(GgmlType::Q8_0, e, f, rng);
+    l.g = upload(random_matrix(GgmlType::Q8_0, f, e, rng));
+    l.u = upload(random_matrix(GgmlType::Q8_0, f, e, rng));
+    l.d = upload(down);
+    l.ds = upload(relay_down_by_slices(down.data(), down.size(), e, f));
+    l.gw = WeightMatrix{GgmlType::Q8_0, l.g.ptr(), f, e};
+    l.uw = WeightMatrix{GgmlType::Q8_0, l.u.ptr(), f, e};
+    l.dw = WeightMatrix{GgmlType::Q8_0, l.d.ptr(), e, f};
+  }
+  const DeviceBuffer wd = upload(random_values(e, rng));
+  DeviceBuffer r0 = upload(random_values(e, rng)), r1(e * 4), yo = upload(random_values(e, rng)), act(f * 4),
+               dout(e * 4), sums(3 * e * 8);
+  sums.zero();
+  settle(sums);
+  // The lane's: gate/up with the norm of x + y in its prologue (writing the sum), then down quantizing
+  // the SwiGLU row in every block; x and the sum ping-pong.
+  const double lane = graph_median_us(s, copies, [&](int i) {
+    NormPrologue np;
+    np.x = i % 2 ? r1.ptr() : r0.ptr();
+    np.y = i == 0 ? yo.ptr() : dout.ptr();
+    np.w = wd.ptr();
+    np.sum = i % 2 ? r0.ptr() : r1.ptr();
+    gemv_gate_up_swiglu_norm(layers[i].gw, layers[i].uw, a, np, act.ptr(), s.handle());
+    ASSERT_TRUE(gemv_quantizing_row(layers[i].dw, a, act.ptr(), dout.ptr(), s.handle()));
+  });
+  const double split = graph_median_us(s, copies, [&](int i) {
+    FfnSplit fs;
+    if (i == 0) {
+      fs.x = r0.ptr();
+      fs.y = yo.ptr();
+    } else {
+      fs.s_in = sums.ptr() + 8 * e * (i % 3);
+    }
+    fs.norm_w = wd.ptr();
+    fs.s_out = sums.ptr() + 8 * e * ((i + 1) % 3);
+    fs.zero = sums.ptr() + 8 * e * ((i + 2) % 3);
+    ffn_split(layers[i].gw, layers[i].uw, layers[i].ds.ptr(), a, fs, s.handle());
+  });
+  std::printf("qwen3-0.6b feed-forward half (%lld x %lld, int8x2), a layer in a graph of %d: two launches %.2f us, "
+              "one launch split %.2f us\n",
+              static_cast<long long>(e), static_cast<long long>(f), copies, lane, split);
+}
+
+}  // namespace
+}  // namespace lathe::kernels

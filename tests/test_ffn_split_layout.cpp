@@ -1,0 +1,45 @@
+// down re-laid by 32-column slices for the split feed-forward half (kernels/ffn_split_launch.h), on
+// the host: every Q8_0 block (r, b) of down [E][F] lands at slice b, place r, its 34 bytes unchanged;
+// shapes that are not E x F of Q8_0 with F % 32 == 0 are refused with the numbers.
+#include "base/error.h"
+#include "kernels/ffn_split_launch.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace lathe::kernels {
+namespace {
+
+TEST(FfnSplitLayout, EveryBlockLandsInItsSlice) {
+  const int64_t e = 5, f = 96, nb = f / 32;
+  std::vector<uint8_t> down(static_cast<size_t>(e * nb * 34));
+  for (size_t i = 0; i < down.size(); ++i) down[i] = static_cast<uint8_t>(i * 7 + i / 34);
+  const std::vector<uint8_t> out = relay_down_by_slices(down.data(), down.size(), e, f);
+  ASSERT_EQ(out.size(), down.size());
+  for (int64_t r = 0; r < e; ++r)
+    for (int64_t b = 0; b < nb; ++b)
+      EXPECT_EQ(std::memcmp(out.data() + (b * e + r) * 34, down.data() + (r * nb + b) * 34, 34), 0)
+          << "block (" << r << ", " << b << ")";
+}
+
+TEST(FfnSplitLayout, RefusesOtherShapes) {
+  std::vector<uint8_t> down(4 * 2 * 34);
+  try {
+    relay_down_by_slices(down.data(), down.size(), 4, 48);
+    FAIL() << "F % 32 != 0 was taken";
+  } catch (const UserError& err) {
+    EXPECT_NE(std::string(err.what()).find("4 x 48"), std::string::npos) << err.what();
+  }
+  try {
+    relay_down_by_slices(down.data(), down.size() - 1, 4, 64);
+    FAIL() << "a short matrix was taken";
+  } catch (const UserError& err) {
+    EXPECT_NE(std::string(err.what()).find("271 bytes"), std::string::npos) << err.what();
+  }
+}
+
+}  // namespace
+}  // namespace lathe::kernels
