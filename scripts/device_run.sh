@@ -587,6 +587,8 @@
 #           qwen3-0.6b's shapes against the lane's two launches
 #   fs2     (run in the thirty-fourth session; the knob was removed after it) fs1's timing with two
 #           blocks an SM (PREP_DEFINES=-DLATHE_FFNS_MIN_BLOCKS=2) beside one
+#   fs3     fs1's timing with the split launch's phases (its stamps), twice (run in the thirty-fourth
+#           session also with x's levels held in registers, since reverted)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1839,6 +1841,8 @@ for part in "$@"; do
     gpu_tests test_ffn_split_gpu
     for rep in 1 2; do timeout 120 $C/test_ffn_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "feed-forward|FAILED"; done
     timeout 120 $C/test_ffn_split_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "^ffn_split|^  " ;;
+  fs3)  # the split feed-forward half's phases (see the list above)
+    for rep in 1 2; do timeout 120 $C/test_ffn_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "feed-forward|stamped|FAILED"; done ;;
   fs2)  # the split feed-forward half with two blocks an SM (see the list above)
     for rep in 1 2; do
       for v in "" -DLATHE_FFNS_MIN_BLOCKS=2; do

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -218,6 +219,51 @@ TEST(FfnSplitGpu, TimingAtQwen3_0_6bShapes) {
   std::printf("qwen3-0.6b feed-forward half (%lld x %lld, int8x2), a layer in a graph of %d: two launches %.2f us, "
               "one launch split %.2f us\n",
               static_cast<long long>(e), static_cast<long long>(f), copies, lane, split);
+
+  // The split launch's phases (its stamps, the last replay of a graph like the one above): medians
+  // over layers 1.. and their blocks, us.
+  const int64_t blocks = f / 32;
+  DeviceBuffer stamps(static_cast<size_t>(copies * blocks * 8 * 8));
+  const double stamped = graph_median_us(s, copies, [&](int i) {
+    FfnSplit fs;
+    if (i == 0) {
+      fs.x = r0.ptr();
+      fs.y = yo.ptr();
+    } else {
+      fs.s_in = sums.ptr() + 8 * e * (i % 3);
+    }
+    fs.norm_w = wd.ptr();
+    fs.s_out = sums.ptr() + 8 * e * ((i + 1) % 3);
+    fs.zero = sums.ptr() + 8 * e * ((i + 2) % 3);
+    fs.stamps = stamps.ptr() + static_cast<CUdeviceptr>(i * blocks * 64);
+    ffn_split(layers[i].gw, layers[i].uw, layers[i].ds.ptr(), a, fs, s.handle());
+  });
+  const std::vector<unsigned long long> t = download<unsigned long long>(stamps, static_cast<size_t>(copies * blocks * 8));
+  auto at = [&](int i, int64_t b, int p) { return static_cast<double>(t[static_cast<size_t>((i * blocks + b) * 8 + p)]); };
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2] / 1e3;
+  };
+  std::vector<double> phase[7], release, tail, period;
+  for (int i = 1; i < copies; ++i) {
+    double prev_end = 0.0, end = 0.0, first_wait = 1e300;
+    std::vector<double> ends;
+    for (int64_t b = 0; b < blocks; ++b) {
+      prev_end = std::max(prev_end, at(i - 1, b, 7));
+      end = std::max(end, at(i, b, 7));
+      first_wait = std::min(first_wait, at(i, b, 2));
+      ends.push_back(at(i, b, 7));
+      for (int p = 0; p < 7; ++p) phase[p].push_back(at(i, b, p + 1) - at(i, b, p));
+    }
+    std::sort(ends.begin(), ends.end());
+    release.push_back(first_wait - prev_end);
+    tail.push_back(end - ends[ends.size() / 2]);
+    period.push_back(end - prev_end);
+  }
+  std::printf("  stamped %.2f us a layer; medians, us: ask %.2f, to the wait %.2f | release %.2f | s and norm %.2f, "
+              "h and weights landed %.2f, gate/up %.2f, a %.2f, down and adds %.2f | tail %.2f, period %.2f\n",
+              stamped, median(phase[0]), median(phase[1]), median(release), median(phase[2]), median(phase[3]),
+              median(phase[4]), median(phase[5]), median(phase[6]), median(tail), median(period));
 }
 
 }  // namespace

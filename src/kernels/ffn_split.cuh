@@ -19,6 +19,9 @@
 // 16 bytes a request) before the wait for the launch before: they are constants, so their reads overlap
 // that launch's tail; all of them stay in shared memory (the launcher takes E where they fit).
 // Launch: grid (F / 32), 512 threads, ffn_split_shared_bytes(E) of dynamic shared memory; E % 256 == 0.
+// stamps (0, or [gridDim.x][8] globaltimer readings by thread 0, a measurement): entry, the weights
+// asked for, the wait returned, s and its norm, h's levels and the weights landed, the SwiGLU values,
+// a's levels, the end.
 
 #define LATHE_FFNS_THREADS 512
 
@@ -62,8 +65,11 @@ __device__ __forceinline__ unsigned long long lathe_ffns_fix(float v) {
 template <int C>
 __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const uint8_t* up, const uint8_t* down_slices,
                                                      int E, const float* x, const float* y, const long long* s_in,
-                                                     const float* norm_w, float eps, long long* s_out, long long* zero) {
+                                                     const float* norm_w, float eps, long long* s_out, long long* zero,
+                                                     unsigned long long* stamps) {
   extern __shared__ uint4 lathe_ffns_smem[];
+  unsigned long long* stamp = stamps && threadIdx.x == 0 ? stamps + 8 * blockIdx.x : nullptr;
+  if (stamp) stamp[0] = lathe_globaltimer();
   const int b = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int nb = E / 32;              // Q8_0 blocks a gate or up row
   const long long rb = 34LL * nb;     // a row's bytes (a multiple of 16: E % 256 == 0)
@@ -96,7 +102,9 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
     for (int i = threadIdx.x; i < n_slice16; i += LATHE_FFNS_THREADS) lathe_ffns_copy16(sd + 16 * i, d0 + 16LL * i);
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
+  if (stamp) stamp[1] = lathe_globaltimer();
   lathe_pdl_entry();
+  if (stamp) stamp[2] = lathe_globaltimer();
 
   // s, this block's share of the zeroing, and (block 0) s itself into the sum.
   float ss = 0.0f;
@@ -108,6 +116,7 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
   }
   for (int i = b * LATHE_FFNS_THREADS + threadIdx.x; i < E; i += gridDim.x * LATHE_FFNS_THREADS) zero[i] = 0;
   const float inv = rsqrtf(lathe_block_sum(ss, scratch) / static_cast<float>(E) + eps);  // (its barriers order s)
+  if (stamp) stamp[3] = lathe_globaltimer();
 
   // h = s inv w in the contract's levels, 8 threads a 32-value block (E / 4 a multiple of 32: whole warps).
   for (int i4 = threadIdx.x; i4 < E / 4; i4 += LATHE_FFNS_THREADS) {
@@ -118,6 +127,7 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   __syncthreads();
+  if (stamp) stamp[4] = lathe_globaltimer();
 
   // The block's 32 pairs, two a warp: lane l takes blocks l, l + 32, ... of both rows.
   for (int j = warp; j < 32; j += LATHE_FFNS_THREADS / 32) {
@@ -132,6 +142,7 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
     if (lane == 0) av[j] = lathe_swiglu(g, u);
   }
   __syncthreads();
+  if (stamp) stamp[5] = lathe_globaltimer();
   if (warp == 0) {  // a's one 32-value block, as lathe_quantize_block32 forms it
     float v = av[lane];
     const float d1 = lathe_quantize_scale(lathe_warp_max(fabsf(v)));
@@ -148,6 +159,7 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
     if (lane == 0) ad[0] = d1, ad[1] = d2;
   }
   __syncthreads();
+  if (stamp) stamp[6] = lathe_globaltimer();
 
   // Down's slice: row r's block times a, its partial added into the sum.
   const float d1 = ad[0], d2 = ad[1];
@@ -155,14 +167,19 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
     const float p = lathe_ffns_block_dot<C>(wd + 34 * r, aq1, aq2, d1, d2);
     atomicAdd(reinterpret_cast<unsigned long long*>(s_out + r), lathe_ffns_fix(p));
   }
+  if (stamps) {
+    __syncthreads();
+    if (stamp) stamp[7] = lathe_globaltimer();
+  }
 }
 
 // Kernels lathe_ffn_split_q8_0_<contract>.
 #define LATHE_FFN_SPLIT_KERNEL(C, CNAME)                                                                         \
   extern "C" __global__ void __launch_bounds__(LATHE_FFNS_THREADS, 1) lathe_ffn_split_q8_0_##CNAME(              \
       const uint8_t* gate, const uint8_t* up, const uint8_t* down_slices, int E, const float* x, const float* y, \
-      const long long* s_in, const float* norm_w, float eps, long long* s_out, long long* zero) {              \
-    lathe_ffn_split_body<C>(gate, up, down_slices, E, x, y, s_in, norm_w, eps, s_out, zero);                    \
+      const long long* s_in, const float* norm_w, float eps, long long* s_out, long long* zero,                \
+      unsigned long long* stamps) {                                                                             \
+    lathe_ffn_split_body<C>(gate, up, down_slices, E, x, y, s_in, norm_w, eps, s_out, zero, stamps);            \
   }
 
 LATHE_FFN_SPLIT_KERNEL(1, int8)

@@ -52,13 +52,13 @@ void ffn_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr dow
   LATHE_CHECK(gate.data % 16 == 0 && up.data % 16 == 0 && down_slices % 16 == 0 && f.norm_w % 16 == 0);
   LATHE_CHECK(f.s_out % 8 == 0 && f.zero % 8 == 0 && f.s_out != 0 && f.zero != 0 && (f.s_in != 0 || f.x != 0));
   CUdeviceptr g = gate.data, u = up.data, d = down_slices, x = f.x, y = f.y, s_in = f.s_in, w = f.norm_w,
-              s_out = f.s_out, zero = f.zero;
+              s_out = f.s_out, zero = f.zero, stamps = f.stamps;
   int e = static_cast<int>(gate.k);
   float eps = f.eps;
   const std::string name = std::string("lathe_ffn_split_q8_0_") + std::string(activations_name(a));
   cuda::launch(kernel(name), {static_cast<unsigned>(gate.n_out / 32), 1, 1}, {512, 1, 1},
                static_cast<unsigned>(ffn_split_shared_bytes(gate.k)), stream,
-               {&g, &u, &d, &e, &x, &y, &s_in, &w, &eps, &s_out, &zero},
+               {&g, &u, &d, &e, &x, &y, &s_in, &w, &eps, &s_out, &zero, &stamps},
                "launching a feed-forward half with down split along its input");
 }
 

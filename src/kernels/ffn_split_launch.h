@@ -28,6 +28,7 @@ struct FfnSplit {
   CUdeviceptr norm_w = 0;        // f32 [E], 16-byte aligned
   float eps = 1e-6f;
   CUdeviceptr s_out = 0, zero = 0;  // int64 [E]
+  CUdeviceptr stamps = 0;           // 0, or u64 [F / 32][8]: each block's phases (ffn_split.cuh), a measurement
 };
 
 // Whether the launch takes gate, up [F][E] and down [E][F] under contract a: all Q8_0, one matrix
