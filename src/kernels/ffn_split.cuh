@@ -29,14 +29,28 @@ __device__ __forceinline__ void lathe_ffns_copy16(unsigned dst, const void* src)
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
 }
 
-// The Q8_0 block at p (shared memory, 2-byte aligned: d as f16, then 32 levels) times 32 values of x
+// 8 words at the 2-byte aligned shared-memory address a: 9 aligned ld.shared and funnel shifts. (Shared
+// addresses, not generic pointers: through a generic pointer nvcc emits generic loads, LD.E, which the
+// split launch's stamps put at ~2 us of its gate/up phase.)
+__device__ __forceinline__ void lathe_ffns_words8(unsigned a, uint32_t* out) {
+  const unsigned w = a & ~3u, sh = (a & 3u) * 8u;
+  uint32_t v[9];
+#pragma unroll
+  for (int i = 0; i < 9; ++i) asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v[i]) : "r"(w + 4 * i));
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = __funnelshift_r(v[i], v[i + 1], sh);
+}
+
+// The Q8_0 block at shared address p (2-byte aligned: d as f16, then 32 levels) times 32 values of x
 // (levels q1, and q2 when two words, with their scales d1, d2): d * (d1 * q1 . l + d2 * q2 . l).
 template <int C>
-__device__ __forceinline__ float lathe_ffns_block_dot(const uint8_t* p, const int8_t* q1, const int8_t* q2, float d1,
+__device__ __forceinline__ float lathe_ffns_block_dot(unsigned p, const int8_t* q1, const int8_t* q2, float d1,
                                                       float d2) {
   uint32_t w[8];
-  lathe_gemm_words<8>(p + 2, w);
-  const float d = __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short*>(p)));
+  lathe_ffns_words8(p + 2, w);
+  unsigned short dh;
+  asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(dh) : "r"(p));
+  const float d = __half2float(__ushort_as_half(dh));
   const int4 a0 = *reinterpret_cast<const int4*>(q1), a1 = *reinterpret_cast<const int4*>(q1 + 16);
   int s1 = 0;
   s1 = __dp4a(static_cast<int>(w[0]), a0.x, s1), s1 = __dp4a(static_cast<int>(w[1]), a0.y, s1);
@@ -86,14 +100,14 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
   float* ad = reinterpret_cast<float*>(aq2 + 32);              // [4]: a's d1, d2
   float* scratch = ad + 4;                                     // [32]
 
+  const unsigned sg = static_cast<unsigned>(__cvta_generic_to_shared(wg));
+  const unsigned su = static_cast<unsigned>(__cvta_generic_to_shared(wu));
+  const unsigned sd = static_cast<unsigned>(__cvta_generic_to_shared(wd));
   // The weights first: constants, asked for before the wait.
   {
     const uint8_t* g0 = gate + b * 32 * rb;
     const uint8_t* u0 = up + b * 32 * rb;
     const uint8_t* d0 = down_slices + 34LL * E * b;
-    const unsigned sg = static_cast<unsigned>(__cvta_generic_to_shared(wg));
-    const unsigned su = static_cast<unsigned>(__cvta_generic_to_shared(wu));
-    const unsigned sd = static_cast<unsigned>(__cvta_generic_to_shared(wd));
     const int n_rows16 = static_cast<int>(32 * rb / 16), n_slice16 = 34 * E / 16;
     for (int i = threadIdx.x; i < n_rows16; i += LATHE_FFNS_THREADS) {
       lathe_ffns_copy16(sg + 16 * i, g0 + 16LL * i);
@@ -134,8 +148,8 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
     float g = 0.0f, u = 0.0f;
     for (int k = lane; k < nb; k += 32) {
       const float4 d = xd[k];
-      g += lathe_ffns_block_dot<C>(wg + j * rb + 34 * k, xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
-      u += lathe_ffns_block_dot<C>(wu + j * rb + 34 * k, xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
+      g += lathe_ffns_block_dot<C>(sg + static_cast<unsigned>(j * rb + 34 * k), xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
+      u += lathe_ffns_block_dot<C>(su + static_cast<unsigned>(j * rb + 34 * k), xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
     }
     g = lathe_warp_sum(g);
     u = lathe_warp_sum(u);
@@ -164,7 +178,7 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
   // Down's slice: row r's block times a, its partial added into the sum.
   const float d1 = ad[0], d2 = ad[1];
   for (int r = threadIdx.x; r < E; r += LATHE_FFNS_THREADS) {
-    const float p = lathe_ffns_block_dot<C>(wd + 34 * r, aq1, aq2, d1, d2);
+    const float p = lathe_ffns_block_dot<C>(sd + 34u * r, aq1, aq2, d1, d2);
     atomicAdd(reinterpret_cast<unsigned long long*>(s_out + r), lathe_ffns_fix(p));
   }
   if (stamps) {
