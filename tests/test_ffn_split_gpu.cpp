@@ -203,7 +203,8 @@ TEST(FfnSplitGpu, TimingAtQwen3_0_6bShapes) {
     gemv_gate_up_swiglu_norm(layers[i].gw, layers[i].uw, a, np, act.ptr(), s.handle());
     ASSERT_TRUE(gemv_quantizing_row(layers[i].dw, a, act.ptr(), dout.ptr(), s.handle()));
   });
-  const double split = graph_median_us(s, copies, [&](int i) {
+  // Layer i of the split chain: the first from x + y, the others from the sum before; three sums rotate.
+  auto split_layer = [&](int i, CUdeviceptr stamps) {
     FfnSplit fs;
     if (i == 0) {
       fs.x = r0.ptr();
@@ -214,8 +215,10 @@ TEST(FfnSplitGpu, TimingAtQwen3_0_6bShapes) {
     fs.norm_w = wd.ptr();
     fs.s_out = sums.ptr() + 8 * e * ((i + 1) % 3);
     fs.zero = sums.ptr() + 8 * e * ((i + 2) % 3);
+    fs.stamps = stamps;
     ffn_split(layers[i].gw, layers[i].uw, layers[i].ds.ptr(), a, fs, s.handle());
-  });
+  };
+  const double split = graph_median_us(s, copies, [&](int i) { split_layer(i, 0); });
   std::printf("qwen3-0.6b feed-forward half (%lld x %lld, int8x2), a layer in a graph of %d: two launches %.2f us, "
               "one launch split %.2f us\n",
               static_cast<long long>(e), static_cast<long long>(f), copies, lane, split);
@@ -224,20 +227,8 @@ TEST(FfnSplitGpu, TimingAtQwen3_0_6bShapes) {
   // over layers 1.. and their blocks, us.
   const int64_t blocks = f / 32;
   DeviceBuffer stamps(static_cast<size_t>(copies * blocks * 8 * 8));
-  const double stamped = graph_median_us(s, copies, [&](int i) {
-    FfnSplit fs;
-    if (i == 0) {
-      fs.x = r0.ptr();
-      fs.y = yo.ptr();
-    } else {
-      fs.s_in = sums.ptr() + 8 * e * (i % 3);
-    }
-    fs.norm_w = wd.ptr();
-    fs.s_out = sums.ptr() + 8 * e * ((i + 1) % 3);
-    fs.zero = sums.ptr() + 8 * e * ((i + 2) % 3);
-    fs.stamps = stamps.ptr() + static_cast<CUdeviceptr>(i * blocks * 64);
-    ffn_split(layers[i].gw, layers[i].uw, layers[i].ds.ptr(), a, fs, s.handle());
-  });
+  const double stamped = graph_median_us(
+      s, copies, [&](int i) { split_layer(i, stamps.ptr() + static_cast<CUdeviceptr>(i * blocks * 64)); });
   const std::vector<unsigned long long> t = download<unsigned long long>(stamps, static_cast<size_t>(copies * blocks * 8));
   auto at = [&](int i, int64_t b, int p) { return static_cast<double>(t[static_cast<size_t>((i * blocks + b) * 8 + p)]); };
   auto median = [](std::vector<double> v) {

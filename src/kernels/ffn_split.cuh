@@ -41,6 +41,16 @@ __device__ __forceinline__ void lathe_ffns_words8(unsigned a, uint32_t* out) {
   for (int i = 0; i < 8; ++i) out[i] = __funnelshift_r(v[i], v[i + 1], sh);
 }
 
+// The 32 levels in w (8 words) times the 32 at q (16-byte aligned shared memory), summed in order.
+__device__ __forceinline__ int lathe_ffns_dot32(const uint32_t* w, const int8_t* q) {
+  const int4 a0 = *reinterpret_cast<const int4*>(q), a1 = *reinterpret_cast<const int4*>(q + 16);
+  const int a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+  int s = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) s = __dp4a(static_cast<int>(w[i]), a[i], s);
+  return s;
+}
+
 // The Q8_0 block at shared address p (2-byte aligned: d as f16, then 32 levels) times 32 values of x
 // (levels q1, and q2 when two words, with their scales d1, d2): d * (d1 * q1 . l + d2 * q2 . l).
 template <int C>
@@ -51,22 +61,8 @@ __device__ __forceinline__ float lathe_ffns_block_dot(unsigned p, const int8_t* 
   unsigned short dh;
   asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(dh) : "r"(p));
   const float d = __half2float(__ushort_as_half(dh));
-  const int4 a0 = *reinterpret_cast<const int4*>(q1), a1 = *reinterpret_cast<const int4*>(q1 + 16);
-  int s1 = 0;
-  s1 = __dp4a(static_cast<int>(w[0]), a0.x, s1), s1 = __dp4a(static_cast<int>(w[1]), a0.y, s1);
-  s1 = __dp4a(static_cast<int>(w[2]), a0.z, s1), s1 = __dp4a(static_cast<int>(w[3]), a0.w, s1);
-  s1 = __dp4a(static_cast<int>(w[4]), a1.x, s1), s1 = __dp4a(static_cast<int>(w[5]), a1.y, s1);
-  s1 = __dp4a(static_cast<int>(w[6]), a1.z, s1), s1 = __dp4a(static_cast<int>(w[7]), a1.w, s1);
-  float v = d1 * static_cast<float>(s1);
-  if (C == 2) {
-    const int4 b0 = *reinterpret_cast<const int4*>(q2), b1 = *reinterpret_cast<const int4*>(q2 + 16);
-    int s2 = 0;
-    s2 = __dp4a(static_cast<int>(w[0]), b0.x, s2), s2 = __dp4a(static_cast<int>(w[1]), b0.y, s2);
-    s2 = __dp4a(static_cast<int>(w[2]), b0.z, s2), s2 = __dp4a(static_cast<int>(w[3]), b0.w, s2);
-    s2 = __dp4a(static_cast<int>(w[4]), b1.x, s2), s2 = __dp4a(static_cast<int>(w[5]), b1.y, s2);
-    s2 = __dp4a(static_cast<int>(w[6]), b1.z, s2), s2 = __dp4a(static_cast<int>(w[7]), b1.w, s2);
-    v = fmaf(d2, static_cast<float>(s2), v);
-  }
+  float v = d1 * static_cast<float>(lathe_ffns_dot32(w, q1));
+  if (C == 2) v = fmaf(d2, static_cast<float>(lathe_ffns_dot32(w, q2)), v);
   return d * v;
 }
 
