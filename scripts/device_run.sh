@@ -587,6 +587,8 @@
 #           qwen3-0.6b's shapes against the lane's two launches
 #   fs2     (run in the thirty-fourth session; the knob was removed after it) fs1's timing with two
 #           blocks an SM (PREP_DEFINES=-DLATHE_FFNS_MIN_BLOCKS=2) beside one
+#   fin34   the lane after this session's library (ffn_split added beside it): its GPU tests, `lathe check`
+#           and tg128 of qwen3-0.6b Q8_0
 #   fs3     fs1's timing with the split launch's phases (its stamps), twice (run in the thirty-fourth
 #           session also with x's levels held in registers, since reverted)
 set -uo pipefail
@@ -1841,6 +1843,10 @@ for part in "$@"; do
     gpu_tests test_ffn_split_gpu
     for rep in 1 2; do timeout 120 $C/test_ffn_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "feed-forward|FAILED"; done
     timeout 120 $C/test_ffn_split_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "^ffn_split|^  " ;;
+  fin34)  # the lane after this session's library (see the list above)
+    gpu_tests test_gpu_lane_gpu test_gemv_multi_gpu
+    f=$(synth qwen3-0.6b q8_0); echo "== check qwen3-0.6b q8_0"; timeout 100 $L check $f --steps 16 2>&1 | tail -2
+    echo "== tg128 qwen3-0.6b q8_0"; tg_short $f ;;
   fs3)  # the split feed-forward half's phases (see the list above)
     for rep in 1 2; do timeout 120 $C/test_ffn_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "feed-forward|stamped|FAILED"; done ;;
   fs2)  # the split feed-forward half with two blocks an SM (see the list above)
