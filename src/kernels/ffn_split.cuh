@@ -93,8 +93,8 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
   float* av = reinterpret_cast<float*>(xq2 + E);               // [32]: the block's SwiGLU values
   int8_t* aq1 = reinterpret_cast<int8_t*>(av + 32);            // [32]
   int8_t* aq2 = aq1 + 32;                                      // [32]
-  float* ad = reinterpret_cast<float*>(aq2 + 32);              // [4]: a's d1, d2
-  float* scratch = ad + 4;                                     // [32]
+  float4* ad = reinterpret_cast<float4*>(aq2 + 32);            // [1]: a's (d1, d2, sum, 0)
+  float* scratch = reinterpret_cast<float*>(ad + 1);           // [32]
 
   const unsigned sg = static_cast<unsigned>(__cvta_generic_to_shared(wg));
   const unsigned su = static_cast<unsigned>(__cvta_generic_to_shared(wu));
@@ -153,26 +153,12 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
   }
   __syncthreads();
   if (stamp) stamp[5] = lathe_globaltimer();
-  if (warp == 0) {  // a's one 32-value block, as lathe_quantize_block32 forms it
-    float v = av[lane];
-    const float d1 = lathe_quantize_scale(lathe_warp_max(fabsf(v)));
-    int l1, l2 = 0;
-    lathe_quantize_levels<1>(&v, d1, &l1);
-    aq1[lane] = static_cast<int8_t>(l1);
-    float d2 = 0.0f;
-    if (C == 2) {
-      const float res = fmaf(-d1, static_cast<float>(l1), v);
-      d2 = lathe_quantize_scale(lathe_warp_max(fabsf(res)));
-      lathe_quantize_levels<1>(&res, d2, &l2);
-      aq2[lane] = static_cast<int8_t>(l2);
-    }
-    if (lane == 0) ad[0] = d1, ad[1] = d2;
-  }
+  if (warp == 0) lathe_quantize_block32(av[lane], lane, C == 2, aq1, aq2, ad);  // a's one 32-value block
   __syncthreads();
   if (stamp) stamp[6] = lathe_globaltimer();
 
   // Down's slice: row r's block times a, its partial added into the sum.
-  const float d1 = ad[0], d2 = ad[1];
+  const float d1 = ad->x, d2 = ad->y;
   for (int r = threadIdx.x; r < E; r += LATHE_FFNS_THREADS) {
     const float p = lathe_ffns_block_dot<C>(sd + 34u * r, aq1, aq2, d1, d2);
     atomicAdd(reinterpret_cast<unsigned long long*>(s_out + r), lathe_ffns_fix(p));
