@@ -246,6 +246,43 @@ TEST(Fuse, NormEpilogueMarksTheProductsBeforeMergedNormProducts) {
   EXPECT_TRUE(fuse::fuse(lift_shape("qwen3moe-tiny", "decode")).norm_epilogues.empty());
 }
 
+// ffn_split: in a decode cut of a dense model, each layer's down product but the last (the last feeds
+// the output norm, which no merged products read) is marked with the next layer's add, which sums the
+// feed-forward group's sum and down's result; the group before down is the [add, norm, gate, up,
+// swiglu] norm_prologue group. Never in a chunk, held back, with norm_prologue held, or in a mixture
+// model (no dense feed-forward).
+TEST(Fuse, FfnSplitMarksEveryDownButTheLast) {
+  for (const char* shape : {"qwen3-tiny", "llama-tiny", "qwen2-tiny"}) {
+    const graph::Graph g = lift_shape(shape, "decode");
+    const fuse::FusionPlan all = fuse::fuse(g);
+    int layers = 0;
+    for (const graph::Node& n : g.nodes) layers += n.kind == lang::OpKind::attention;
+    ASSERT_GT(layers, 1);
+    EXPECT_EQ(static_cast<int>(all.ffn_splits.size()), layers - 1) << shape;
+    for (const auto& [down, add] : all.ffn_splits) {
+      const graph::Node& d = g.nodes[static_cast<size_t>(down)];
+      EXPECT_EQ(d.kind, lang::OpKind::product);
+      EXPECT_EQ(g.nodes[static_cast<size_t>(g.tensor(d.args[0].tensor).producer)].kind, lang::OpKind::swiglu);
+      const graph::Node& a = g.nodes[static_cast<size_t>(add)];
+      EXPECT_EQ(a.kind, lang::OpKind::add);
+      EXPECT_EQ(a.args[1].tensor, d.output);
+      const int gd = all.group_of[static_cast<size_t>(down)];
+      EXPECT_EQ(all.groups[static_cast<size_t>(gd - 1)].rule, "norm_prologue");
+      EXPECT_EQ(all.groups[static_cast<size_t>(gd - 1)].nodes.size(), 5u);
+      EXPECT_EQ(all.group_of[static_cast<size_t>(add)], gd + 1);
+      EXPECT_EQ(all.groups[static_cast<size_t>(gd + 1)].rule, "norm_prologue");
+      // The next add sums the feed-forward group's sum and down's result.
+      EXPECT_EQ(a.args[0].tensor, g.nodes[static_cast<size_t>(all.groups[static_cast<size_t>(gd - 1)].nodes[0])].output);
+    }
+    EXPECT_TRUE(fuse::fuse(g, {"ffn_split"}).ffn_splits.empty());
+    EXPECT_TRUE(fuse::fuse(g, {"norm_prologue"}).ffn_splits.empty());
+    EXPECT_TRUE(fuse::fuse(lift_shape(shape, "prefill:16")).ffn_splits.empty());
+    // Held back, norm_epilogue still marks what it marked.
+    EXPECT_EQ(fuse::fuse(g, {"ffn_split"}).norm_epilogues, all.norm_epilogues);
+  }
+  EXPECT_TRUE(fuse::fuse(lift_shape("qwen3moe-tiny", "decode")).ffn_splits.empty());
+}
+
 // The names of the values a plan quantizes in their producers' epilogue.
 std::set<std::string> quantized_names(const graph::Graph& g, const fuse::FusionPlan& p) {
   std::set<std::string> out;
@@ -323,7 +360,7 @@ TEST(Fuse, UnknownRuleIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: norm_prologue, add_norm, rope_append, rope_attention, qk_norm_rope, "
                                          "kv_append, "
                                          "gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue, mixture_one_launch, "
-                                         "experts_by_slot, router_epilogue, norm_epilogue)"),
+                                         "experts_by_slot, router_epilogue, norm_epilogue, ffn_split)"),
               std::string::npos) << e.what();
   }
 }

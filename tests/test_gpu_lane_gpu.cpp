@@ -227,6 +227,42 @@ TEST(GpuLaneNormEpilogue, AgreesWithHeldBackAndInterpreter) {
   unsetenv("LATHE_NORM_EPILOGUE");
 }
 
+// ffn_split: each layer's feed-forward half but the last and the next residual sum in one launch, the
+// sum in fixed point read by the next layer's q/k/v prologue, against the plan without it and the
+// interpreter. Four layers: the step takes three such launches, each zeroing the next one's sum, and
+// the four decode steps of the trace check that the sums are zero again step after step.
+TEST(GpuLaneFfnSplit, AgreesWithHeldBackAndInterpreter) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  for (const std::string shape : {"qwen3-tiny", "llama-tiny"}) {
+    const GgufFile f = synthetic(shape, "ffn-split-" + shape, 4);
+    GpuEngineOptions go;
+    go.n_ctx = 64;
+    go.max_chunk = 8;
+    GpuEngine fused(f, go);
+    const std::vector<float> got = trace(fused);
+    const std::string plan = fused.plan(1).describe();
+    GpuEngineOptions held_options = go;
+    held_options.held = {"ffn_split"};
+    GpuEngine held(f, held_options);
+    const std::string held_plan = held.plan(1).describe();
+    const std::vector<float> base = trace(held);
+    CpuEngine cpu(f, 64, 8);
+    const double vs_held = normalized(got, base), vs_cpu = normalized(got, trace(cpu));
+    std::printf("[ lane ] %-14s feed-forward in one launch: vs held back %.2e, vs interpreter %.2e\n", shape.c_str(),
+                vs_held, vs_cpu);
+    size_t taken = 0;
+    for (size_t at = plan.find("feed-forward in one launch"); at != std::string::npos;
+         at = plan.find("feed-forward in one launch", at + 1))
+      ++taken;
+    EXPECT_EQ(taken, 3u) << plan;
+    EXPECT_NE(plan.find("x the feed-forward launch's fixed-point sum"), std::string::npos) << plan;
+    EXPECT_EQ(held_plan.find("feed-forward in one launch"), std::string::npos) << held_plan;
+    EXPECT_LT(vs_held, 2.5e-4);  // gate/up summed in another order (a's levels), down's partials by slices
+    EXPECT_LT(vs_cpu, 2e-3);
+  }
+}
+
 // A decode step's range forms (plan::StepForm), a graph each: below long_from the attention planned
 // for that many slots gives the one-form step's bits (the same splits); from it on the merge kernel
 // merges the splits, with the last split's block's arithmetic: the same bits too where the long form

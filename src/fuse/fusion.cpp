@@ -20,6 +20,7 @@ void mixture_one_launch_pass(const graph::Graph& g, FusionPlan& plan);
 void experts_by_slot_pass(const graph::Graph& g, FusionPlan& plan);
 void router_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 void norm_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
+void ffn_split_pass(const graph::Graph& g, FusionPlan& plan);
 
 const std::vector<Rule>& fusion_rules() {
   static const std::vector<Rule> rules = {
@@ -50,6 +51,10 @@ const std::vector<Rule>& fusion_rules() {
        "a decode row's sum, its norm's weighting and int8 form in the epilogue of the product before the merged "
        "products that read it",
        nullptr, norm_epilogue_pass},
+      {"ffn_split",
+       "a decode row's feed-forward half (sum, norm, gate/up, SwiGLU, down split along its input) and the next "
+       "residual sum, in fixed point, in one launch",
+       nullptr, ffn_split_pass},
   };
   return rules;
 }

@@ -207,6 +207,11 @@ __device__ __forceinline__ float lathe_bf16(const uint8_t* p) {
   return __bfloat162float(*reinterpret_cast<const __nv_bfloat16*>(p));
 }
 
+// A residual held in fixed point (the feed-forward launch's sum, ffn_split.cuh: int64 in units of
+// 2^-32) as f32: one rounding (int64 to f32), then an exact power-of-two scale. Every reader of such a
+// sum converts it this one way.
+__device__ __forceinline__ float lathe_fix_to_float(long long v) { return __ll2float_rn(v) * 0x1p-32f; }
+
 // SwiGLU of one gate value g and up value u, silu(g) u, in f32 with IEEE division: every kernel that
 // forms it (the elementwise op, the decode and mixture products' epilogues, the wgmma forms) forms it
 // this one way, so fused and held-back paths agree bit for bit.

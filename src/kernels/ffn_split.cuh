@@ -3,7 +3,7 @@
 // by the lane's plan: ffn_split_launch.h says what it computes and what the plan must give it.
 //
 // Block b owns the intermediate values j in [32 b, 32 b + 32):
-//   s = s_in * 2^-32 where s_in is given, else x + y (y optional)       [E]  (every block forms all of s)
+//   s = (s_in * 2^-32 where s_in is given, else x) + y (y optional)     [E]  (every block forms all of s)
 //   h = s * rsqrt(sum s^2 / E + eps) * norm_w, quantized under the contract (quantize_act.cuh's levels)
 //   a_j = silu(gate_j . h) * (up_j . h), the block's 32 values quantized the same way
 //   p_r = down[r][32 b .. 32 b + 31] . a   for every r < E
@@ -119,7 +119,7 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
   // s, this block's share of the zeroing, and (block 0) s itself into the sum.
   float ss = 0.0f;
   for (int i = threadIdx.x; i < E; i += LATHE_FFNS_THREADS) {
-    const float v = s_in ? static_cast<float>(static_cast<double>(s_in[i]) * 0x1p-32) : x[i] + (y ? y[i] : 0.0f);
+    const float v = (s_in ? lathe_fix_to_float(s_in[i]) : x[i]) + (y ? y[i] : 0.0f);
     s[i] = v;
     ss = fmaf(v, v, ss);
     if (b == 0) atomicAdd(reinterpret_cast<unsigned long long*>(s_out + i), lathe_ffns_fix(v));

@@ -1,6 +1,6 @@
 // Host launcher of a decode row's feed-forward half in one launch, down split along its input
 // (ffn_split.cuh; docs/perf.md, thirty-fourth session). For one row under an int8 contract:
-//   s = s_in * 2^-32 (s_in given) or x + y (y optional)              the residual sum before the half
+//   s = (s_in * 2^-32 (s_in given) or x) + y (y optional)            the residual sum before the half
 //   h = s / rms(s) * norm_w                                          (quantized as the contract's x)
 //   s_out += fix(s) + sum over 32-value slices b of fix(down[:, b] . quant(silu(gate_b h) * up_b h))
 //   zero  = 0
@@ -23,7 +23,7 @@
 namespace lathe::kernels {
 
 struct FfnSplit {
-  CUdeviceptr x = 0, y = 0;      // f32 [E]; y may be 0 (used where s_in is 0)
+  CUdeviceptr x = 0, y = 0;      // f32 [E]; x unused where s_in is given, y may be 0
   CUdeviceptr s_in = 0;          // int64 [E] or 0
   CUdeviceptr norm_w = 0;        // f32 [E], 16-byte aligned
   float eps = 1e-6f;

@@ -224,7 +224,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
                                                  const float* nw, float eps, float* nsum, int8_t* qout,
                                                  const float* xparts = nullptr, int n_parts = 0,
                                                  const lathe_grid* grid = nullptr,
-                                                 const LatheTileMap* const* maps = nullptr) {
+                                                 const LatheTileMap* const* maps = nullptr, int x_fixed = 0) {
   extern __shared__ uint4 lathe_gemvm_smem[];
   __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
   __shared__ __align__(8) unsigned long long ring_bars[LATHE_GEMV1_WARPS][LATHE_GEMV1_STAGES];
@@ -287,19 +287,32 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       // and the factor 1 / rms(s) on the rows' sums (xscale). Block 0 writes s (the next residual:
       // its own buffer, as the other blocks still read x). k % 128 == 0, k <= 4 * 4 * blockDim.x (the
       // launcher checks).
+      // x_fixed: x is the sum itself in fixed point (int64 in units of 2^-32, the feed-forward launch's
+      // sum: ffn_split.cuh), converted by lathe_fix_to_float; y unused.
       const float4* x4 = reinterpret_cast<const float4*>(nx);
       const float4* y4 = reinterpret_cast<const float4*>(ny);
+      const longlong2* f2 = reinterpret_cast<const longlong2*>(nx);
       const int n4 = k >> 2;
       float4 sv[4];
       float ss = 0.0f;
+      auto fixed4 = [](longlong2 lo, longlong2 hi) {
+        return make_float4(lathe_fix_to_float(lo.x), lathe_fix_to_float(lo.y), lathe_fix_to_float(hi.x),
+                           lathe_fix_to_float(hi.y));
+      };
 #if LATHE_GEMV1_LATE
       float4 xv[4], yv[4];
+      longlong2 fv[4][2];
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int i = threadIdx.x + j * blockDim.x;
         if (i < n4) {
-          xv[j] = x4[i];
-          yv[j] = y4[i];
+          if (x_fixed) {
+            fv[j][0] = f2[2 * i];
+            fv[j][1] = f2[2 * i + 1];
+          } else {
+            xv[j] = x4[i];
+            yv[j] = y4[i];
+          }
         }
       }
       late();
@@ -309,11 +322,20 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
         const int i = threadIdx.x + j * blockDim.x;
         if (i < n4) {
 #if LATHE_GEMV1_LATE
-          const float4 a = xv[j], b = yv[j];
+          if (x_fixed) {
+            sv[j] = fixed4(fv[j][0], fv[j][1]);
+          } else {
+            const float4 a = xv[j], b = yv[j];
+            sv[j] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+          }
 #else
-          const float4 a = x4[i], b = y4[i];
+          if (x_fixed) {
+            sv[j] = fixed4(f2[2 * i], f2[2 * i + 1]);
+          } else {
+            const float4 a = x4[i], b = y4[i];
+            sv[j] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+          }
 #endif
-          sv[j] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
           ss += sv[j].x * sv[j].x + sv[j].y * sv[j].y + sv[j].z * sv[j].z + sv[j].w * sv[j].w;
           if (blockIdx.x == 0) reinterpret_cast<float4*>(nsum)[i] = sv[j];
         }
@@ -502,10 +524,10 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
       long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
       int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
-      int8_t* qout, const float* xparts, int n_parts) {                                                          \
+      int8_t* qout, const float* xparts, int n_parts, int x_fixed) {                                             \
     lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C, BY_BLOCK, false, FILLS>(                             \
         w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2, b_mask, swiglu, xq, k, group, early, nx, ny, nw, eps, \
-        nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts);                                                       \
+        nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts, nullptr, nullptr, x_fixed);                            \
   }
 #define LATHE_GEMVM_KERNEL(NAME, FA, FB, C, CNAME)                                     \
   LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, , false, LATHE_GEMV1_BEFORE_WAIT)             \
@@ -531,12 +553,12 @@ LATHE_GEMVM_CONTRACTS(q4_k_q6_k, q4_k, q6_k)
       const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
       long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
       int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
-      int8_t* qout, const float* xparts, int n_parts, const __grid_constant__ LatheTileMap m0,                  \
+      int8_t* qout, const float* xparts, int n_parts, int x_fixed, const __grid_constant__ LatheTileMap m0,     \
       const __grid_constant__ LatheTileMap m1, const __grid_constant__ LatheTileMap m2) {                       \
     const LatheTileMap* maps[3] = {&m0, &m1, &m2};                                                             \
     lathe_gemvm_body<lathe_gemv1_q4_k, lathe_gemv1_q4_k, C, BY_BLOCK, true>(                                   \
         w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2, b_mask, swiglu, xq, k, group, early, nx, ny, nw, eps, \
-        nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts, nullptr, maps);                                        \
+        nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts, nullptr, maps, x_fixed);                               \
   }
 LATHE_GEMVM_TILE_FORM(1, int8, , false)
 LATHE_GEMVM_TILE_FORM(1, int8, _quantizing, true)

@@ -166,6 +166,7 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   CUdeviceptr nx = in_prologue ? norm->x : 0, ny = in_prologue ? norm->y : 0, nw = in_prologue ? norm->w : 0,
               nsum = in_prologue ? norm->sum : 0, xparts = made ? norm->parts : 0;
   int n_parts = made ? static_cast<int>(norm->n_parts) : 0;
+  int x_fixed = in_prologue && norm->x_fixed ? 1 : 0;
   float eps = norm ? norm->eps : 0.0f;
   const bool quantize_in_epilogue =
       swiglu && qout && by_block_balanced(n_items, group, sm_count) && y[0] % 16 == 0 && qout % 16 == 0;
@@ -192,7 +193,7 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   const unsigned shared = static_cast<unsigned>(merged_shared_bytes(k64, a));
   std::vector<void*> args = {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2],
                              &n_out[0], &n_out[1], &n_out[2], &b_mask, &sw, &xq, &k, &group, &early,
-                             &nx, &ny, &nw, &eps, &nsum, &qk, &xparts, &n_parts};
+                             &nx, &ny, &nw, &eps, &nsum, &qk, &xparts, &n_parts, &x_fixed};
   CUtensorMap maps[3];  // the tile kernels' parameters end with the segments' tensor maps
   if (tile_items > 0)
     for (int m = 0; m < 3; ++m) {

@@ -85,12 +85,16 @@ bool merged_gemv_applies(const WeightMatrix* w, int n_matrices, Activations a);
 // programmatic wait (the _early kernels), where the launch before leaves SMs free early (a dense
 // product: qwen3-0.6b +3.6%); 1 keeps one (after a mixture, whose launch holds every SM to its end:
 // qwen3-30b-a3b -2% with two; docs/perf.md, m4).
+// x_fixed (the norm in the prologue; fusion rule ffn_split, ffn_split_launch.h): x is the sum itself
+// in fixed point, int64 [k] in units of 2^-32 (y unused), each value converted to f32 once
+// (common.cuh's lathe_fix_to_float); block 0 writes that f32 sum to `sum` as before.
 struct NormPrologue {
   CUdeviceptr x = 0, y = 0, w = 0, sum = 0;
   float eps = 1e-6f;
   int early_fills = 1;
   CUdeviceptr xq = 0, parts = 0;
   int64_t n_parts = 0;
+  bool x_fixed = false;
 };
 bool merged_norm_applies(const WeightMatrix* w, int n_matrices, Activations a);  // and k % 128 == 0, k <= 8192
 void gemv_multi_norm(const WeightMatrix* w, int n_matrices, Activations a, const NormPrologue& norm,

@@ -104,4 +104,9 @@ std::vector<float> DeviceModel::host_f32(const std::string& name) const {
   return out;
 }
 
+std::span<const uint8_t> DeviceModel::host_bytes(const std::string& name) const {
+  const GgufTensor& t = file_->tensor(name);
+  return {t.data, static_cast<size_t>(t.n_bytes)};
+}
+
 }  // namespace lathe::plan

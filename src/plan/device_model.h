@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ class DeviceModel {
   // plan forms from a matrix (the router's columns: route_epilogue_launch.h). The file outlives the
   // model (the engine and the recorder hold it).
   std::vector<float> host_f32(const std::string& name) const;
+  // A checkpoint tensor's bytes as the file holds them (its own format), for constants the plan
+  // re-lays from a matrix (ffn_split's down by slices: ffn_split_launch.h).
+  std::span<const uint8_t> host_bytes(const std::string& name) const;
   CUdeviceptr keys(int64_t layer) const { return caches_.at(static_cast<size_t>(2 * layer)).ptr(); }
   CUdeviceptr values(int64_t layer) const { return caches_.at(static_cast<size_t>(2 * layer + 1)).ptr(); }
   const CacheShape& cache_shape() const { return cache_shape_; }

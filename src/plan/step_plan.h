@@ -110,6 +110,8 @@ class StepPlan {
   std::vector<std::pair<std::string, std::pair<CUdeviceptr, int64_t>>> outputs_;  // name -> (ptr, values)
   std::vector<std::unique_ptr<kernels::RopeTable>> rope_tables_;
   std::vector<cuda::DeviceBuffer> router_columns_;  // router_epilogue's constants (route_epilogue_launch.h)
+  std::vector<cuda::DeviceBuffer> ffn_down_slices_;  // ffn_split's down matrices re-laid by slices (ffn_split_launch.h)
+  cuda::DeviceBuffer ffn_sums_;  // ffn_split's fixed-point sums, int64 [n_embd] each: zero between their launches
   std::vector<int32_t> staging_;
   friend struct Builder;
 };

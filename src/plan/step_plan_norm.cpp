@@ -40,6 +40,7 @@ bool StepPlan::Builder::takes_norm_epilogue(int go, int gn) const {
   const graph::Node& norm = g.nodes[static_cast<size_t>(ng.nodes[1])];
   const k::Activations a = o.activations;
   if (g.rows != 1 || a == k::Activations::f32 || router_epi_of_product.count(go)) return false;
+  if (ffn_split_of_ffn.count(gn) || ffn_split_downs.count(go)) return false;  // ffn_split's launch forms the sum
   if (!reads_quantized(prod) || !norm.find(ModKind::weighted_by) || norm.find(ModKind::shifted_by)) return false;
   const std::vector<k::WeightMatrix> ws = norm_group_matrices(ng);
   if (!k::merged_norm_applies(ws.data(), static_cast<int>(ws.size()), a)) return false;

@@ -297,6 +297,7 @@ std::string StepPlan::Builder::forms_note(const AttentionLaunch& at) const {
 }
 
 void StepPlan::Builder::emit(int gi) {
+  if (ffn_split_downs.count(gi)) return;  // ffn_split: the feed-forward launch before ran this product
   const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
   const graph::Node& n = g.nodes[static_cast<size_t>(grp.nodes.front())];
   const CUdeviceptr positions = input_ptr(lang::ValueKind::positions);

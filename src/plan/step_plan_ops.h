@@ -9,6 +9,7 @@
 #include "plan/step_plan.h"
 
 #include <map>
+#include <set>
 
 namespace lathe::plan {
 
@@ -110,6 +111,20 @@ struct StepPlan::Builder {
   std::map<int, int> norm_epi_parts;  // norm group -> the scratch slot of the parts
   void emit_norm_epilogue(const graph::Node& product, int group, bool quantize);
   std::vector<kernels::WeightMatrix> norm_group_matrices(const fuse::Group& grp) const;
+  // ffn_split (step_plan_ffn.cpp): whether the feed-forward group's launch takes the down product's
+  // group and forms the next norm group's sum in fixed point (decided once, in assign_storage), and
+  // that launch.
+  struct FfnSplitTaken {
+    int down_group = -1, next_group = -1;
+    int sum = 0;  // the fixed-point sum it adds into: ffn_sums_'s slot
+  };
+  bool takes_ffn_split(int ffn_group, int down_group, int next_group) const;
+  void assign_ffn_splits();
+  std::map<int, FfnSplitTaken> ffn_split_of_ffn;  // feed-forward group -> what it takes
+  std::map<int, int> ffn_sum_of_norm;             // next norm group -> the sum it reads
+  std::set<int> ffn_split_downs;                  // down groups whose product the launch before ran
+  int64_t ffn_split_embd = 0;                     // n_embd of every taken launch (the sums' length)
+  void emit_ffn_split(int ffn_group);
   bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores
   void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);
   [[noreturn]] void no_kernel(const graph::Node& n, const std::string& why) const;

@@ -317,6 +317,7 @@ void StepPlan::Builder::emit_norm_prologue(int gi) {
     emit_mixture(gi, true);
     return;
   }
+  if (ffn_split_of_ffn.count(gi)) return emit_ffn_split(gi);
   const bool swiglu = g.nodes[static_cast<size_t>(grp.nodes.back())].kind == OpKind::swiglu;
   const std::vector<k::WeightMatrix> ws = norm_group_matrices(grp);
   std::vector<CUdeviceptr> ys;
@@ -332,6 +333,14 @@ void StepPlan::Builder::emit_norm_prologue(int gi) {
     np.parts = scratch_ptr(gi, norm_epi_parts.at(gi));
     np.n_parts = k::norm_epilogue_blocks(weight_of(m, g.tensor(prod.args[1].tensor)), o.activations);
   }
+  const auto fixed = ffn_sum_of_norm.find(gi);
+  if (fixed != ffn_sum_of_norm.end()) {
+    // ffn_split: the feed-forward launch before formed the sum in fixed point (takes_ffn_split checked
+    // that the merged kernel below runs).
+    np.x = p.ffn_sums_.ptr() + static_cast<CUdeviceptr>(8 * ffn_split_embd * fixed->second);
+    np.y = 0;
+    np.x_fixed = true;
+  }
   const CUdeviceptr out = swiglu ? ptr(g.nodes[static_cast<size_t>(grp.nodes.back())].output) : 0;
   const k::Activations a = o.activations;
   const k::QuantizedOut fq = swiglu ? quantized_output(gi) : k::QuantizedOut{};
@@ -340,7 +349,9 @@ void StepPlan::Builder::emit_norm_prologue(int gi) {
   if (fq.q) what += " quantized";
   if (rows == 1 && a != k::Activations::f32 && k::merged_norm_applies(ws.data(), static_cast<int>(ws.size()), a)) {
     add(fmt::format("{} {} {}", what, k::activations_name(a),
-                    np.parts ? "scaled by the norm's factor (x made by the product before)" : "with the norm in its prologue"),
+                    np.parts     ? "scaled by the norm's factor (x made by the product before)"
+                    : np.x_fixed ? "with the norm in its prologue (x the feed-forward launch's fixed-point sum)"
+                                 : "with the norm in its prologue"),
         sum_node, [=](CUstream s) {
       if (swiglu)
         k::gemv_gate_up_swiglu_norm(ws[0], ws[1], a, np, out, s, fq);
@@ -349,6 +360,7 @@ void StepPlan::Builder::emit_norm_prologue(int gi) {
     });
     return;
   }
+  if (np.x_fixed) internal_fail("ffn_split: the merged products after it do not take their shapes");
   // Fallback: the sum into its own storage, then add_rms_norm in place on it (with the int8 form).
   const k::QuantizedOut qout = a == k::Activations::f32 ? k::QuantizedOut{} : k::QuantizedOut{scratch_ptr(gi, 0), a};
   const CUdeviceptr hp = ptr(norm.output), xin = qout.q ? qout.q : hp;

@@ -63,8 +63,9 @@ GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : fi
   program_ = model_program(file, spec, options_.n_ctx, options_.program_file);
   fuse::check_rule_names(options_.held);
   // The persistent step's phases are rope_append's and the attention's bodies (step_persistent.cuh),
-  // and the plain products' and the merged products' with the norm in their prologue.
-  if (options_.persistent) options_.held.insert({"rope_attention", "norm_epilogue"});
+  // and the plain products' and the merged products' with the norm in their prologue (x added, not
+  // a fixed-point sum: ffn_split's launch is no phase).
+  if (options_.persistent) options_.held.insert({"rope_attention", "norm_epilogue", "ffn_split"});
   const graph::Graph decode = lift_cut(file, program_, 1);
   const graph::Graph chunk = lift_cut(file, program_, options_.max_chunk);
   std::set<std::string> constants;

@@ -1,0 +1,109 @@
+// A layer's feed-forward half and the next residual sum in one launch (fusion rule ffn_split): whether
+// the lane takes a marked down product, the launch that then runs the feed-forward group and the down
+// product (kernels/ffn_split_launch.h), and the fixed-point sums it adds into. The next norm group's
+// merged products read that sum in their prologue (emit_norm_prologue, NormPrologue::x_fixed).
+//
+// The sums: one int64 [n_embd] a taken launch, zero before it. Launch i of the step adds into sum i and
+// zeroes sum i + 1 (mod their count), which the step before last read; so every sum is zero again
+// before its launch, step after step, where a step takes at least two launches (with one, the launch
+// would zero its own sum): the plan takes none otherwise.
+#include "kernels/ffn_split_launch.h"
+#include "kernels/gemv_multi_launch.h"
+#include "plan/step_plan_ops.h"
+#include "runtime/cuda_driver.h"
+
+#include <fmt/format.h>
+
+namespace lathe::plan {
+namespace {
+
+using lang::ModKind;
+namespace k = kernels;
+
+bool on_device(const DeviceModel& m, const graph::Tensor& t) { return !m.weight(t.checkpoint_name).pinned_host; }
+
+}  // namespace
+
+// Where the launch takes the shapes and formats, its matrices live on the device (it asks for them with
+// cp.async), the feed-forward norm has a weight and no shift, and the next group's merged kernel runs
+// with the norm in its prologue (emit_norm_prologue's choice: the one reader of the fixed-point sum).
+// Not while recording for `lathe emit`: the standalone program would carry the re-laid down matrices as
+// blobs of its source.
+bool StepPlan::Builder::takes_ffn_split(int gf, int gd, int gn) const {
+  if (cuda::recorder()) return false;
+  const k::Activations a = o.activations;
+  if (g.rows != 1 || a == k::Activations::f32) return false;
+  const fuse::Group& ffn = p.fusion_.groups[static_cast<size_t>(gf)];
+  const fuse::Group& next = p.fusion_.groups[static_cast<size_t>(gn)];
+  const graph::Node& norm = g.nodes[static_cast<size_t>(ffn.nodes[1])];
+  const graph::Node& next_norm = g.nodes[static_cast<size_t>(next.nodes[1])];
+  if (!norm.find(ModKind::weighted_by) || norm.find(ModKind::shifted_by) || next_norm.find(ModKind::shifted_by))
+    return false;
+  const graph::Node& down = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(gd)].nodes[0])];
+  for (int n : {ffn.nodes[2], ffn.nodes[3], down.id})
+    if (!on_device(m, g.tensor(g.nodes[static_cast<size_t>(n)].args[1].tensor))) return false;
+  const std::vector<k::WeightMatrix> gu = norm_group_matrices(ffn);
+  const k::WeightMatrix dw = weight_of(m, g.tensor(down.args[1].tensor));
+  if (gu.size() != 2 || !k::ffn_split_applies(gu[0], gu[1], dw, a)) return false;
+  const std::vector<k::WeightMatrix> ws = norm_group_matrices(next);
+  return ws[0].k == dw.n_out && k::merged_norm_applies(ws.data(), static_cast<int>(ws.size()), a);
+}
+
+void StepPlan::Builder::assign_ffn_splits() {
+  struct Found {
+    int gf, gd, gn;
+  };
+  std::vector<Found> found;
+  for (const auto& [down, add] : p.fusion_.ffn_splits) {  // in graph order
+    const int gd = p.fusion_.group_of[static_cast<size_t>(down)], gn = p.fusion_.group_of[static_cast<size_t>(add)];
+    if (takes_ffn_split(gd - 1, gd, gn)) found.push_back({gd - 1, gd, gn});
+  }
+  if (found.size() < 2) return;  // one launch a step would zero its own sum (above)
+  const graph::Node& first_down = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(found[0].gd)].nodes[0])];
+  ffn_split_embd = weight_of(m, g.tensor(first_down.args[1].tensor)).n_out;
+  p.ffn_sums_ = cuda::DeviceBuffer(found.size() * static_cast<size_t>(ffn_split_embd) * 8, "feed-forward sums");
+  p.ffn_sums_.zero();
+  for (size_t i = 0; i < found.size(); ++i) {
+    const Found& f = found[i];
+    const graph::Node& down = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(f.gd)].nodes[0])];
+    const graph::Tensor& dt = g.tensor(down.args[1].tensor);
+    const k::WeightMatrix dw = weight_of(m, dt);
+    if (dw.n_out != ffn_split_embd) internal_fail("ffn_split: down matrices of {} and {} rows", ffn_split_embd, dw.n_out);
+    const std::span<const uint8_t> bytes = m.host_bytes(dt.checkpoint_name);
+    const std::vector<uint8_t> slices = k::relay_down_by_slices(bytes.data(), bytes.size(), dw.n_out, dw.k);
+    p.ffn_down_slices_.emplace_back(slices.size() + 16, "down matrix by slices");
+    p.ffn_down_slices_.back().upload(slices.data(), slices.size());
+    ffn_split_of_ffn[f.gf] = {f.gd, f.gn, static_cast<int>(i)};
+    ffn_sum_of_norm[f.gn] = static_cast<int>(i);
+    ffn_split_downs.insert(f.gd);
+  }
+}
+
+// The feed-forward group's launch: its sum (the residual and the attention's output), norm, gate/up and
+// SwiGLU, and the down product of the group after it, into sum i; sum i + 1 zeroed.
+void StepPlan::Builder::emit_ffn_split(int gf) {
+  const FfnSplitTaken& t = ffn_split_of_ffn.at(gf);
+  const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gf)];
+  const graph::Node& sum_node = g.nodes[static_cast<size_t>(grp.nodes[0])];
+  const graph::Node& norm = g.nodes[static_cast<size_t>(grp.nodes[1])];
+  const graph::Node& down = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(t.down_group)].nodes[0])];
+  const std::vector<k::WeightMatrix> gu = norm_group_matrices(grp);
+  const k::WeightMatrix dw = weight_of(m, g.tensor(down.args[1].tensor));
+  const graph::Attr* ea = norm.find(ModKind::epsilon);
+  const int64_t n_sums = static_cast<int64_t>(p.ffn_down_slices_.size());
+  const CUdeviceptr sums = p.ffn_sums_.ptr(), slices = p.ffn_down_slices_.at(static_cast<size_t>(t.sum)).ptr();
+  k::FfnSplit f;
+  f.x = ptr(sum_node.args[0].tensor);
+  f.y = ptr(sum_node.args[1].tensor);
+  f.norm_w = ptr(norm.find(ModKind::weighted_by)->args[0].tensor);
+  f.eps = static_cast<float>(ea ? ea->args.at(0).number : 1e-6);
+  f.s_out = sums + static_cast<CUdeviceptr>(8 * ffn_split_embd * t.sum);
+  f.zero = sums + static_cast<CUdeviceptr>(8 * ffn_split_embd * ((t.sum + 1) % n_sums));
+  const k::Activations a = o.activations;
+  add(fmt::format("feed-forward in one launch {} gate, up [{} x {}] and down [{} x {}] by slices {}, the next sum "
+                  "in fixed point",
+                  ggml_type_name(gu[0].type), gu[0].n_out, gu[0].k, dw.n_out, dw.k, k::activations_name(a)),
+      sum_node, [=](CUstream s) { k::ffn_split(gu[0], gu[1], slices, a, f, s); });
+}
+
+}  // namespace lathe::plan
