@@ -591,6 +591,10 @@
 #           and tg128 of qwen3-0.6b Q8_0
 #   fs3     fs1's timing with the split launch's phases (its stamps), twice (run in the thirty-fourth
 #           session also with x's levels held in registers, since reverted)
+#   ff1     (thirty-fifth session) ffn_split taken by the lane: the split launch's, the lane's, the
+#           merged products' and the persistent step's GPU tests, `lathe check` of qwen3-0.6b Q8_0
+#           (and held back), tg128 of qwen3-0.6b Q8_0 with it and held back (--hold ffn_split)
+#           alternated twice
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1843,6 +1847,16 @@ for part in "$@"; do
     gpu_tests test_ffn_split_gpu
     for rep in 1 2; do timeout 120 $C/test_ffn_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "feed-forward|FAILED"; done
     timeout 120 $C/test_ffn_split_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "^ffn_split|^  " ;;
+  ff1)  # ffn_split taken by the lane (see the list above)
+    gpu_tests test_ffn_split_gpu test_gpu_lane_gpu test_gemv_multi_gpu test_persistent_step_gpu
+    timeout 150 $C/test_gpu_lane_gpu --gtest_filter='*FfnSplit*' 2>&1 | grep -E "^\[ lane \]"
+    f=$(synth qwen3-0.6b q8_0)
+    echo "== check qwen3-0.6b q8_0"; timeout 100 $L check $f --steps 16 2>&1 | tail -2
+    echo "== check qwen3-0.6b q8_0 held"; timeout 100 $L check $f --steps 16 --hold ffn_split 2>&1 | tail -2
+    for rep in 1 2; do
+      echo "== tg128 qwen3-0.6b q8_0 ffn_split"; tg_short $f
+      echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f --hold ffn_split
+    done ;;
   fin34)  # the lane after this session's library (see the list above)
     gpu_tests test_gpu_lane_gpu test_gemv_multi_gpu
     f=$(synth qwen3-0.6b q8_0); echo "== check qwen3-0.6b q8_0"; timeout 100 $L check $f --steps 16 2>&1 | tail -2
