@@ -595,6 +595,11 @@
 #           merged products' and the persistent step's GPU tests, `lathe check` of qwen3-0.6b Q8_0
 #           (and held back), tg128 of qwen3-0.6b Q8_0 with it and held back (--hold ffn_split)
 #           alternated twice
+#   ff2     the other speed targets on the library with ffn_split (the merged products' new parameter,
+#           their registers 96 -> 98-100): tg128 of qwen3-8b Q8_0 and Q4_K_M and qwen3-30b-a3b Q8_0,
+#           then qwen3-0.6b Q8_0 once more each way
+#   ff3     tg128 before (build-dev/old: main at 84010e6, the session's start) and after ffn_split,
+#           alternated three times: qwen3-0.6b, qwen3-8b Q8_0 and Q4_K_M, qwen3-30b-a3b Q8_0
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1856,6 +1861,19 @@ for part in "$@"; do
     for rep in 1 2; do
       echo "== tg128 qwen3-0.6b q8_0 ffn_split"; tg_short $f
       echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f --hold ffn_split
+    done ;;
+  ff2)  # the other speed targets on the library with ffn_split (see the list above)
+    for m in "qwen3-8b q8_0" "qwen3-8b q4_k_m" "qwen3-30b-a3b q8_0"; do
+      f=$(synth $m); echo "== tg128 $m"; tg_short $f
+    done
+    f=$(synth qwen3-0.6b q8_0)
+    echo "== tg128 qwen3-0.6b q8_0 ffn_split"; tg_short $f
+    echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f --hold ffn_split ;;
+  ff3)  # tg128 before and after ffn_split, alternated (see the list above)
+    for rep in 1 2 3; do
+      for m in "qwen3-0.6b q8_0" "qwen3-8b q8_0" "qwen3-8b q4_k_m" "qwen3-30b-a3b q8_0"; do
+        f=$(synth $m); echo "== $m old: $(tg_old $f)"; echo "== $m new: $(tg_short $f)"
+      done
     done ;;
   fin34)  # the lane after this session's library (see the list above)
     gpu_tests test_gpu_lane_gpu test_gemv_multi_gpu

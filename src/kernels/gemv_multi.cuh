@@ -216,7 +216,8 @@ struct lathe_gemvm_tiles {
 // kernel's own count: LATHE_GEMV1_BEFORE_WAIT, or LATHE_GEMVM_EARLY_BEFORE_WAIT in the _early kernels.
 // (A count chosen at run time from nx, a branch between two unrolled runs, cost the norming products:
 // docs/perf.md, l4.)
-template <class FA, class FB, int C, bool ByBlock = false, bool Tiles = false, int Fills = LATHE_GEMV1_BEFORE_WAIT>
+template <class FA, class FB, int C, bool ByBlock = false, bool Tiles = false, int Fills = LATHE_GEMV1_BEFORE_WAIT,
+          bool XFixed = false>
 __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0,
                                                  float* y1, float* y2, long long rb0, long long rb1, long long rb2,
                                                  int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq,
@@ -224,7 +225,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
                                                  const float* nw, float eps, float* nsum, int8_t* qout,
                                                  const float* xparts = nullptr, int n_parts = 0,
                                                  const lathe_grid* grid = nullptr,
-                                                 const LatheTileMap* const* maps = nullptr, int x_fixed = 0) {
+                                                 const LatheTileMap* const* maps = nullptr) {
   extern __shared__ uint4 lathe_gemvm_smem[];
   __shared__ float2 partial[2][LATHE_GEMV1_WARPS];
   __shared__ __align__(8) unsigned long long ring_bars[LATHE_GEMV1_WARPS][LATHE_GEMV1_STAGES];
@@ -287,8 +288,8 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       // and the factor 1 / rms(s) on the rows' sums (xscale). Block 0 writes s (the next residual:
       // its own buffer, as the other blocks still read x). k % 128 == 0, k <= 4 * 4 * blockDim.x (the
       // launcher checks).
-      // x_fixed: x is the sum itself in fixed point (int64 in units of 2^-32, the feed-forward launch's
-      // sum: ffn_split.cuh), converted by lathe_fix_to_float; y unused.
+      // XFixed (the _fixed kernels): x is the sum itself in fixed point (int64 in units of 2^-32, the
+      // feed-forward launch's sum: ffn_split.cuh), converted by lathe_fix_to_float; y unused.
       const float4* x4 = reinterpret_cast<const float4*>(nx);
       const float4* y4 = reinterpret_cast<const float4*>(ny);
       const longlong2* f2 = reinterpret_cast<const longlong2*>(nx);
@@ -306,7 +307,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       for (int j = 0; j < 4; ++j) {
         const int i = threadIdx.x + j * blockDim.x;
         if (i < n4) {
-          if (x_fixed) {
+          if constexpr (XFixed) {
             fv[j][0] = f2[2 * i];
             fv[j][1] = f2[2 * i + 1];
           } else {
@@ -322,14 +323,14 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
         const int i = threadIdx.x + j * blockDim.x;
         if (i < n4) {
 #if LATHE_GEMV1_LATE
-          if (x_fixed) {
+          if constexpr (XFixed) {
             sv[j] = fixed4(fv[j][0], fv[j][1]);
           } else {
             const float4 a = xv[j], b = yv[j];
             sv[j] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
           }
 #else
-          if (x_fixed) {
+          if constexpr (XFixed) {
             sv[j] = fixed4(f2[2 * i], f2[2 * i + 1]);
           } else {
             const float4 a = x4[i], b = y4[i];
@@ -519,21 +520,21 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
 // into qout in its epilogue), each also as _early, which asks for LATHE_GEMVM_EARLY_BEFORE_WAIT of the
 // ring's first fills before the wait instead of LATHE_GEMV1_BEFORE_WAIT (the same sums: the launcher
 // takes it where x is a copy, and where the plan asks for it, gemv_multi_launch.h).
-#define LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, SUFFIX, BY_BLOCK, FILLS)                                         \
+#define LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, SUFFIX, BY_BLOCK, FILLS, XFIXED)                                 \
   extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_##NAME##_##CNAME##SUFFIX( \
       const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
       long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
       int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
-      int8_t* qout, const float* xparts, int n_parts, int x_fixed) {                                             \
-    lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C, BY_BLOCK, false, FILLS>(                             \
+      int8_t* qout, const float* xparts, int n_parts) {                                                          \
+    lathe_gemvm_body<lathe_gemv1_##FA, lathe_gemv1_##FB, C, BY_BLOCK, false, FILLS, XFIXED>(                     \
         w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2, b_mask, swiglu, xq, k, group, early, nx, ny, nw, eps, \
-        nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts, nullptr, nullptr, x_fixed);                            \
+        nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts);                                                       \
   }
-#define LATHE_GEMVM_KERNEL(NAME, FA, FB, C, CNAME)                                     \
-  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, , false, LATHE_GEMV1_BEFORE_WAIT)             \
-  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _quantizing, true, LATHE_GEMV1_BEFORE_WAIT)   \
-  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _early, false, LATHE_GEMVM_EARLY_BEFORE_WAIT) \
-  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _quantizing_early, true, LATHE_GEMVM_EARLY_BEFORE_WAIT)
+#define LATHE_GEMVM_KERNEL(NAME, FA, FB, C, CNAME)                                            \
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, , false, LATHE_GEMV1_BEFORE_WAIT, false)             \
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _quantizing, true, LATHE_GEMV1_BEFORE_WAIT, false)   \
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _early, false, LATHE_GEMVM_EARLY_BEFORE_WAIT, false) \
+  LATHE_GEMVM_FORM(NAME, FA, FB, C, CNAME, _quantizing_early, true, LATHE_GEMVM_EARLY_BEFORE_WAIT, false)
 
 #define LATHE_GEMVM_CONTRACTS(NAME, FA, FB)    \
   LATHE_GEMVM_KERNEL(NAME, FA, FB, 1, int8)    \
@@ -545,6 +546,14 @@ LATHE_GEMVM_CONTRACTS(q4_k, q4_k, q4_k)
 LATHE_GEMVM_CONTRACTS(q6_k, q6_k, q6_k)
 LATHE_GEMVM_CONTRACTS(q4_k_q6_k, q4_k, q6_k)
 
+// The Q8_0 row kernels' _fixed_early form (fusion rule ffn_split: the launch after the feed-forward
+// launch, which made the sum in fixed point): the norm in the prologue reads x as int64 in units of
+// 2^-32 (y unused), the early form's fills; kernels of their own, so the others' code is what it was.
+LATHE_GEMVM_FORM(q8_0, q8_0, q8_0, 1, int8, _fixed_early, false, LATHE_GEMVM_EARLY_BEFORE_WAIT, true)
+LATHE_GEMVM_FORM(q8_0, q8_0, q8_0, 2, int8x2, _fixed_early, false, LATHE_GEMVM_EARLY_BEFORE_WAIT, true)
+LATHE_GEMVM_FORM(q8_0_ef, q8_0_ef, q8_0_ef, 1, int8, _fixed_early, false, LATHE_GEMVM_EARLY_BEFORE_WAIT, true)
+LATHE_GEMVM_FORM(q8_0_ef, q8_0_ef, q8_0_ef, 2, int8x2, _fixed_early, false, LATHE_GEMVM_EARLY_BEFORE_WAIT, true)
+
 // Q4_K's tiles: lathe_gemvm_t_q4_k_<contract>[_quantizing], the same parameters (group unused: a block
 // takes a tile whole) and m0..m2, the segments' tensor maps (gemv_decode_tiles.cuh; a segment past the
 // count: any map, unread). Kernels of their own, so the row kernels' code is what it was without them.
@@ -553,12 +562,12 @@ LATHE_GEMVM_CONTRACTS(q4_k_q6_k, q4_k, q6_k)
       const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
       long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
       int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
-      int8_t* qout, const float* xparts, int n_parts, int x_fixed, const __grid_constant__ LatheTileMap m0,     \
+      int8_t* qout, const float* xparts, int n_parts, const __grid_constant__ LatheTileMap m0,                  \
       const __grid_constant__ LatheTileMap m1, const __grid_constant__ LatheTileMap m2) {                       \
     const LatheTileMap* maps[3] = {&m0, &m1, &m2};                                                             \
     lathe_gemvm_body<lathe_gemv1_q4_k, lathe_gemv1_q4_k, C, BY_BLOCK, true>(                                   \
         w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2, b_mask, swiglu, xq, k, group, early, nx, ny, nw, eps, \
-        nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts, nullptr, maps, x_fixed);                               \
+        nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts, nullptr, maps);                                        \
   }
 LATHE_GEMVM_TILE_FORM(1, int8, , false)
 LATHE_GEMVM_TILE_FORM(1, int8, _quantizing, true)

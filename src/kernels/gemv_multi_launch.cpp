@@ -133,6 +133,11 @@ bool by_block_balanced(int64_t n_items, int group, int64_t sm_count) {
   return n_items % 32 == 0 && n_items / 32 >= blocks && by_block <= dealt;
 }
 
+// The kernels with a _fixed_early form (gemv_multi.cuh): the Q8_0 row kernels.
+bool fixed_kernel(const std::string& name) {
+  return name.starts_with("lathe_gemvm_q8_0_int8") || name.starts_with("lathe_gemvm_q8_0_ef_int8");
+}
+
 void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUdeviceptr x, const CUdeviceptr* y,
                    CUstream stream, const NormPrologue* norm = nullptr, CUdeviceptr qout = 0) {
   LATHE_CHECK(x % 16 == 0);
@@ -166,7 +171,7 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   CUdeviceptr nx = in_prologue ? norm->x : 0, ny = in_prologue ? norm->y : 0, nw = in_prologue ? norm->w : 0,
               nsum = in_prologue ? norm->sum : 0, xparts = made ? norm->parts : 0;
   int n_parts = made ? static_cast<int>(norm->n_parts) : 0;
-  int x_fixed = in_prologue && norm->x_fixed ? 1 : 0;
+  const bool x_fixed = in_prologue && norm->x_fixed;
   float eps = norm ? norm->eps : 0.0f;
   const bool quantize_in_epilogue =
       swiglu && qout && by_block_balanced(n_items, group, sm_count) && y[0] % 16 == 0 && qout % 16 == 0;
@@ -193,7 +198,7 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   const unsigned shared = static_cast<unsigned>(merged_shared_bytes(k64, a));
   std::vector<void*> args = {&wp[0], &wp[1], &wp[2], &yp[0], &yp[1], &yp[2], &rb[0], &rb[1], &rb[2],
                              &n_out[0], &n_out[1], &n_out[2], &b_mask, &sw, &xq, &k, &group, &early,
-                             &nx, &ny, &nw, &eps, &nsum, &qk, &xparts, &n_parts, &x_fixed};
+                             &nx, &ny, &nw, &eps, &nsum, &qk, &xparts, &n_parts};
   CUtensorMap maps[3];  // the tile kernels' parameters end with the segments' tensor maps
   if (tile_items > 0)
     for (int m = 0; m < 3; ++m) {
@@ -204,7 +209,13 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   // x is a copy, or is normed in the prologue and the plan asked for them (norm->early_fills). The
   // tiles keep theirs.
   const bool early_form = tile_items == 0 && (!in_prologue || norm->early_fills == 2);
-  const std::string form = std::string(quantize_in_epilogue ? "_quantizing" : "") + (early_form ? "_early" : "");
+  std::string form = std::string(quantize_in_epilogue ? "_quantizing" : "") + (early_form ? "_early" : "");
+  // x_fixed: the Q8_0 row kernels' _fixed_early form (merged_fixed_applies checked the shapes).
+  if (x_fixed) {
+    if (!fixed_kernel(kc.name) || tile_items > 0 || quantize_in_epilogue)
+      internal_fail("merged GEMV: {} has no form reading a fixed-point sum", kc.name);
+    form = "_fixed_early";
+  }
   cuda::launch(kernel(name + form), {grid, 1, 1}, {32 * kWarps, 1, 1},
                shared, stream, std::move(args),
                made   ? "launching a merged decode GEMV scaling its rows by the norm's factor"
@@ -275,6 +286,10 @@ bool merged_norm_applies(const WeightMatrix* w, int n_matrices, Activations a) {
   // The prologue holds 16 values a thread of the kernel's 512: k <= 8192, in whole warps of blocks.
   return n_matrices >= 2 && n_matrices <= 3 && w[0].k % 128 == 0 && w[0].k <= 16 * 32 * kWarps &&
          merged_gemv_applies(w, n_matrices, a);
+}
+
+bool merged_fixed_applies(const WeightMatrix* w, int n_matrices, Activations a) {
+  return merged_norm_applies(w, n_matrices, a) && fixed_kernel(choose_kernel(w, n_matrices, a).name);
 }
 
 void gemv_multi_norm(const WeightMatrix* w, int n_matrices, Activations a, const NormPrologue& norm,

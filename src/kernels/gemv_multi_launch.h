@@ -87,7 +87,8 @@ bool merged_gemv_applies(const WeightMatrix* w, int n_matrices, Activations a);
 // qwen3-30b-a3b -2% with two; docs/perf.md, m4).
 // x_fixed (the norm in the prologue; fusion rule ffn_split, ffn_split_launch.h): x is the sum itself
 // in fixed point, int64 [k] in units of 2^-32 (y unused), each value converted to f32 once
-// (common.cuh's lathe_fix_to_float); block 0 writes that f32 sum to `sum` as before.
+// (common.cuh's lathe_fix_to_float); block 0 writes that f32 sum to `sum` as before. Only the Q8_0
+// row kernels have that form (_fixed_early: merged_fixed_applies), two first fills before the wait.
 struct NormPrologue {
   CUdeviceptr x = 0, y = 0, w = 0, sum = 0;
   float eps = 1e-6f;
@@ -97,6 +98,7 @@ struct NormPrologue {
   bool x_fixed = false;
 };
 bool merged_norm_applies(const WeightMatrix* w, int n_matrices, Activations a);  // and k % 128 == 0, k <= 8192
+bool merged_fixed_applies(const WeightMatrix* w, int n_matrices, Activations a);  // ... and x_fixed (Q8_0)
 void gemv_multi_norm(const WeightMatrix* w, int n_matrices, Activations a, const NormPrologue& norm,
                      const CUdeviceptr* y, CUstream stream);
 void gemv_gate_up_swiglu_norm(const WeightMatrix& gate, const WeightMatrix& up, Activations a, const NormPrologue& norm,

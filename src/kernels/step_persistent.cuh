@@ -73,7 +73,6 @@ struct lathe_gemvm_params {
   int8_t* qout;
   const float* xparts;  // norm_epilogue's (held back in the persistent step: null)
   int n_parts;
-  int x_fixed;          // ffn_split's fixed-point sum (held back in the persistent step: 0)
 };
 
 struct lathe_rope_append_params {
@@ -124,7 +123,7 @@ __device__ __forceinline__ void lathe_step_gemvm(const lathe_phase& ph, const la
   // The quantizing form (lathe_gemvm_*_quantizing) is no phase kind: its launches stay launches.
   lathe_gemvm_body<FA, FB, C, false>(p.w0, p.w1, p.w2, p.y0, p.y1, p.y2, p.rb0, p.rb1, p.rb2, p.n0, p.n1, p.n2,
                                      p.b_mask, p.swiglu, p.xq, p.k, p.group, max(p.early, ph.early), p.nx, p.ny, p.nw,
-                                     p.eps, p.nsum, nullptr, p.xparts, p.n_parts, g, nullptr, p.x_fixed);
+                                     p.eps, p.nsum, nullptr, p.xparts, p.n_parts, g);
 }
 
 // The idle warps' share (warp i of n) of the L2 requests for the next product's first bytes: the

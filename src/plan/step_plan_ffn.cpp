@@ -46,7 +46,7 @@ bool StepPlan::Builder::takes_ffn_split(int gf, int gd, int gn) const {
   const k::WeightMatrix dw = weight_of(m, g.tensor(down.args[1].tensor));
   if (gu.size() != 2 || !k::ffn_split_applies(gu[0], gu[1], dw, a)) return false;
   const std::vector<k::WeightMatrix> ws = norm_group_matrices(next);
-  return ws[0].k == dw.n_out && k::merged_norm_applies(ws.data(), static_cast<int>(ws.size()), a);
+  return ws[0].k == dw.n_out && k::merged_fixed_applies(ws.data(), static_cast<int>(ws.size()), a);
 }
 
 void StepPlan::Builder::assign_ffn_splits() {

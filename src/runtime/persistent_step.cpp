@@ -35,8 +35,8 @@ struct KindInfo {
 };
 constexpr KindInfo kKinds[] = {
     {"lathe_gemv1_q8_0", 1, 9, 56},       {"lathe_gemv1_q4_k", 2, 9, 56},       {"lathe_gemv1_q6_k", 3, 9, 56},
-    {"lathe_gemvm_q8_0", 4, 27, 184},     {"lathe_gemvm_q4_k", 5, 27, 184},     {"lathe_gemvm_q6_k", 6, 27, 184},
-    {"lathe_gemvm_q4_k_q6_k", 7, 27, 184}, {"lathe_rope_append", 8, 19, 124},    {"lathe_attn_decode_64", 9, 21, 128},
+    {"lathe_gemvm_q8_0", 4, 26, 180},     {"lathe_gemvm_q4_k", 5, 26, 180},     {"lathe_gemvm_q6_k", 6, 26, 180},
+    {"lathe_gemvm_q4_k_q6_k", 7, 26, 180}, {"lathe_rope_append", 8, 19, 124},    {"lathe_attn_decode_64", 9, 21, 128},
     {"lathe_attn_decode_128", 10, 21, 128}, {"lathe_attn_decode_256", 11, 21, 128},
     // The attention's blocks of 8 warps: the same kinds (the phase runs the body its block size names).
     {"lathe_attn_decode_64_w8", 9, 21, 128}, {"lathe_attn_decode_128_w8", 10, 21, 128},

@@ -216,23 +216,23 @@ static const Arg kArgs[] = {
     // 1: lathe_rms_norm_warp
     {8, 29, 16896ULL, 0ULL}, {8, 2, 0ULL, 0ULL}, {8, 29, 0ULL, 0ULL}, {8, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 1024ULL, 0ULL}, {8, 29, 1280ULL, 0ULL}, {8, 29, 1536ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL},
     // 2: lathe_gemvm_q8_0_int8x2_early
-    {8, 4, 0ULL, 0ULL}, {8, 0, 0ULL, 0ULL}, {8, 6, 0ULL, 0ULL}, {8, 29, 17920ULL, 0ULL}, {8, 29, 20736ULL, 0ULL}, {8, 29, 21248ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, 29, 1024ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    {8, 4, 0ULL, 0ULL}, {8, 0, 0ULL, 0ULL}, {8, 6, 0ULL, 0ULL}, {8, 29, 17920ULL, 0ULL}, {8, 29, 20736ULL, 0ULL}, {8, 29, 21248ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, 29, 1024ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
     // 3: lathe_attn_decode_rope_64_w8
     {8, 29, 17920ULL, 0ULL}, {8, 24, 0ULL, 0ULL}, {8, 25, 0ULL, 0ULL}, {8, 30, 512ULL, 0ULL}, {8, 30, 256ULL, 0ULL}, {8, 29, 18944ULL, 0ULL}, {8, 29, 0ULL, 0ULL}, {8, 29, 16384ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x10ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL}, {8, 29, 19968ULL, 0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 20736ULL, 0ULL}, {8, 29, 21248ULL, 0ULL}, {8, 31, 0ULL, 0ULL}, {8, -1, 0x3ff0000000000000ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 5, 0ULL, 0ULL}, {8, 1, 0ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL},
     // 4: lathe_gemv1_q8_0_int8x2
     {8, 3, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, 29, 19968ULL, 0ULL}, {8, 29, 6144ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x101ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
     // 5: lathe_gemvm_q8_0_int8x2_early
-    {8, 8, 0ULL, 0ULL}, {8, 10, 0ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL}, {8, 29, 4096ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL}, {8, 29, 6144ULL, 0ULL}, {8, 9, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    {8, 8, 0ULL, 0ULL}, {8, 10, 0ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL}, {8, 29, 4096ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL}, {8, 29, 6144ULL, 0ULL}, {8, 9, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
     // 6: lathe_gemv1_q8_0_int8x2
     {8, 7, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 1280ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x101ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL},
     // 7: lathe_gemvm_q8_0_int8x2_early
-    {8, 15, 0ULL, 0ULL}, {8, 11, 0ULL, 0ULL}, {8, 17, 0ULL, 0ULL}, {8, 29, 17920ULL, 0ULL}, {8, 29, 20736ULL, 0ULL}, {8, 29, 21248ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL}, {8, 29, 1280ULL, 0ULL}, {8, 13, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    {8, 15, 0ULL, 0ULL}, {8, 11, 0ULL, 0ULL}, {8, 17, 0ULL, 0ULL}, {8, 29, 17920ULL, 0ULL}, {8, 29, 20736ULL, 0ULL}, {8, 29, 21248ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL}, {8, 29, 1280ULL, 0ULL}, {8, 13, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
     // 8: lathe_attn_decode_rope_64_w8
     {8, 29, 17920ULL, 0ULL}, {8, 26, 0ULL, 0ULL}, {8, 27, 0ULL, 0ULL}, {8, 30, 512ULL, 0ULL}, {8, 30, 256ULL, 0ULL}, {8, 29, 18944ULL, 0ULL}, {8, 29, 0ULL, 0ULL}, {8, 29, 16384ULL, 0ULL}, {4, -1, 0x4ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x80ULL, 0x0ULL}, {4, -1, 0x10ULL, 0x0ULL}, {4, -1, 0x3e000000ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 28, 0ULL, 0ULL}, {8, 29, 19968ULL, 0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 20736ULL, 0ULL}, {8, 29, 21248ULL, 0ULL}, {8, 32, 0ULL, 0ULL}, {8, -1, 0x3ff0000000000000ULL, 0x0ULL}, {4, -1, 0x40ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 16, 0ULL, 0ULL}, {8, 12, 0ULL, 0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x358637bdULL, 0x0ULL},
     // 9: lathe_gemv1_q8_0_int8x2
     {8, 14, 0ULL, 0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, 29, 19968ULL, 0ULL}, {8, 29, 6144ULL, 0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x101ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL},
     // 10: lathe_gemvm_q8_0_int8x2_early
-    {8, 19, 0ULL, 0ULL}, {8, 21, 0ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL}, {8, 29, 4096ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL}, {8, 29, 6144ULL, 0ULL}, {8, 20, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
+    {8, 19, 0ULL, 0ULL}, {8, 21, 0ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL}, {8, 29, 4096ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x110ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x2ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 16896ULL, 0ULL}, {8, 29, 6144ULL, 0ULL}, {8, 20, 0ULL, 0ULL}, {4, -1, 0x358637bdULL, 0x0ULL}, {8, 29, 7168ULL, 0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {4, -1, 0x0ULL, 0x0ULL},
     // 11: lathe_gemv1_q8_0_int8x2
     {8, 18, 0ULL, 0ULL}, {8, -1, 0x220ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 29, 1280ULL, 0ULL}, {4, -1, 0x200ULL, 0x0ULL}, {4, -1, 0x100ULL, 0x0ULL}, {4, -1, 0x101ULL, 0x0ULL}, {4, -1, 0x1ULL, 0x0ULL}, {8, 29, 4096ULL, 0ULL},
     // 12: lathe_add_rms_norm
@@ -310,7 +310,7 @@ static const Arg kArgs[] = {
     // 48: lathe_argmax
     {8, 34, 8960ULL, 0ULL}, {8, -1, 0x800ULL, 0x0ULL}, {4, -1, 0x800ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, -1, 0x0ULL, 0x0ULL}, {8, 34, 17156ULL, 0ULL},
 };
-static const int kArgCount = 700;
+static const int kArgCount = 696;
 
 // {type, inner, outer, row stride, box inner, box outer, 128-byte swizzle, L2 promotion}: the tensor maps
 static const MapSpec kMaps[] = {
@@ -322,53 +322,53 @@ static const int kMapCount = 0;
 static const Op kOps[] = {
     {6, {1, 1, 1}, {256, 1, 1}, 0, 0, 5, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 0: lathe_gather_q8_0  gather q8_0 [1 rows of 256]  (line 25)
     {11, {1, 1, 1}, {256, 1, 1}, 0, 5, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 1: lathe_rms_norm_warp  rms_norm quantized [1 x 256]  (line 29, layer 0)
-    {9, {32, 1, 1}, {512, 1, 1}, 164480, 15, 27, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 2: lathe_gemvm_q8_0_int8x2_early  gemv of 3 matrices q8_0 [256 x 256] q8_0 [128 x 256] q8_0 [128 x 256] int8x2  (line 30, layer 0)
-    {2, {16, 2, 1}, {256, 1, 1}, 135680, 42, 31, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 3: lathe_attn_decode_rope_64_w8  attention with rope, head norms and the cache append [1 x 4 x 64] over 2048 slots in 16 splits, quantized  (line 42, layer 0)
-    {7, {8, 1, 1}, {512, 1, 1}, 164480, 73, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 4: lathe_gemv1_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 0)
-    {9, {32, 1, 1}, {512, 1, 1}, 164480, 82, 27, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 5: lathe_gemvm_q8_0_int8x2_early  gemv gate, up and swiglu q8_0 [512 x 256] q8_0 [512 x 256] int8x2 with the norm in its prologue  (line 45, layer 0)
-    {7, {8, 1, 1}, {512, 1, 1}, 165120, 109, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 6: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 0)
-    {9, {32, 1, 1}, {512, 1, 1}, 164480, 118, 27, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 7: lathe_gemvm_q8_0_int8x2_early  gemv of 3 matrices q8_0 [256 x 256] q8_0 [128 x 256] q8_0 [128 x 256] int8x2 with the norm in its prologue  (line 52, layer 0)
-    {2, {16, 2, 1}, {256, 1, 1}, 135680, 145, 31, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 8: lathe_attn_decode_rope_64_w8  attention with rope, head norms and the cache append [1 x 4 x 64] over 2048 slots in 16 splits, quantized  (line 42, layer 1)
-    {7, {8, 1, 1}, {512, 1, 1}, 164480, 176, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 9: lathe_gemv1_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 1)
-    {9, {32, 1, 1}, {512, 1, 1}, 164480, 185, 27, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 10: lathe_gemvm_q8_0_int8x2_early  gemv gate, up and swiglu q8_0 [512 x 256] q8_0 [512 x 256] int8x2 with the norm in its prologue  (line 45, layer 1)
-    {7, {8, 1, 1}, {512, 1, 1}, 165120, 212, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 11: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 1)
-    {0, {1, 1, 1}, {1024, 1, 1}, 0, 221, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 12: lathe_add_rms_norm  add_rms_norm quantized [1 x 256]  (line 52, layer 1)
-    {7, {64, 1, 1}, {512, 1, 1}, 164480, 231, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 13: lathe_gemv1_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [2048 x 256]^T  (line 56)
-    {1, {1, 1, 1}, {256, 1, 1}, 0, 240, 6, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 14: lathe_argmax  argmax [1 x 2048]  (line 57)
-    {6, {1, 2, 1}, {256, 1, 1}, 0, 246, 5, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 15: lathe_gather_q8_0  gather q8_0 [2 rows of 256]  (line 25)
-    {11, {1, 1, 1}, {256, 1, 1}, 0, 251, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 16: lathe_rms_norm_warp  rms_norm quantized [2 x 256]  (line 29, layer 0)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 261, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 17: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 30, layer 0)
-    {8, {128, 1, 1}, {128, 1, 1}, 0, 279, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 18: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 31, layer 0)
-    {8, {128, 1, 1}, {128, 1, 1}, 0, 297, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 19: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 32, layer 0)
-    {12, {2, 2, 1}, {128, 1, 1}, 1280, 315, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 20: lathe_rope_append  rope with head norms and cache append [2 x 4+2 x 64]  (line 38, layer 0)
-    {3, {1, 2, 8}, {128, 1, 1}, 36864, 334, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 21: lathe_attn_prefill_64  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits, then quantized  (line 42, layer 0)
-    {4, {8, 1, 1}, {64, 1, 1}, 0, 352, 8, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 22: lathe_attn_prefill_merge  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits, then quantized  (line 42, layer 0)
-    {10, {2, 1, 1}, {256, 1, 1}, 0, 360, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 23: lathe_quantize_act  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits, then quantized  (line 42, layer 0)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 367, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 24: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 44, layer 0)
-    {0, {2, 1, 1}, {1024, 1, 1}, 0, 385, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 25: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 45, layer 0)
-    {8, {512, 1, 1}, {128, 1, 1}, 0, 395, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 26: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 48, layer 0)
-    {8, {512, 1, 1}, {128, 1, 1}, 0, 413, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 27: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 49, layer 0)
-    {5, {1, 1, 1}, {256, 1, 1}, 0, 431, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 28: lathe_elem_binary  swiglu quantized [1024]  (line 50, layer 0)
-    {10, {4, 1, 1}, {256, 1, 1}, 0, 438, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 29: lathe_quantize_act  swiglu quantized [1024]  (line 50, layer 0)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 445, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 30: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 0)
-    {0, {2, 1, 1}, {1024, 1, 1}, 0, 463, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 31: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 52, layer 0)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 473, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 32: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 30, layer 1)
-    {8, {128, 1, 1}, {128, 1, 1}, 0, 491, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 33: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 31, layer 1)
-    {8, {128, 1, 1}, {128, 1, 1}, 0, 509, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 34: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 32, layer 1)
-    {12, {2, 2, 1}, {128, 1, 1}, 1280, 527, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 35: lathe_rope_append  rope with head norms and cache append [2 x 4+2 x 64]  (line 38, layer 1)
-    {3, {1, 2, 8}, {128, 1, 1}, 36864, 546, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 36: lathe_attn_prefill_64  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits, then quantized  (line 42, layer 1)
-    {4, {8, 1, 1}, {64, 1, 1}, 0, 564, 8, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 37: lathe_attn_prefill_merge  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits, then quantized  (line 42, layer 1)
-    {10, {2, 1, 1}, {256, 1, 1}, 0, 572, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 38: lathe_quantize_act  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits, then quantized  (line 42, layer 1)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 579, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 39: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 44, layer 1)
-    {0, {2, 1, 1}, {1024, 1, 1}, 0, 597, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 40: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 45, layer 1)
-    {8, {512, 1, 1}, {128, 1, 1}, 0, 607, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 41: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 48, layer 1)
-    {8, {512, 1, 1}, {128, 1, 1}, 0, 625, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 42: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 49, layer 1)
-    {5, {1, 1, 1}, {256, 1, 1}, 0, 643, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 43: lathe_elem_binary  swiglu quantized [1024]  (line 50, layer 1)
-    {10, {4, 1, 1}, {256, 1, 1}, 0, 650, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 44: lathe_quantize_act  swiglu quantized [1024]  (line 50, layer 1)
-    {8, {256, 1, 1}, {128, 1, 1}, 0, 657, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 45: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 1)
-    {0, {2, 1, 1}, {1024, 1, 1}, 0, 675, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 46: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 52, layer 1)
-    {7, {64, 1, 1}, {512, 1, 1}, 164480, 685, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 47: lathe_gemv1_q8_0_int8x2  gemv int8x2 of the last row q8_0 [2 x 256] . [2048 x 256]^T  (line 56)
-    {1, {1, 1, 1}, {256, 1, 1}, 0, 694, 6, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 48: lathe_argmax  argmax of the last row [2 x 2048]  (line 57)
+    {9, {32, 1, 1}, {512, 1, 1}, 164480, 15, 26, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 2: lathe_gemvm_q8_0_int8x2_early  gemv of 3 matrices q8_0 [256 x 256] q8_0 [128 x 256] q8_0 [128 x 256] int8x2  (line 30, layer 0)
+    {2, {16, 2, 1}, {256, 1, 1}, 135680, 41, 31, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 3: lathe_attn_decode_rope_64_w8  attention with rope, head norms and the cache append [1 x 4 x 64] over 2048 slots in 16 splits, quantized  (line 42, layer 0)
+    {7, {8, 1, 1}, {512, 1, 1}, 164480, 72, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 4: lathe_gemv1_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 0)
+    {9, {32, 1, 1}, {512, 1, 1}, 164480, 81, 26, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 5: lathe_gemvm_q8_0_int8x2_early  gemv gate, up and swiglu q8_0 [512 x 256] q8_0 [512 x 256] int8x2 with the norm in its prologue  (line 45, layer 0)
+    {7, {8, 1, 1}, {512, 1, 1}, 165120, 107, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 6: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 0)
+    {9, {32, 1, 1}, {512, 1, 1}, 164480, 116, 26, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 7: lathe_gemvm_q8_0_int8x2_early  gemv of 3 matrices q8_0 [256 x 256] q8_0 [128 x 256] q8_0 [128 x 256] int8x2 with the norm in its prologue  (line 52, layer 0)
+    {2, {16, 2, 1}, {256, 1, 1}, 135680, 142, 31, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 8: lathe_attn_decode_rope_64_w8  attention with rope, head norms and the cache append [1 x 4 x 64] over 2048 slots in 16 splits, quantized  (line 42, layer 1)
+    {7, {8, 1, 1}, {512, 1, 1}, 164480, 173, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 9: lathe_gemv1_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [256 x 256]^T  (line 44, layer 1)
+    {9, {32, 1, 1}, {512, 1, 1}, 164480, 182, 26, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 10: lathe_gemvm_q8_0_int8x2_early  gemv gate, up and swiglu q8_0 [512 x 256] q8_0 [512 x 256] int8x2 with the norm in its prologue  (line 45, layer 1)
+    {7, {8, 1, 1}, {512, 1, 1}, 165120, 208, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 11: lathe_gemv1_q8_0_int8x2  gemv int8x2 quantizing q8_0 [1 x 512] . [256 x 512]^T  (line 51, layer 1)
+    {0, {1, 1, 1}, {1024, 1, 1}, 0, 217, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 12: lathe_add_rms_norm  add_rms_norm quantized [1 x 256]  (line 52, layer 1)
+    {7, {64, 1, 1}, {512, 1, 1}, 164480, 227, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 13: lathe_gemv1_q8_0_int8x2  gemv int8x2 q8_0 [1 x 256] . [2048 x 256]^T  (line 56)
+    {1, {1, 1, 1}, {256, 1, 1}, 0, 236, 6, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 14: lathe_argmax  argmax [1 x 2048]  (line 57)
+    {6, {1, 2, 1}, {256, 1, 1}, 0, 242, 5, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 15: lathe_gather_q8_0  gather q8_0 [2 rows of 256]  (line 25)
+    {11, {1, 1, 1}, {256, 1, 1}, 0, 247, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 16: lathe_rms_norm_warp  rms_norm quantized [2 x 256]  (line 29, layer 0)
+    {8, {256, 1, 1}, {128, 1, 1}, 0, 257, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 17: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 30, layer 0)
+    {8, {128, 1, 1}, {128, 1, 1}, 0, 275, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 18: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 31, layer 0)
+    {8, {128, 1, 1}, {128, 1, 1}, 0, 293, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 19: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 32, layer 0)
+    {12, {2, 2, 1}, {128, 1, 1}, 1280, 311, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 20: lathe_rope_append  rope with head norms and cache append [2 x 4+2 x 64]  (line 38, layer 0)
+    {3, {1, 2, 8}, {128, 1, 1}, 36864, 330, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 21: lathe_attn_prefill_64  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits, then quantized  (line 42, layer 0)
+    {4, {8, 1, 1}, {64, 1, 1}, 0, 348, 8, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 22: lathe_attn_prefill_merge  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits, then quantized  (line 42, layer 0)
+    {10, {2, 1, 1}, {256, 1, 1}, 0, 356, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 23: lathe_quantize_act  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits, then quantized  (line 42, layer 0)
+    {8, {256, 1, 1}, {128, 1, 1}, 0, 363, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 24: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 44, layer 0)
+    {0, {2, 1, 1}, {1024, 1, 1}, 0, 381, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 25: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 45, layer 0)
+    {8, {512, 1, 1}, {128, 1, 1}, 0, 391, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 26: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 48, layer 0)
+    {8, {512, 1, 1}, {128, 1, 1}, 0, 409, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 27: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 49, layer 0)
+    {5, {1, 1, 1}, {256, 1, 1}, 0, 427, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 28: lathe_elem_binary  swiglu quantized [1024]  (line 50, layer 0)
+    {10, {4, 1, 1}, {256, 1, 1}, 0, 434, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 29: lathe_quantize_act  swiglu quantized [1024]  (line 50, layer 0)
+    {8, {256, 1, 1}, {128, 1, 1}, 0, 441, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 30: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 0)
+    {0, {2, 1, 1}, {1024, 1, 1}, 0, 459, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 31: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 52, layer 0)
+    {8, {256, 1, 1}, {128, 1, 1}, 0, 469, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 32: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 30, layer 1)
+    {8, {128, 1, 1}, {128, 1, 1}, 0, 487, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 33: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 31, layer 1)
+    {8, {128, 1, 1}, {128, 1, 1}, 0, 505, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 34: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [128 x 256]^T  (line 32, layer 1)
+    {12, {2, 2, 1}, {128, 1, 1}, 1280, 523, 19, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 35: lathe_rope_append  rope with head norms and cache append [2 x 4+2 x 64]  (line 38, layer 1)
+    {3, {1, 2, 8}, {128, 1, 1}, 36864, 542, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 36: lathe_attn_prefill_64  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits, then quantized  (line 42, layer 1)
+    {4, {8, 1, 1}, {64, 1, 1}, 0, 560, 8, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 37: lathe_attn_prefill_merge  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits, then quantized  (line 42, layer 1)
+    {10, {2, 1, 1}, {256, 1, 1}, 0, 568, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 38: lathe_quantize_act  prefill attention [2 x 4 x 64] over 2048 slots in 8 splits, then quantized  (line 42, layer 1)
+    {8, {256, 1, 1}, {128, 1, 1}, 0, 575, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 39: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [256 x 256]^T  (line 44, layer 1)
+    {0, {2, 1, 1}, {1024, 1, 1}, 0, 593, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 40: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 45, layer 1)
+    {8, {512, 1, 1}, {128, 1, 1}, 0, 603, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 41: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 48, layer 1)
+    {8, {512, 1, 1}, {128, 1, 1}, 0, 621, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 42: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 256] . [512 x 256]^T  (line 49, layer 1)
+    {5, {1, 1, 1}, {256, 1, 1}, 0, 639, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 43: lathe_elem_binary  swiglu quantized [1024]  (line 50, layer 1)
+    {10, {4, 1, 1}, {256, 1, 1}, 0, 646, 7, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 44: lathe_quantize_act  swiglu quantized [1024]  (line 50, layer 1)
+    {8, {256, 1, 1}, {128, 1, 1}, 0, 653, 18, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 45: lathe_gemv_q8_0_int8x2  gemv int8x2 q8_0 [2 x 512] . [256 x 512]^T  (line 51, layer 1)
+    {0, {2, 1, 1}, {1024, 1, 1}, 0, 671, 10, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 46: lathe_add_rms_norm  add_rms_norm quantized [2 x 256]  (line 52, layer 1)
+    {7, {64, 1, 1}, {512, 1, 1}, 164480, 681, 9, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 47: lathe_gemv1_q8_0_int8x2  gemv int8x2 of the last row q8_0 [2 x 256] . [2048 x 256]^T  (line 56)
+    {1, {1, 1, 1}, {256, 1, 1}, 0, 690, 6, {-1, 0ULL}, {-1, 0ULL}, 0ULL},  // 48: lathe_argmax  argmax of the last row [2 x 2048]  (line 57)
 };
 static const int kOpCount = 49;
 
