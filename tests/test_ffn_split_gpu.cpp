@@ -165,6 +165,103 @@ TEST(FfnSplitGpu, RefusesWhatItDoesNotTake) {
                                  WeightMatrix{GgmlType::Q8_0, 0, 1000, 3072}, Activations::int8x2));
 }
 
+// The mixture's form (moe_split): n_expert experts, top_k kept with their weights, x's form made by the
+// quantizer from h (as the router writes it), against the f64 reference sum s + sum_k w_k down_e a_e
+// of the same bytes; the same bits in a second launch; the zeroed sum zero. The 30B's shapes (2048,
+// 768, 8 kept) among them.
+TEST(FfnSplitGpu, MixtureMatchesTheReference) {
+  LATHE_NEED_GPU();
+  cuda::Stream s;
+  std::mt19937 rng(35);
+  struct MoeCase {
+    int64_t e, f, n_expert, top_k;
+    Activations a;
+  };
+  const MoeCase cases[] = {
+      {2048, 768, 12, 8, Activations::int8x2},  // qwen3-30b-a3b's n_embd, expert width, kept count
+      {2048, 768, 12, 8, Activations::int8},
+      {256, 128, 8, 2, Activations::int8x2},    // qwen3moe-tiny
+      {512, 96, 5, 3, Activations::int8},
+  };
+  std::printf("moe_split: |s_out - reference| / max |sum_k w_k down_k a_k| (bound int8x2 %.0e, int8 %.0e)\n", 2e-4,
+              3e-2);
+  for (const MoeCase& c : cases) {
+    const int64_t e = c.e, f = c.f, n = c.n_expert, k = c.top_k;
+    std::vector<uint8_t> gate, up, down;
+    for (int64_t x = 0; x < n; ++x) {
+      const std::vector<uint8_t> g1 = random_matrix(GgmlType::Q8_0, f, e, rng), u1 = random_matrix(GgmlType::Q8_0, f, e, rng),
+                                 d1 = random_matrix(GgmlType::Q8_0, e, f, rng);
+      gate.insert(gate.end(), g1.begin(), g1.end());
+      up.insert(up.end(), u1.begin(), u1.end());
+      down.insert(down.end(), d1.begin(), d1.end());
+    }
+    const DeviceBuffer gd = upload(gate), ud = upload(up),
+                       sd = upload(relay_down_stack_by_slices(down.data(), down.size(), n, e, f));
+    const WeightMatrix gw{GgmlType::Q8_0, gd.ptr(), f, e, n}, uw{GgmlType::Q8_0, ud.ptr(), f, e, n},
+        dw{GgmlType::Q8_0, 0, e, f, n};
+    ASSERT_TRUE(moe_split_applies(gw, uw, dw, c.a, k)) << e << " x " << f;
+    // Kept experts: a permutation's first k, weights in (0, 1).
+    std::vector<int32_t> ids(static_cast<size_t>(n));
+    for (int64_t x = 0; x < n; ++x) ids[x] = static_cast<int32_t>((x * 7 + 3) % n);
+    ids.resize(static_cast<size_t>(k));
+    std::vector<float> wts(static_cast<size_t>(k));
+    std::uniform_real_distribution<float> unit(0.05f, 1.0f);
+    for (float& w : wts) w = unit(rng);
+    const std::vector<float> h = random_values(e, rng), sv = random_values(e, rng);
+    const DeviceBuffer hd = upload(h), svd = upload(sv), idd = upload(ids.data(), ids.size() * 4),
+                       wtd = upload(wts.data(), wts.size() * 4);
+    DeviceBuffer xq(static_cast<size_t>(quantized_activation_bytes(1, e, c.a)) + 16);
+    quantize_activations(hd.ptr(), 1, e, c.a, xq.ptr(), s.handle());
+    DeviceBuffer sums(static_cast<size_t>(2 * e * 8));
+    std::vector<long long> first, again;
+    for (int rep = 0; rep < 2; ++rep) {
+      s.synchronize();
+      sums.zero();
+      std::vector<long long> junk(static_cast<size_t>(e), 0x3c3c3c3c3cLL);
+      sums.upload(junk.data(), junk.size() * 8, static_cast<size_t>(8 * e));
+      settle(sums);
+      MoeSplit m;
+      m.x_q = xq.ptr();
+      m.ids = idd.ptr();
+      m.wts = wtd.ptr();
+      m.s = svd.ptr();
+      m.s_out = sums.ptr();
+      m.zero = sums.ptr() + 8 * e;
+      moe_split(gw, uw, sd.ptr(), c.a, k, m, s.handle());
+      s.synchronize();
+      const std::vector<long long> all = download<long long>(sums, static_cast<size_t>(2 * e));
+      for (int64_t i = 0; i < e; ++i) ASSERT_EQ(all[e + i], 0) << "the zeroed sum at " << i;
+      (rep == 0 ? first : again).assign(all.begin(), all.begin() + e);
+    }
+    EXPECT_EQ(first, again) << "a second launch gave other bits";
+    // The reference: each kept expert's half from h (f64), weighted, plus s. reference() norms its s
+    // and weights it: given s = h and the weight rms(h) (eps 0), its normed input is h itself, and its
+    // output less s is down a.
+    const size_t one = static_cast<size_t>(f * (e / 32) * 34);
+    const std::vector<double> hv(h.begin(), h.end());
+    double hs = 0.0;
+    for (double v : hv) hs += v * v;
+    const std::vector<float> w_rms(static_cast<size_t>(e), static_cast<float>(std::sqrt(hs / static_cast<double>(e))));
+    std::vector<double> out(static_cast<size_t>(e), 0.0);
+    for (int64_t j = 0; j < k; ++j) {
+      const size_t at = static_cast<size_t>(ids[j]) * one;
+      const std::vector<uint8_t> g1(gate.begin() + at, gate.begin() + at + one), u1(up.begin() + at, up.begin() + at + one),
+          d1(down.begin() + at, down.begin() + at + one);
+      const Reference r = reference(g1, u1, d1, e, f, hv, w_rms, 0.0);
+      for (int64_t i = 0; i < e; ++i) out[i] += wts[j] * (r.out[i] - hv[i]);
+    }
+    double scale = 0.0, worst = 0.0;
+    for (int64_t i = 0; i < e; ++i) {
+      scale = std::max(scale, std::fabs(out[i]));
+      worst = std::max(worst, std::fabs(first[i] / kFix - (sv[i] + out[i])));
+    }
+    const double bound = c.a == Activations::int8x2 ? 2e-4 : 3e-2;
+    std::printf("  %5lld x %4lld, %lld of %lld %-7s %.2e\n", static_cast<long long>(e), static_cast<long long>(f),
+                static_cast<long long>(k), static_cast<long long>(n), activations_name(c.a).data(), worst / scale);
+    EXPECT_LE(worst, bound * scale) << e << " x " << f;
+  }
+}
+
 TEST(FfnSplitGpu, TimingAtQwen3_0_6bShapes) {
   LATHE_NEED_GPU();
   cuda::Stream s;

@@ -1,6 +1,7 @@
 // down re-laid by 32-column slices for the split feed-forward half (kernels/ffn_split_launch.h), on
 // the host: every Q8_0 block (r, b) of down [E][F] lands at slice b, place r, its 34 bytes unchanged;
-// shapes that are not E x F of Q8_0 with F % 32 == 0 are refused with the numbers.
+// shapes that are not E x F of Q8_0 with F % 32 == 0 are refused with the numbers; a stack of experts
+// re-laid expert by expert.
 #include "base/error.h"
 #include "kernels/ffn_split_launch.h"
 
@@ -38,6 +39,27 @@ TEST(FfnSplitLayout, RefusesOtherShapes) {
     FAIL() << "a short matrix was taken";
   } catch (const UserError& err) {
     EXPECT_NE(std::string(err.what()).find("271 bytes"), std::string::npos) << err.what();
+  }
+}
+
+// A stack of experts: each expert's matrix re-laid on its own, in expert order (the mixture's form:
+// expert x's slice b at (x * F / 32 + b) * E blocks).
+TEST(FfnSplitLayout, EveryExpertOfAStackLandsInItsOwnSlices) {
+  const int64_t n = 3, e = 4, f = 64, nb = f / 32, one = e * nb * 34;
+  std::vector<uint8_t> down(static_cast<size_t>(n * one));
+  for (size_t i = 0; i < down.size(); ++i) down[i] = static_cast<uint8_t>(i * 13 + i / 34 + i / 272);
+  const std::vector<uint8_t> out = relay_down_stack_by_slices(down.data(), down.size(), n, e, f);
+  ASSERT_EQ(out.size(), down.size());
+  for (int64_t x = 0; x < n; ++x)
+    for (int64_t r = 0; r < e; ++r)
+      for (int64_t b = 0; b < nb; ++b)
+        EXPECT_EQ(std::memcmp(out.data() + ((x * nb + b) * e + r) * 34, down.data() + x * one + (r * nb + b) * 34, 34), 0)
+            << "expert " << x << " block (" << r << ", " << b << ")";
+  try {
+    relay_down_stack_by_slices(down.data(), down.size() - 34, n, e, f);
+    FAIL() << "a short stack was taken";
+  } catch (const UserError& err) {
+    EXPECT_NE(std::string(err.what()).find("3 Q8_0 matrices of 4 x 64"), std::string::npos) << err.what();
   }
 }
 

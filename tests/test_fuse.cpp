@@ -249,8 +249,8 @@ TEST(Fuse, NormEpilogueMarksTheProductsBeforeMergedNormProducts) {
 // ffn_split: in a decode cut of a dense model, each layer's down product but the last (the last feeds
 // the output norm, which no merged products read) is marked with the next layer's add, which sums the
 // feed-forward group's sum and down's result; the group before down is the [add, norm, gate, up,
-// swiglu] norm_prologue group. Never in a chunk, held back, with norm_prologue held, or in a mixture
-// model (no dense feed-forward).
+// swiglu] norm_prologue group. Never in a chunk, held back or with norm_prologue held; in a mixture
+// model the mixture nodes instead (below).
 TEST(Fuse, FfnSplitMarksEveryDownButTheLast) {
   for (const char* shape : {"qwen3-tiny", "llama-tiny", "qwen2-tiny"}) {
     const graph::Graph g = lift_shape(shape, "decode");
@@ -280,7 +280,26 @@ TEST(Fuse, FfnSplitMarksEveryDownButTheLast) {
     // Held back, norm_epilogue still marks what it marked.
     EXPECT_EQ(fuse::fuse(g, {"ffn_split"}).norm_epilogues, all.norm_epilogues);
   }
-  EXPECT_TRUE(fuse::fuse(lift_shape("qwen3moe-tiny", "decode")).ffn_splits.empty());
+  // qwen3moe-tiny: each layer's mixture but the last, marked with the next layer's add, which sums the
+  // mixture group's sum and the mixture's result.
+  const graph::Graph moe = lift_shape("qwen3moe-tiny", "decode");
+  const fuse::FusionPlan mp = fuse::fuse(moe);
+  int mixtures = 0;
+  for (const graph::Node& n : moe.nodes) mixtures += n.kind == lang::OpKind::mixture;
+  ASSERT_GT(mixtures, 1);
+  EXPECT_EQ(static_cast<int>(mp.ffn_splits.size()), mixtures - 1);
+  for (const auto& [mix, add] : mp.ffn_splits) {
+    const graph::Node& x = moe.nodes[static_cast<size_t>(mix)];
+    EXPECT_EQ(x.kind, lang::OpKind::mixture);
+    const graph::Node& a = moe.nodes[static_cast<size_t>(add)];
+    EXPECT_EQ(a.args[1].tensor, x.output);
+    const int gm = mp.group_of[static_cast<size_t>(mix)];
+    EXPECT_EQ(mp.groups[static_cast<size_t>(gm)].rule, "norm_prologue");
+    EXPECT_EQ(mp.group_of[static_cast<size_t>(add)], gm + 1);
+    EXPECT_EQ(mp.groups[static_cast<size_t>(gm + 1)].rule, "norm_prologue");
+  }
+  EXPECT_TRUE(fuse::fuse(moe, {"ffn_split"}).ffn_splits.empty());
+  EXPECT_TRUE(fuse::fuse(lift_shape("qwen3moe-tiny", "prefill:16")).ffn_splits.empty());
 }
 
 // The names of the values a plan quantizes in their producers' epilogue.

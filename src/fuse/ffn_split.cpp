@@ -6,7 +6,11 @@
 // forms the first sum, its norm, gate/up, the SwiGLU and down, and adds every block's share of down
 // and the sum into the next residual held in fixed point (int64 in units of 2^-32: the same bits every
 // run); the next group's prologue reads that sum instead of adding. It groups no nodes: it marks the
-// down product with the add whose sum its launch forms (FusionPlan::ffn_splits). The GPU lane honours
+// down product with the add whose sum its launch forms (FusionPlan::ffn_splits). Also a mixture:
+//   [add, norm, mixture]  (a norm_prologue group)   then   [add, norm, q, k, v]
+// where the next add sums the first sum and the mixture's result: one launch runs the kept experts'
+// gate/up, SwiGLU and down (each down split the same way, weighted) after the router (ffn_split_launch.h's
+// moe_split), and the mixture node is marked. The GPU lane honours
 // the mark where its kernel takes the shapes (Q8_0, int8 or int8x2, n_embd within shared memory) and
 // runs the two launches otherwise; held back (or with norm_prologue held), always those. Numerics: the
 // sum rounded to 2^-32 (docs/numerics.md).
@@ -16,9 +20,40 @@
 
 namespace lathe::fuse {
 
+namespace {
+
+// Whether group gi is a norm_prologue [add, norm, mixture] group and group gi + 1 a norm_prologue
+// group of products whose add sums the mixture group's sum and the mixture's result, read by nothing
+// else: the mixture's node, else -1.
+int mixture_before_products(const graph::Graph& g, const FusionPlan& plan, size_t gi) {
+  const Group& mg = plan.groups[gi];
+  const Group& next = plan.groups[gi + 1];
+  if (mg.rule != "norm_prologue" || mg.nodes.size() != 3 || next.rule != "norm_prologue" || next.nodes.size() < 4)
+    return -1;
+  const graph::Node& mix = g.nodes[static_cast<size_t>(mg.nodes[2])];
+  if (mix.kind != lang::OpKind::mixture || g.nodes[static_cast<size_t>(next.nodes.back())].kind == lang::OpKind::mixture)
+    return -1;
+  const graph::Node& add = g.nodes[static_cast<size_t>(mg.nodes[0])];
+  const graph::Node& next_add = g.nodes[static_cast<size_t>(next.nodes[0])];
+  if (next_add.kind != lang::OpKind::add || !next_add.args[0].is_tensor() || !next_add.args[1].is_tensor()) return -1;
+  if (next_add.args[0].tensor != add.output || next_add.args[1].tensor != mix.output) return -1;
+  if (only_consumer(g, mix.output) != next_add.id) return -1;
+  const std::vector<int>& readers = g.tensor(add.output).consumers;
+  const bool only_those = std::all_of(readers.begin(), readers.end(),
+                                      [&](int c) { return c == mg.nodes[1] || c == next_add.id; });
+  return only_those ? mix.id : -1;
+}
+
+}  // namespace
+
 void ffn_split_pass(const graph::Graph& g, FusionPlan& plan) {
   if (g.rows != 1) return;
-  for (size_t gi = 0; gi + 2 < plan.groups.size(); ++gi) {
+  for (size_t gi = 0; gi + 1 < plan.groups.size(); ++gi) {
+    if (const int mix = mixture_before_products(g, plan, gi); mix >= 0) {
+      plan.ffn_splits[mix] = plan.groups[gi + 1].nodes[0];
+      continue;
+    }
+    if (gi + 2 >= plan.groups.size()) continue;
     const Group& ffn = plan.groups[gi];
     if (ffn.rule != "norm_prologue" || ffn.nodes.size() != 5) continue;
     const graph::Node& sw = g.nodes[static_cast<size_t>(ffn.nodes.back())];

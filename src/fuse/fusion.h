@@ -34,7 +34,7 @@ struct FusionPlan {
   std::set<int> by_slot_mixtures;       // mixture nodes whose kept experts a back end may run dealt by slot
   std::map<int, int> router_epilogues;  // product node -> the mixture whose router its launch may run
   std::map<int, int> norm_epilogues;    // product node -> the add (of a norm_prologue group) its launch may form
-  std::map<int, int> ffn_splits;        // down product node -> the next add whose sum its feed-forward launch may form
+  std::map<int, int> ffn_splits;        // down product (or mixture) node -> the next add whose sum its feed-forward launch may form
   int count(std::string_view rule) const;
 };
 

@@ -72,6 +72,41 @@ __device__ __forceinline__ unsigned long long lathe_ffns_fix(float v) {
   return static_cast<unsigned long long>(__double2ll_rn(f));
 }
 
+// From the weights and h's levels in shared memory on (the caller waited for them and synced): the
+// block's 32 gate/up pairs, their SwiGLU values a, a's levels, and down's slice times a, each row's
+// partial times wscale added into s_out in fixed point.
+template <int C>
+__device__ __forceinline__ void lathe_ffns_products(unsigned sg, unsigned su, unsigned sd, long long rb, int nb, int E,
+                                                    const float4* xd, const int8_t* xq1, const int8_t* xq2, float* av,
+                                                    int8_t* aq1, int8_t* aq2, float4* ad, float wscale,
+                                                    long long* s_out, unsigned long long* stamp) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  // The block's 32 pairs, two a warp: lane l takes blocks l, l + 32, ... of both rows.
+  for (int j = warp; j < 32; j += LATHE_FFNS_THREADS / 32) {
+    float g = 0.0f, u = 0.0f;
+    for (int k = lane; k < nb; k += 32) {
+      const float4 d = xd[k];
+      g += lathe_ffns_block_dot<C>(sg + static_cast<unsigned>(j * rb + 34 * k), xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
+      u += lathe_ffns_block_dot<C>(su + static_cast<unsigned>(j * rb + 34 * k), xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
+    }
+    g = lathe_warp_sum(g);
+    u = lathe_warp_sum(u);
+    if (lane == 0) av[j] = lathe_swiglu(g, u);
+  }
+  __syncthreads();
+  if (stamp) stamp[5] = lathe_globaltimer();
+  if (warp == 0) lathe_quantize_block32(av[lane], lane, C == 2, aq1, aq2, ad);  // a's one 32-value block
+  __syncthreads();
+  if (stamp) stamp[6] = lathe_globaltimer();
+
+  // Down's slice: row r's block times a, its partial added into the sum.
+  const float d1 = ad->x, d2 = ad->y;
+  for (int r = threadIdx.x; r < E; r += LATHE_FFNS_THREADS) {
+    const float p = lathe_ffns_block_dot<C>(sd + 34u * r, aq1, aq2, d1, d2);
+    atomicAdd(reinterpret_cast<unsigned long long*>(s_out + r), lathe_ffns_fix(wscale * p));
+  }
+}
+
 template <int C>
 __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const uint8_t* up, const uint8_t* down_slices,
                                                      int E, const float* x, const float* y, const long long* s_in,
@@ -80,7 +115,7 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
   extern __shared__ uint4 lathe_ffns_smem[];
   unsigned long long* stamp = stamps && threadIdx.x == 0 ? stamps + 8 * blockIdx.x : nullptr;
   if (stamp) stamp[0] = lathe_globaltimer();
-  const int b = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int b = blockIdx.x;
   const int nb = E / 32;              // Q8_0 blocks a gate or up row
   const long long rb = 34LL * nb;     // a row's bytes (a multiple of 16: E % 256 == 0)
   uint8_t* wg = reinterpret_cast<uint8_t*>(lathe_ffns_smem);  // [32][rb]: the block's gate rows
@@ -138,31 +173,82 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   __syncthreads();
   if (stamp) stamp[4] = lathe_globaltimer();
+  lathe_ffns_products<C>(sg, su, sd, rb, nb, E, xd, xq1, xq2, av, aq1, aq2, ad, 1.0f, s_out, stamp);
+  if (stamps) {
+    __syncthreads();
+    if (stamp) stamp[7] = lathe_globaltimer();
+  }
+}
 
-  // The block's 32 pairs, two a warp: lane l takes blocks l, l + 32, ... of both rows.
-  for (int j = warp; j < 32; j += LATHE_FFNS_THREADS / 32) {
-    float g = 0.0f, u = 0.0f;
-    for (int k = lane; k < nb; k += 32) {
-      const float4 d = xd[k];
-      g += lathe_ffns_block_dot<C>(sg + static_cast<unsigned>(j * rb + 34 * k), xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
-      u += lathe_ffns_block_dot<C>(su + static_cast<unsigned>(j * rb + 34 * k), xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
+// The mixture's form (fusion rule ffn_split on a mixture; docs/perf.md, thirty-fifth session): the kept
+// experts' feed-forward halves, each expert's down split along its input the same way, weighted and
+// added into the next residual in fixed point. Block b takes kept slot k = b / (F / 32) and the
+// intermediate values [32 j, 32 j + 32) of its expert, j = b % (F / 32):
+//   e = ids[k], w = wts[k]                              (the router's, made by the launch before)
+//   a_j = silu(gate_e,j . h) * (up_e,j . h)             (h: x_q, the router's int8 form of the normed x)
+//   s_out[r] += fix(w * (down_e[r][32 j .. 32 j + 31] . quant(a)))   for every r < E
+//   block 0: s_out[r] += fix(s[r]) (s: the residual sum the router's launch wrote); zero[r] = 0.
+// gate, up: stacks [n_expert][F][E] of Q8_0 rows in place; down_slices: each expert's down re-laid by
+// slices (ffn_split_launch.h's relay_down_stack_by_slices): expert e's slice j at (e * F / 32 + j) * E
+// blocks. Nothing is asked for before the wait: which rows depends on the router's ids. The same
+// shared-memory layout and products as the dense form (lathe_ffns_products).
+template <int C>
+__device__ __forceinline__ void lathe_moe_split_body(const uint8_t* gate, const uint8_t* up, const uint8_t* down_slices,
+                                                     int E, int F, const int8_t* x_q, const int* ids, const float* wts,
+                                                     const float* s, long long* s_out, long long* zero,
+                                                     unsigned long long* stamps) {
+  extern __shared__ uint4 lathe_ffns_smem[];
+  unsigned long long* stamp = stamps && threadIdx.x == 0 ? stamps + 8 * blockIdx.x : nullptr;
+  if (stamp) stamp[0] = lathe_globaltimer();
+  const int n_slices = F / 32, k = blockIdx.x / n_slices, j = blockIdx.x % n_slices;
+  const int nb = E / 32;
+  const long long rb = 34LL * nb;
+  uint8_t* wg = reinterpret_cast<uint8_t*>(lathe_ffns_smem);  // ffn_split's layout (s unused)
+  uint8_t* wu = wg + 32 * rb;
+  uint8_t* wd = wu + 32 * rb;
+  float* sf = reinterpret_cast<float*>(wd + 34LL * E + 16);
+  float4* xd = reinterpret_cast<float4*>(sf + E);
+  int8_t* xq1 = reinterpret_cast<int8_t*>(xd + nb);
+  int8_t* xq2 = xq1 + E;
+  float* av = reinterpret_cast<float*>(xq2 + E);
+  int8_t* aq1 = reinterpret_cast<int8_t*>(av + 32);
+  int8_t* aq2 = aq1 + 32;
+  float4* ad = reinterpret_cast<float4*>(aq2 + 32);
+  const unsigned sg = static_cast<unsigned>(__cvta_generic_to_shared(wg));
+  const unsigned su = static_cast<unsigned>(__cvta_generic_to_shared(wu));
+  const unsigned sd = static_cast<unsigned>(__cvta_generic_to_shared(wd));
+  const unsigned sq = static_cast<unsigned>(__cvta_generic_to_shared(xq1));
+  const unsigned sxd = static_cast<unsigned>(__cvta_generic_to_shared(xd));
+  lathe_pdl_entry();
+  if (stamp) stamp[1] = stamp[2] = lathe_globaltimer();
+  const int e = ids[k];
+  const float w = wts[k];
+  {
+    const uint8_t* g0 = gate + (static_cast<long long>(e) * F + 32LL * j) * rb;
+    const uint8_t* u0 = up + (static_cast<long long>(e) * F + 32LL * j) * rb;
+    const uint8_t* d0 = down_slices + 34LL * E * (static_cast<long long>(e) * n_slices + j);
+    const int n_rows16 = static_cast<int>(32 * rb / 16), n_slice16 = 34 * E / 16;
+    // x's form (activations.h: levels [C][E], then a float4 a 32-value block) and the weights.
+    const int n_q16 = C * E / 16, n_d16 = nb;
+    for (int i = threadIdx.x; i < n_q16; i += LATHE_FFNS_THREADS) lathe_ffns_copy16(sq + 16 * i, x_q + 16LL * i);
+    for (int i = threadIdx.x; i < n_d16; i += LATHE_FFNS_THREADS)
+      lathe_ffns_copy16(sxd + 16 * i, x_q + static_cast<long long>(C) * E + 16LL * i);
+    for (int i = threadIdx.x; i < n_rows16; i += LATHE_FFNS_THREADS) {
+      lathe_ffns_copy16(sg + 16 * i, g0 + 16LL * i);
+      lathe_ffns_copy16(su + 16 * i, u0 + 16LL * i);
     }
-    g = lathe_warp_sum(g);
-    u = lathe_warp_sum(u);
-    if (lane == 0) av[j] = lathe_swiglu(g, u);
+    for (int i = threadIdx.x; i < n_slice16; i += LATHE_FFNS_THREADS) lathe_ffns_copy16(sd + 16 * i, d0 + 16LL * i);
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
+  if (blockIdx.x == 0)
+    for (int i = threadIdx.x; i < E; i += LATHE_FFNS_THREADS)
+      atomicAdd(reinterpret_cast<unsigned long long*>(s_out + i), lathe_ffns_fix(s[i]));
+  for (int i = blockIdx.x * LATHE_FFNS_THREADS + threadIdx.x; i < E; i += gridDim.x * LATHE_FFNS_THREADS) zero[i] = 0;
+  if (stamp) stamp[3] = lathe_globaltimer();
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
   __syncthreads();
-  if (stamp) stamp[5] = lathe_globaltimer();
-  if (warp == 0) lathe_quantize_block32(av[lane], lane, C == 2, aq1, aq2, ad);  // a's one 32-value block
-  __syncthreads();
-  if (stamp) stamp[6] = lathe_globaltimer();
-
-  // Down's slice: row r's block times a, its partial added into the sum.
-  const float d1 = ad->x, d2 = ad->y;
-  for (int r = threadIdx.x; r < E; r += LATHE_FFNS_THREADS) {
-    const float p = lathe_ffns_block_dot<C>(sd + 34u * r, aq1, aq2, d1, d2);
-    atomicAdd(reinterpret_cast<unsigned long long*>(s_out + r), lathe_ffns_fix(p));
-  }
+  if (stamp) stamp[4] = lathe_globaltimer();
+  lathe_ffns_products<C>(sg, su, sd, rb, nb, E, xd, xq1, xq2, av, aq1, aq2, ad, w, s_out, stamp);
   if (stamps) {
     __syncthreads();
     if (stamp) stamp[7] = lathe_globaltimer();
@@ -180,3 +266,15 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
 
 LATHE_FFN_SPLIT_KERNEL(1, int8)
 LATHE_FFN_SPLIT_KERNEL(2, int8x2)
+
+// Kernels lathe_moe_split_q8_0_<contract>.
+#define LATHE_MOE_SPLIT_KERNEL(C, CNAME)                                                                       \
+  extern "C" __global__ void __launch_bounds__(LATHE_FFNS_THREADS, 1) lathe_moe_split_q8_0_##CNAME(            \
+      const uint8_t* gate, const uint8_t* up, const uint8_t* down_slices, int E, int F, const int8_t* x_q,     \
+      const int* ids, const float* wts, const float* s, long long* s_out, long long* zero,                    \
+      unsigned long long* stamps) {                                                                           \
+    lathe_moe_split_body<C>(gate, up, down_slices, E, F, x_q, ids, wts, s, s_out, zero, stamps);              \
+  }
+
+LATHE_MOE_SPLIT_KERNEL(1, int8)
+LATHE_MOE_SPLIT_KERNEL(2, int8x2)

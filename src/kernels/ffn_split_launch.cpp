@@ -62,4 +62,48 @@ void ffn_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr dow
                "launching a feed-forward half with down split along its input");
 }
 
+bool moe_split_applies(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, Activations a,
+                       int64_t top_k) {
+  if (a != Activations::int8 && a != Activations::int8x2) return false;
+  for (const WeightMatrix* w : {&gate, &up, &down})
+    if (w->type != GgmlType::Q8_0 || w->n_expert != gate.n_expert) return false;
+  const int64_t e = gate.k, f = gate.n_out;
+  if (up.k != e || up.n_out != f || down.n_out != e || down.k != f) return false;
+  if (top_k < 1 || top_k > gate.n_expert || top_k * (f / 32) > (int64_t{1} << 20)) return false;
+  return e % 256 == 0 && f % 32 == 0 && f > 0 && ffn_split_shared_bytes(e) <= shared_optin_bytes();
+}
+
+std::vector<uint8_t> relay_down_stack_by_slices(const uint8_t* down, size_t bytes, int64_t n_expert, int64_t e,
+                                                int64_t f) {
+  if (n_expert <= 0 || e <= 0 || f <= 0 || f % 32 != 0)
+    fail("relay_down_stack_by_slices: down must be {} x E x F with F a multiple of 32, not E x F = {} x {}", n_expert, e, f);
+  const size_t one = static_cast<size_t>(e * (f / 32) * kQ8Bytes);
+  if (bytes != one * static_cast<size_t>(n_expert))
+    fail("relay_down_stack_by_slices: {} bytes are not {} Q8_0 matrices of {} x {}", bytes, n_expert, e, f);
+  std::vector<uint8_t> out(bytes);
+  for (int64_t x = 0; x < n_expert; ++x) {
+    const std::vector<uint8_t> r = relay_down_by_slices(down + x * one, one, e, f);
+    std::memcpy(out.data() + x * one, r.data(), one);
+  }
+  return out;
+}
+
+void moe_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr down_slices, Activations a, int64_t top_k,
+               const MoeSplit& m, CUstream stream) {
+  WeightMatrix down{GgmlType::Q8_0, down_slices, gate.k, gate.n_out, gate.n_expert};
+  if (!moe_split_applies(gate, up, down, a, top_k))
+    internal_fail("moe_split: the launch does not take {} experts of {} x {} under this contract", gate.n_expert,
+                  gate.n_out, gate.k);
+  LATHE_CHECK(gate.data % 16 == 0 && up.data % 16 == 0 && down_slices % 16 == 0 && m.x_q % 16 == 0);
+  LATHE_CHECK(m.s_out % 8 == 0 && m.zero % 8 == 0 && m.s_out != 0 && m.zero != 0 && m.s != 0 && m.ids && m.wts);
+  CUdeviceptr g = gate.data, u = up.data, d = down_slices, xq = m.x_q, ids = m.ids, wts = m.wts, s = m.s,
+              s_out = m.s_out, zero = m.zero, stamps = m.stamps;
+  int e = static_cast<int>(gate.k), f = static_cast<int>(gate.n_out);
+  const std::string name = std::string("lathe_moe_split_q8_0_") + std::string(activations_name(a));
+  cuda::launch(kernel(name), {static_cast<unsigned>(top_k * (gate.n_out / 32)), 1, 1}, {512, 1, 1},
+               static_cast<unsigned>(ffn_split_shared_bytes(gate.k)), stream,
+               {&g, &u, &d, &e, &f, &xq, &ids, &wts, &s, &s_out, &zero, &stamps},
+               "launching the kept experts' feed-forward halves with down split along its input");
+}
+
 }  // namespace lathe::kernels

@@ -47,4 +47,28 @@ std::vector<uint8_t> relay_down_by_slices(const uint8_t* down, size_t bytes, int
 void ffn_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr down_slices, Activations a,
                const FfnSplit& f, CUstream stream);
 
+// ---- The mixture's form (fusion rule ffn_split on a mixture; ffn_split.cuh's lathe_moe_split_*): for
+// one decode row whose router (the launch before) wrote ids, weights, x's int8 form and the residual
+// sum s, the kept experts' gate/up, SwiGLU and down, down split along its input, every block adding
+// its weighted partial of every output into s_out, block 0 adding fix(s):
+//   s_out += fix(s) + sum over kept slots k and slices j of fix(w_k down_e[:, j] . quant(a_e,j))
+//   zero = 0                          (as FfnSplit: s_out zero before, three or more rotating)
+struct MoeSplit {
+  CUdeviceptr x_q = 0;           // x's form under the contract (activations.h), [E]
+  CUdeviceptr ids = 0, wts = 0;  // int32 [top_k], f32 [top_k]
+  CUdeviceptr s = 0;             // f32 [E]: the residual sum before the mixture
+  CUdeviceptr s_out = 0, zero = 0;  // int64 [E]
+  CUdeviceptr stamps = 0;           // 0, or u64 [top_k * F / 32][8] (ffn_split.cuh), a measurement
+};
+// gate, up: stacks [n_expert][F][E]; down: [n_expert][E][F]; all Q8_0, int8 or int8x2, E % 256 == 0,
+// F % 32 == 0, 1 <= top_k <= n_expert, and a block's rows and slice within shared memory.
+bool moe_split_applies(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, Activations a,
+                       int64_t top_k);
+// A stack of n_expert down matrices [E][F] Q8_0, each re-laid by relay_down_by_slices, one after another.
+std::vector<uint8_t> relay_down_stack_by_slices(const uint8_t* down, size_t bytes, int64_t n_expert, int64_t n_embd,
+                                                int64_t n_ff);
+// down_slices: relay_down_stack_by_slices's bytes on the device (16-byte aligned).
+void moe_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr down_slices, Activations a, int64_t top_k,
+               const MoeSplit& m, CUstream stream);
+
 }  // namespace lathe::kernels

@@ -290,19 +290,19 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
       // launcher checks).
       // XFixed (the _fixed kernels): x is the sum itself in fixed point (int64 in units of 2^-32, the
       // feed-forward launch's sum: ffn_split.cuh), converted by lathe_fix_to_float; y unused.
-      const float4* x4 = reinterpret_cast<const float4*>(nx);
-      const float4* y4 = reinterpret_cast<const float4*>(ny);
-      const longlong2* f2 = reinterpret_cast<const longlong2*>(nx);
+      [[maybe_unused]] const float4* x4 = reinterpret_cast<const float4*>(nx);
+      [[maybe_unused]] const float4* y4 = reinterpret_cast<const float4*>(ny);
+      [[maybe_unused]] const longlong2* f2 = reinterpret_cast<const longlong2*>(nx);
       const int n4 = k >> 2;
       float4 sv[4];
       float ss = 0.0f;
-      auto fixed4 = [](longlong2 lo, longlong2 hi) {
+      [[maybe_unused]] auto fixed4 = [](longlong2 lo, longlong2 hi) {
         return make_float4(lathe_fix_to_float(lo.x), lathe_fix_to_float(lo.y), lathe_fix_to_float(hi.x),
                            lathe_fix_to_float(hi.y));
       };
 #if LATHE_GEMV1_LATE
-      float4 xv[4], yv[4];
-      longlong2 fv[4][2];
+      [[maybe_unused]] float4 xv[4], yv[4];
+      [[maybe_unused]] longlong2 fv[4][2];
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int i = threadIdx.x + j * blockDim.x;

@@ -71,6 +71,9 @@ DeviceModel::DeviceModel(const GgufFile& file, const std::set<std::string>& tens
     weights_[t->name] = std::move(w);
     if (t->dims.size() == 1) host_vectors_[t->name] = std::move(f32);
   }
+  // (the 16 bytes past each weight and the caches' rounding are inside fixed_bytes_'s margin)
+  const size_t taken = device_bytes_ + fixed_bytes_;
+  spare_bytes_ = host_bytes_ == 0 && request.device_free > taken ? request.device_free - taken : 0;
   for (int64_t l = 0; l < caches.n_layer; ++l) {
     for (int kv = 0; kv < 2; ++kv) {
       caches_.emplace_back(caches.bytes_per_cache(), "KV cache");

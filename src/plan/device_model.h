@@ -55,6 +55,11 @@ class DeviceModel {
   size_t host_bytes() const { return host_bytes_; }
   // What residence keeps free on the device besides the weights: caches, step buffers, a margin.
   size_t fixed_bytes() const { return fixed_bytes_; }
+  // The device bytes left beyond the weights and fixed_bytes() within what the model may take (the
+  // card's free memory at load, or the --gpu-memory cap): where a plan may keep constants it derives
+  // at load that are not needed to run (ffn_split's re-laid matrices), so they never push a weight
+  // to host memory. 0 when the weights did not all fit.
+  size_t spare_bytes() const { return spare_bytes_; }
   const std::string& residence() const { return residence_; }  // a line: what lives where
 
  private:
@@ -65,7 +70,7 @@ class DeviceModel {
   std::vector<cuda::PinnedBuffer> pinned_;
   std::vector<cuda::DeviceBuffer> caches_;
   CacheShape cache_shape_;
-  size_t device_bytes_ = 0, host_bytes_ = 0, fixed_bytes_ = 0;
+  size_t device_bytes_ = 0, host_bytes_ = 0, fixed_bytes_ = 0, spare_bytes_ = 0;
   std::string residence_;
 };
 

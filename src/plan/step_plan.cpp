@@ -353,8 +353,8 @@ std::string StepPlan::describe() const {
 size_t StepPlan::estimate_bytes(const graph::Graph& g, const CacheShape& caches) {
   // Each temporary lives from its producer to its last consumer and is placed by that lifetime, as the
   // plan's arena places it; twice its f32 size covers its int8 forms (at most 2.5 bytes a value) and
-  // the groups' small scratch. Attention and mixture scratch are bounded per node; a decode step's
-  // down products of at most 2,048 rows count their re-laid copy (ffn_split).
+  // the groups' small scratch. Attention and mixture scratch are bounded per node. (ffn_split's
+  // re-laid down matrices are not counted: the plan takes them only from the model's spare bytes.)
   std::vector<ArenaRequest> requests;
   int64_t persistent = 0;
   for (const graph::Tensor& t : g.tensors) {
@@ -376,14 +376,6 @@ size_t StepPlan::estimate_bytes(const graph::Graph& g, const CacheShape& caches)
                                             kernels::plan_attention_split(shape, {}, blocks, finest).workspace_bytes));
       if (shape.rows <= caches.n_ctx)  // the flash prefill takes a chunk that fits the cache
         bytes = std::max(bytes, static_cast<int64_t>(kernels::plan_prefill_split(shape, {}, blocks).workspace_bytes));
-    } else if (n.kind == lang::OpKind::product && g.rows == 1 && n.args[0].is_tensor() &&
-               g.tensor(n.args[0].tensor).producer >= 0 &&
-               g.nodes[static_cast<size_t>(g.tensor(n.args[0].tensor).producer)].kind == lang::OpKind::swiglu &&
-               g.tensor(n.output).shape.back() <= 2048) {
-      // A feed-forward's down product that ffn_split may take: its matrix re-laid by slices (Q8_0's
-      // bytes, 34 a 32 values), for as long as the plan lives.
-      persistent += numel(g.tensor(n.args[1].tensor)) / 32 * 34 + 16;
-      continue;
     } else if (n.kind == lang::OpKind::mixture) {
       const graph::Tensor& x = g.tensor(n.args[2].tensor);
       const graph::Tensor& gate = g.tensor(n.find(lang::ModKind::experts)->args[0].tensor);

@@ -9,6 +9,7 @@
 // would zero its own sum): the plan takes none otherwise.
 #include "kernels/ffn_split_launch.h"
 #include "kernels/gemv_multi_launch.h"
+#include "kernels/moe_launch.h"
 #include "plan/step_plan_ops.h"
 #include "runtime/cuda_driver.h"
 
@@ -18,6 +19,7 @@ namespace lathe::plan {
 namespace {
 
 using lang::ModKind;
+using lang::OpKind;
 namespace k = kernels;
 
 bool on_device(const DeviceModel& m, const graph::Tensor& t) { return !m.weight(t.checkpoint_name).pinned_host; }
@@ -25,10 +27,13 @@ bool on_device(const DeviceModel& m, const graph::Tensor& t) { return !m.weight(
 }  // namespace
 
 // Where the launch takes the shapes and formats, its matrices live on the device (it asks for them with
-// cp.async), the feed-forward norm has a weight and no shift, and the next group's merged kernel runs
-// with the norm in its prologue (emit_norm_prologue's choice: the one reader of the fixed-point sum).
-// Not while recording for `lathe emit`: the standalone program would carry the re-laid down matrices as
-// blobs of its source.
+// cp.async; the re-laid copies must also fit in the model's spare bytes: assign_ffn_splits), the
+// feed-forward norm has a weight and no shift, and the next group's merged kernel runs with the norm
+// in its prologue reading the fixed-point sum (merged_fixed_applies: emit_norm_prologue's choice).
+// Not while recording for `lathe emit`: the standalone program would carry the re-laid down matrices
+// as blobs of its source. gd < 0: the feed-forward group is a mixture's [add, norm, mixture], which
+// takes the split launch where its router runs in its own kernel or the product's epilogue and the
+// mixture's measuring knobs (one launch, by slot) are off.
 bool StepPlan::Builder::takes_ffn_split(int gf, int gd, int gn) const {
   if (cuda::recorder()) return false;
   const k::Activations a = o.activations;
@@ -39,14 +44,43 @@ bool StepPlan::Builder::takes_ffn_split(int gf, int gd, int gn) const {
   const graph::Node& next_norm = g.nodes[static_cast<size_t>(next.nodes[1])];
   if (!norm.find(ModKind::weighted_by) || norm.find(ModKind::shifted_by) || next_norm.find(ModKind::shifted_by))
     return false;
+  const std::vector<k::WeightMatrix> ws = norm_group_matrices(next);
+  if (!k::merged_fixed_applies(ws.data(), static_cast<int>(ws.size()), a)) return false;
+  if (gd < 0) {
+    const graph::Node& mix = g.nodes[static_cast<size_t>(ffn.nodes[2])];
+    const graph::Attr* ex = mix.find(ModKind::experts);
+    std::vector<const graph::Tensor*> ts;
+    for (int i = 0; i < 3; ++i) ts.push_back(&g.tensor(ex->args[static_cast<size_t>(i)].tensor));
+    for (const graph::Tensor* t : ts)
+      if (!on_device(m, *t)) return false;
+    const k::WeightMatrix router = weight_of(m, g.tensor(mix.find(ModKind::routed_by)->args[0].tensor));
+    const int64_t top_k = static_cast<int64_t>(mix.args[0].number);
+    if (!moe_kernels_enabled() || moe_by_slot_enabled() ||
+        (moe_one_launch_enabled() && p.fusion_.one_launch_mixtures.count(mix.id)))
+      return false;
+    if (!router_epi_of_mixture.count(gf) && !k::moe_route_norm_applies(router, 1, top_k)) return false;
+    const k::WeightMatrix gw = weight_of(m, *ts[0]), uw = weight_of(m, *ts[1]), dw = weight_of(m, *ts[2]);
+    // (the three kernels' conditions too: emit_mixture's path that runs the router, then the split)
+    if (!k::moe_route_applies(router, 1, top_k) || !k::moe_gate_up_applies(gw, uw, a, top_k) ||
+        !k::moe_down_applies(dw, a, top_k))
+      return false;
+    return k::moe_split_applies(gw, uw, dw, a, top_k) && ws[0].k == dw.n_out;
+  }
   const graph::Node& down = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(gd)].nodes[0])];
   for (int n : {ffn.nodes[2], ffn.nodes[3], down.id})
     if (!on_device(m, g.tensor(g.nodes[static_cast<size_t>(n)].args[1].tensor))) return false;
   const std::vector<k::WeightMatrix> gu = norm_group_matrices(ffn);
   const k::WeightMatrix dw = weight_of(m, g.tensor(down.args[1].tensor));
   if (gu.size() != 2 || !k::ffn_split_applies(gu[0], gu[1], dw, a)) return false;
-  const std::vector<k::WeightMatrix> ws = norm_group_matrices(next);
-  return ws[0].k == dw.n_out && k::merged_fixed_applies(ws.data(), static_cast<int>(ws.size()), a);
+  return ws[0].k == dw.n_out;
+}
+
+// The down matrix (or stack) a taken launch reads re-laid.
+const graph::Tensor& StepPlan::Builder::ffn_split_down(int gf, int gd) const {
+  if (gd >= 0)
+    return g.tensor(g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(gd)].nodes[0])].args[1].tensor);
+  const graph::Node& mix = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(gf)].nodes[2])];
+  return g.tensor(mix.find(ModKind::experts)->args[2].tensor);
 }
 
 void StepPlan::Builder::assign_ffn_splits() {
@@ -54,29 +88,41 @@ void StepPlan::Builder::assign_ffn_splits() {
     int gf, gd, gn;
   };
   std::vector<Found> found;
-  for (const auto& [down, add] : p.fusion_.ffn_splits) {  // in graph order
-    const int gd = p.fusion_.group_of[static_cast<size_t>(down)], gn = p.fusion_.group_of[static_cast<size_t>(add)];
-    if (takes_ffn_split(gd - 1, gd, gn)) found.push_back({gd - 1, gd, gn});
+  for (const auto& [last, add] : p.fusion_.ffn_splits) {  // in graph order
+    const int gl = p.fusion_.group_of[static_cast<size_t>(last)], gn = p.fusion_.group_of[static_cast<size_t>(add)];
+    const bool mixture = g.nodes[static_cast<size_t>(last)].kind == OpKind::mixture;
+    const Found f = mixture ? Found{gl, -1, gn} : Found{gl - 1, gl, gn};
+    if (takes_ffn_split(f.gf, f.gd, f.gn)) found.push_back(f);
   }
   if (found.size() < 2) return;  // one launch a step would zero its own sum (above)
-  const graph::Node& first_down = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(found[0].gd)].nodes[0])];
-  ffn_split_embd = weight_of(m, g.tensor(first_down.args[1].tensor)).n_out;
+  // The re-laid copies only from the model's spare bytes (never pushing a weight to host memory).
+  size_t relaid = 0;
+  for (const Found& f : found) relaid += m.host_bytes(ffn_split_down(f.gf, f.gd).checkpoint_name).size() + 16;
+  if (relaid > m.spare_bytes()) return;
+  ffn_split_embd = weight_of(m, ffn_split_down(found[0].gf, found[0].gd)).n_out;
   p.ffn_sums_ = cuda::DeviceBuffer(found.size() * static_cast<size_t>(ffn_split_embd) * 8, "feed-forward sums");
   p.ffn_sums_.zero();
   for (size_t i = 0; i < found.size(); ++i) {
     const Found& f = found[i];
-    const graph::Node& down = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(f.gd)].nodes[0])];
-    const graph::Tensor& dt = g.tensor(down.args[1].tensor);
+    const graph::Tensor& dt = ffn_split_down(f.gf, f.gd);
     const k::WeightMatrix dw = weight_of(m, dt);
     if (dw.n_out != ffn_split_embd) internal_fail("ffn_split: down matrices of {} and {} rows", ffn_split_embd, dw.n_out);
     const std::span<const uint8_t> bytes = m.host_bytes(dt.checkpoint_name);
-    const std::vector<uint8_t> slices = k::relay_down_by_slices(bytes.data(), bytes.size(), dw.n_out, dw.k);
+    const std::vector<uint8_t> slices =
+        f.gd >= 0 ? k::relay_down_by_slices(bytes.data(), bytes.size(), dw.n_out, dw.k)
+                  : k::relay_down_stack_by_slices(bytes.data(), bytes.size(), dw.n_expert, dw.n_out, dw.k);
     p.ffn_down_slices_.emplace_back(slices.size() + 16, "down matrix by slices");
     p.ffn_down_slices_.back().upload(slices.data(), slices.size());
     ffn_split_of_ffn[f.gf] = {f.gd, f.gn, static_cast<int>(i)};
     ffn_sum_of_norm[f.gn] = static_cast<int>(i);
-    ffn_split_downs.insert(f.gd);
+    if (f.gd >= 0) ffn_split_downs.insert(f.gd);
   }
+}
+
+// Where sum i of the taken launches lies, and the one launch i zeroes.
+CUdeviceptr StepPlan::Builder::ffn_sum(int i) const {
+  const int64_t n = static_cast<int64_t>(p.ffn_down_slices_.size());
+  return p.ffn_sums_.ptr() + static_cast<CUdeviceptr>(8 * ffn_split_embd * (i % n));
 }
 
 // The feed-forward group's launch: its sum (the residual and the attention's output), norm, gate/up and
@@ -90,15 +136,14 @@ void StepPlan::Builder::emit_ffn_split(int gf) {
   const std::vector<k::WeightMatrix> gu = norm_group_matrices(grp);
   const k::WeightMatrix dw = weight_of(m, g.tensor(down.args[1].tensor));
   const graph::Attr* ea = norm.find(ModKind::epsilon);
-  const int64_t n_sums = static_cast<int64_t>(p.ffn_down_slices_.size());
-  const CUdeviceptr sums = p.ffn_sums_.ptr(), slices = p.ffn_down_slices_.at(static_cast<size_t>(t.sum)).ptr();
+  const CUdeviceptr slices = p.ffn_down_slices_.at(static_cast<size_t>(t.sum)).ptr();
   k::FfnSplit f;
   f.x = ptr(sum_node.args[0].tensor);
   f.y = ptr(sum_node.args[1].tensor);
   f.norm_w = ptr(norm.find(ModKind::weighted_by)->args[0].tensor);
   f.eps = static_cast<float>(ea ? ea->args.at(0).number : 1e-6);
-  f.s_out = sums + static_cast<CUdeviceptr>(8 * ffn_split_embd * t.sum);
-  f.zero = sums + static_cast<CUdeviceptr>(8 * ffn_split_embd * ((t.sum + 1) % n_sums));
+  f.s_out = ffn_sum(t.sum);
+  f.zero = ffn_sum(t.sum + 1);
   const k::Activations a = o.activations;
   add(fmt::format("feed-forward in one launch {} gate, up [{} x {}] and down [{} x {}] by slices {}, the next sum "
                   "in fixed point",

@@ -23,6 +23,7 @@ kernels::WeightMatrix weight_of(const DeviceModel& m, const graph::Tensor& t);  
 std::string base_name(const std::string& ssa);
 bool moe_kernels_enabled();     // the mixture's decode kernels (LATHE_MOE_KERNELS=0: off)
 bool moe_one_launch_enabled();  // mixture_one_launch honoured (LATHE_MOE_ONE_LAUNCH=1)
+bool moe_by_slot_enabled();    // experts_by_slot honoured (LATHE_MOE_BY_SLOT=1)
 // LATHE_EPILOGUE_SKIP=attention,swiglu,moe (a measuring knob): those producers leave quantize_epilogue's
 // int8 form to the product that reads it.
 bool epilogue_skipped(std::string_view kind);
@@ -115,7 +116,7 @@ struct StepPlan::Builder {
   // group and forms the next norm group's sum in fixed point (decided once, in assign_storage), and
   // that launch.
   struct FfnSplitTaken {
-    int down_group = -1, next_group = -1;
+    int down_group = -1, next_group = -1;  // down_group -1: a mixture's group (its launch: moe_split)
     int sum = 0;  // the fixed-point sum it adds into: ffn_sums_'s slot
   };
   bool takes_ffn_split(int ffn_group, int down_group, int next_group) const;
@@ -125,6 +126,8 @@ struct StepPlan::Builder {
   std::set<int> ffn_split_downs;                  // down groups whose product the launch before ran
   int64_t ffn_split_embd = 0;                     // n_embd of every taken launch (the sums' length)
   void emit_ffn_split(int ffn_group);
+  const graph::Tensor& ffn_split_down(int ffn_group, int down_group) const;
+  CUdeviceptr ffn_sum(int i) const;  // fixed-point sum i (mod their count)
   bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores
   void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);
   [[noreturn]] void no_kernel(const graph::Node& n, const std::string& why) const;

@@ -1,6 +1,7 @@
 // The products of a step: one GEMV, GEMM or matmul per product, the merged decode products
 // (merged_products, gate_up_swiglu), and the mixture of experts.
 #include "kernels/elementwise_launch.h"
+#include "kernels/ffn_split_launch.h"
 #include "kernels/gemm_f16_launch.h"
 #include "kernels/gemm_launch.h"
 #include "kernels/gemm_wgmma_launch.h"
@@ -337,7 +338,7 @@ void StepPlan::Builder::emit_norm_prologue(int gi) {
   if (fixed != ffn_sum_of_norm.end()) {
     // ffn_split: the feed-forward launch before formed the sum in fixed point (takes_ffn_split checked
     // that the merged kernel below runs).
-    np.x = p.ffn_sums_.ptr() + static_cast<CUdeviceptr>(8 * ffn_split_embd * fixed->second);
+    np.x = ffn_sum(fixed->second);
     np.y = 0;
     np.x_fixed = true;
   }
@@ -435,7 +436,27 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
   const bool by_slot = three && moe_by_slot_enabled() && p.fusion_.by_slot_mixtures.count(n.id) > 0 &&
                        k::moe_experts_by_slot_applies(gate, up, down, a, rows, top_k);
   const CUdeviceptr slot_parts = by_slot ? scratch_ptr(gi, 7) : 0, slot_counts = p.moe_slot_counts_.ptr();
+  // ffn_split: the kept experts' halves in one launch, down split along its input, into the next sum.
+  const auto split_taken = ffn_split_of_ffn.find(gi);
+  k::MoeSplit ms;
+  CUdeviceptr split_slices = 0;
+  if (split_taken != ffn_split_of_ffn.end()) {
+    ms.x_q = q;
+    ms.ids = ids;
+    ms.wts = wts;
+    ms.s = ptr(g.nodes[static_cast<size_t>(grp.nodes[0])].output);
+    ms.s_out = ffn_sum(split_taken->second.sum);
+    ms.zero = ffn_sum(split_taken->second.sum + 1);
+    split_slices = p.ffn_down_slices_.at(static_cast<size_t>(split_taken->second.sum)).ptr();
+  }
+  const bool split = split_slices != 0;
+  if (split && !three) internal_fail("ffn_split: the mixture's kernels do not take its shapes");
+  const std::string split_note = split ? ", the experts in one launch, down split along its input (the next sum in fixed point)" : "";
   auto experts = [=](CUstream s) {
+    if (split) {
+      k::moe_split(gate, up, split_slices, a, top_k, ms, s);
+      return;
+    }
     if (by_slot) {
       k::moe_experts_by_slot(gate, up, down, a, q, ids, wts, top_k, gbuf, slot_parts, slot_counts, out, s);
       return;
@@ -446,8 +467,9 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
   if (norm_prologue && router_epi_of_mixture.count(gi)) {
     // router_epilogue: the product's launch before wrote the sum, ids, weights and x's int8 form.
     const graph::Node& sum_node = g.nodes[static_cast<size_t>(grp.nodes[0])];
-    add(fmt::format("mixture's experts in two kernels (the router in the product's epilogue), {} of {} experts {} "
-                    "[{} x {}] ff {}", top_k, n_expert, ggml_type_name(gate.type), rows, embd, ff), sum_node,
+    add(fmt::format("mixture's experts in {} (the router in the product's epilogue), {} of {} experts {} "
+                    "[{} x {}] ff {}{}", split ? "one kernel" : "two kernels", top_k, n_expert,
+                    ggml_type_name(gate.type), rows, embd, ff, split_note), sum_node,
         experts);
     return;
   }
@@ -463,8 +485,9 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
       return;
     }
     if (three && k::moe_route_norm_applies(router, rows, top_k)) {
-      add(fmt::format("mixture in three kernels with the norm in the router's prologue, {} of {} experts {} [{} x {}] "
-                      "ff {}", top_k, n_expert, ggml_type_name(gate.type), rows, embd, ff), sum_node, [=](CUstream s) {
+      add(fmt::format("mixture in {} kernels with the norm in the router's prologue, {} of {} experts {} [{} x {}] "
+                      "ff {}{}", split ? "two" : "three", top_k, n_expert, ggml_type_name(gate.type), rows, embd, ff,
+                      split_note), sum_node, [=](CUstream s) {
         k::moe_route(router, xp, rows, top_k, renorm, ids, wts, k::QuantizedOut{q, a}, s, logits, &np,
                      use_wide ? &wide : nullptr);
         experts(s);
