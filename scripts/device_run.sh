@@ -600,6 +600,10 @@
 #           then qwen3-0.6b Q8_0 once more each way
 #   ff3     tg128 before (build-dev/old: main at 84010e6, the session's start) and after ffn_split,
 #           alternated three times: qwen3-0.6b, qwen3-8b Q8_0 and Q4_K_M, qwen3-30b-a3b Q8_0
+#   ms1     the mixture's split launch (moe_split): the split launches' GPU tests (the mixture's
+#           against its f64 reference), the lane's (qwen3moe-tiny held back and against the
+#           interpreter) and the mixture's kernels', `lathe check` of qwen3-30b-a3b Q8_0 with it and
+#           held back, tg128 of the 30B with it and held back alternated twice, the 0.6B once
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1875,6 +1879,18 @@ for part in "$@"; do
         f=$(synth $m); echo "== $m old: $(tg_old $f)"; echo "== $m new: $(tg_short $f)"
       done
     done ;;
+  ms1)  # the mixture's split launch (see the list above)
+    gpu_tests test_ffn_split_gpu test_gpu_lane_gpu test_moe_gpu
+    timeout 150 $C/test_ffn_split_gpu --gtest_filter='*Mixture*' 2>&1 | grep -E "^moe_split|^  "
+    timeout 150 $C/test_gpu_lane_gpu --gtest_filter='*FfnSplit*' 2>&1 | grep -E "^\[ lane \]"
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check 30b"; timeout 150 $L check $f --steps 16 2>&1 | tail -2
+    echo "== check 30b held"; timeout 150 $L check $f --steps 16 --hold ffn_split 2>&1 | tail -2
+    for rep in 1 2; do
+      echo "== tg128 30b ffn_split"; tg_short $f
+      echo "== tg128 30b held"; tg_short $f --hold ffn_split
+    done
+    echo "== tg128 0.6b"; tg_short $(synth qwen3-0.6b q8_0) ;;
   fin34)  # the lane after this session's library (see the list above)
     gpu_tests test_gpu_lane_gpu test_gemv_multi_gpu
     f=$(synth qwen3-0.6b q8_0); echo "== check qwen3-0.6b q8_0"; timeout 100 $L check $f --steps 16 2>&1 | tail -2

@@ -10,7 +10,8 @@
 //   [add, norm, mixture]  (a norm_prologue group)   then   [add, norm, q, k, v]
 // where the next add sums the first sum and the mixture's result: one launch runs the kept experts'
 // gate/up, SwiGLU and down (each down split the same way, weighted) after the router (ffn_split_launch.h's
-// moe_split), and the mixture node is marked. The GPU lane honours
+// moe_split), and the mixture node is marked (the lane takes that form only under LATHE_MOE_SPLIT=1:
+// slower so far). The GPU lane honours
 // the mark where its kernel takes the shapes (Q8_0, int8 or int8x2, n_embd within shared memory) and
 // runs the two launches otherwise; held back (or with norm_prologue held), always those. Numerics: the
 // sum rounded to 2^-32 (docs/numerics.md).

@@ -32,8 +32,9 @@ bool on_device(const DeviceModel& m, const graph::Tensor& t) { return !m.weight(
 // in its prologue reading the fixed-point sum (merged_fixed_applies: emit_norm_prologue's choice).
 // Not while recording for `lathe emit`: the standalone program would carry the re-laid down matrices
 // as blobs of its source. gd < 0: the feed-forward group is a mixture's [add, norm, mixture], which
-// takes the split launch where its router runs in its own kernel or the product's epilogue and the
-// mixture's measuring knobs (one launch, by slot) are off.
+// takes the split launch only under LATHE_MOE_SPLIT=1 (slower so far: qwen3-30b-a3b Q8_0 tg128 442
+// against 491 held back, docs/perf.md, thirty-fifth session), where its router runs in its own kernel
+// or the product's epilogue and the mixture's other measuring knobs (one launch, by slot) are off.
 bool StepPlan::Builder::takes_ffn_split(int gf, int gd, int gn) const {
   if (cuda::recorder()) return false;
   const k::Activations a = o.activations;
@@ -55,7 +56,7 @@ bool StepPlan::Builder::takes_ffn_split(int gf, int gd, int gn) const {
       if (!on_device(m, *t)) return false;
     const k::WeightMatrix router = weight_of(m, g.tensor(mix.find(ModKind::routed_by)->args[0].tensor));
     const int64_t top_k = static_cast<int64_t>(mix.args[0].number);
-    if (!moe_kernels_enabled() || moe_by_slot_enabled() ||
+    if (!moe_split_enabled() || !moe_kernels_enabled() || moe_by_slot_enabled() ||
         (moe_one_launch_enabled() && p.fusion_.one_launch_mixtures.count(mix.id)))
       return false;
     if (!router_epi_of_mixture.count(gf) && !k::moe_route_norm_applies(router, 1, top_k)) return false;

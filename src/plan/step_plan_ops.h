@@ -24,6 +24,7 @@ std::string base_name(const std::string& ssa);
 bool moe_kernels_enabled();     // the mixture's decode kernels (LATHE_MOE_KERNELS=0: off)
 bool moe_one_launch_enabled();  // mixture_one_launch honoured (LATHE_MOE_ONE_LAUNCH=1)
 bool moe_by_slot_enabled();    // experts_by_slot honoured (LATHE_MOE_BY_SLOT=1)
+bool moe_split_enabled();      // ffn_split honoured on a mixture (LATHE_MOE_SPLIT=1: slower so far)
 // LATHE_EPILOGUE_SKIP=attention,swiglu,moe (a measuring knob): those producers leave quantize_epilogue's
 // int8 form to the product that reads it.
 bool epilogue_skipped(std::string_view kind);

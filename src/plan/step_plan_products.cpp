@@ -60,6 +60,12 @@ bool moe_by_slot_enabled() {
   return on;
 }
 
+// Read at each call (the tests set it around one engine).
+bool moe_split_enabled() {
+  const char* v = std::getenv("LATHE_MOE_SPLIT");
+  return v && std::string(v) == "1";
+}
+
 int64_t gemv_quantized_bytes(int64_t rows, int64_t k, kernels::Activations a) {
   return rows > kGemvRows ? 0 : kernels::quantized_activation_bytes(rows, k, a);
 }
