@@ -74,6 +74,7 @@ struct Case {
   int64_t e, f;
   Activations a;
   bool with_y;
+  bool levels = false;  // gate, up and the slices in the levels layout (the _lv kernels)
 };
 
 TEST(FfnSplitGpu, MatchesTheReferenceAndRepeatsItsBits) {
@@ -86,14 +87,20 @@ TEST(FfnSplitGpu, MatchesTheReferenceAndRepeatsItsBits) {
       {2048, 768, Activations::int8x2, true},    // qwen3-30b-a3b's n_embd, one expert's width
       {256, 96, Activations::int8x2, false},     // three blocks
       {512, 1024, Activations::int8, false},
+      {1024, 3072, Activations::int8x2, true, true},  // the levels layout (LATHE_FFN_SPLIT_LEVELS=1)
+      {2048, 768, Activations::int8, true, true},
+      {256, 96, Activations::int8x2, false, true},
   };
   std::printf("ffn_split: |s_out - reference| / max |down a| (bound int8x2 %.0e, int8 %.0e)\n", 2e-4, 3e-2);
   for (const Case& c : cases) {
     const int64_t e = c.e, f = c.f;
     const std::vector<uint8_t> gate = random_matrix(GgmlType::Q8_0, f, e, rng), up = random_matrix(GgmlType::Q8_0, f, e, rng),
                                down = random_matrix(GgmlType::Q8_0, e, f, rng);
-    const DeviceBuffer gd = upload(gate), ud = upload(up),
-                       sd = upload(relay_down_by_slices(down.data(), down.size(), e, f));
+    const std::vector<uint8_t> slices = relay_down_by_slices(down.data(), down.size(), e, f);
+    const int64_t group = 32 * (e / 32);  // a 32-row group of gate or up, in blocks
+    const DeviceBuffer gd = upload(c.levels ? relay_q8_0_levels(gate.data(), gate.size(), group) : gate),
+                       ud = upload(c.levels ? relay_q8_0_levels(up.data(), up.size(), group) : up),
+                       sd = upload(c.levels ? relay_q8_0_levels(slices.data(), slices.size(), e) : slices);
     const WeightMatrix gw{GgmlType::Q8_0, gd.ptr(), f, e}, uw{GgmlType::Q8_0, ud.ptr(), f, e},
         dw{GgmlType::Q8_0, 0, e, f};
     ASSERT_TRUE(ffn_split_applies(gw, uw, dw, c.a)) << e << " x " << f;
@@ -113,6 +120,7 @@ TEST(FfnSplitGpu, MatchesTheReferenceAndRepeatsItsBits) {
       fs.norm_w = wd.ptr();
       fs.s_out = sum1;
       fs.zero = sum2;
+      fs.levels = c.levels;
       ffn_split(gw, uw, sd.ptr(), c.a, fs, s.handle());
       s.synchronize();
       const std::vector<long long> all = download<long long>(sums, static_cast<size_t>(3 * e));
@@ -127,8 +135,8 @@ TEST(FfnSplitGpu, MatchesTheReferenceAndRepeatsItsBits) {
     double worst = 0.0;
     for (int64_t i = 0; i < e; ++i) worst = std::max(worst, std::fabs(first[i] / kFix - r.out[i]));
     const double bound = c.a == Activations::int8x2 ? 2e-4 : 3e-2;
-    std::printf("  %5lld x %5lld %-7s %s  %.2e\n", static_cast<long long>(e), static_cast<long long>(f),
-                activations_name(c.a).data(), c.with_y ? "x + y " : "x     ", worst / r.scale);
+    std::printf("  %5lld x %5lld %-7s %s%s  %.2e\n", static_cast<long long>(e), static_cast<long long>(f),
+                activations_name(c.a).data(), c.with_y ? "x + y " : "x     ", c.levels ? " levels" : "", worst / r.scale);
     EXPECT_LE(worst, bound * r.scale) << e << " x " << f;
 
     // Chained: s_in the sum just made, into the next sum; the one after it zeroed.
@@ -137,6 +145,7 @@ TEST(FfnSplitGpu, MatchesTheReferenceAndRepeatsItsBits) {
     next.norm_w = wd.ptr();
     next.s_out = sum2;
     next.zero = sum0;
+    next.levels = c.levels;
     ffn_split(gw, uw, sd.ptr(), c.a, next, s.handle());
     s.synchronize();
     const std::vector<long long> all = download<long long>(sums, static_cast<size_t>(3 * e));
@@ -270,7 +279,7 @@ TEST(FfnSplitGpu, TimingAtQwen3_0_6bShapes) {
   constexpr int64_t e = 1024, f = 3072;
   constexpr int copies = 30;  // ~300 MB of weights, past the 60 MB L2; a multiple of the 3 sums
   struct Layer {
-    DeviceBuffer g, u, d, ds;
+    DeviceBuffer g, u, d, ds, gl, ul, dsl;  // gl, ul, dsl: the levels layout
     WeightMatrix gw, uw, dw;
   };
   std::vector<Layer> layers(copies);
@@ -279,10 +288,17 @@ TEST(FfnSplitGpu, TimingAtQwen3_0_6bShapes) {
     l.g = upload(random_matrix(GgmlType::Q8_0, f, e, rng));
     l.u = upload(random_matrix(GgmlType::Q8_0, f, e, rng));
     l.d = upload(down);
-    l.ds = upload(relay_down_by_slices(down.data(), down.size(), e, f));
+    const std::vector<uint8_t> slices = relay_down_by_slices(down.data(), down.size(), e, f);
+    l.ds = upload(slices);
+    l.dsl = upload(relay_q8_0_levels(slices.data(), slices.size(), e));
     l.gw = WeightMatrix{GgmlType::Q8_0, l.g.ptr(), f, e};
     l.uw = WeightMatrix{GgmlType::Q8_0, l.u.ptr(), f, e};
     l.dw = WeightMatrix{GgmlType::Q8_0, l.d.ptr(), e, f};
+    std::vector<uint8_t> host(static_cast<size_t>(f * (e / 32) * 34));
+    for (auto [from, to] : {std::pair{&l.g, &l.gl}, std::pair{&l.u, &l.ul}}) {
+      from->download(host.data(), host.size());
+      *to = upload(relay_q8_0_levels(host.data(), host.size(), 32 * (e / 32)));
+    }
   }
   const DeviceBuffer wd = upload(random_values(e, rng));
   DeviceBuffer r0 = upload(random_values(e, rng)), r1(e * 4), yo = upload(random_values(e, rng)), act(f * 4),
@@ -301,8 +317,9 @@ TEST(FfnSplitGpu, TimingAtQwen3_0_6bShapes) {
     ASSERT_TRUE(gemv_quantizing_row(layers[i].dw, a, act.ptr(), dout.ptr(), s.handle()));
   });
   // Layer i of the split chain: the first from x + y, the others from the sum before; three sums rotate.
-  auto split_layer = [&](int i, CUdeviceptr stamps) {
+  auto split_layer = [&](int i, CUdeviceptr stamps, bool levels = false) {
     FfnSplit fs;
+    fs.levels = levels;
     if (i == 0) {
       fs.x = r0.ptr();
       fs.y = yo.ptr();
@@ -313,12 +330,18 @@ TEST(FfnSplitGpu, TimingAtQwen3_0_6bShapes) {
     fs.s_out = sums.ptr() + 8 * e * ((i + 1) % 3);
     fs.zero = sums.ptr() + 8 * e * ((i + 2) % 3);
     fs.stamps = stamps;
-    ffn_split(layers[i].gw, layers[i].uw, layers[i].ds.ptr(), a, fs, s.handle());
+    WeightMatrix gw = layers[i].gw, uw = layers[i].uw;
+    if (levels) {
+      gw.data = layers[i].gl.ptr();
+      uw.data = layers[i].ul.ptr();
+    }
+    ffn_split(gw, uw, levels ? layers[i].dsl.ptr() : layers[i].ds.ptr(), a, fs, s.handle());
   };
   const double split = graph_median_us(s, copies, [&](int i) { split_layer(i, 0); });
+  const double split_lv = graph_median_us(s, copies, [&](int i) { split_layer(i, 0, true); });
   std::printf("qwen3-0.6b feed-forward half (%lld x %lld, int8x2), a layer in a graph of %d: two launches %.2f us, "
-              "one launch split %.2f us\n",
-              static_cast<long long>(e), static_cast<long long>(f), copies, lane, split);
+              "one launch split %.2f us, in the levels layout %.2f us\n",
+              static_cast<long long>(e), static_cast<long long>(f), copies, lane, split, split_lv);
 
   // The split launch's phases (its stamps, the last replay of a graph like the one above): medians
   // over layers 1.. and their blocks, us.

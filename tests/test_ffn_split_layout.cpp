@@ -63,5 +63,29 @@ TEST(FfnSplitLayout, EveryExpertOfAStackLandsInItsOwnSlices) {
   }
 }
 
+// The levels layout: each group's first 16 levels of every block, then their last 16, then the
+// scales, the same bytes a group; a size that is not whole groups is refused.
+TEST(FfnSplitLayout, LevelsLayoutKeepsEveryByteOfItsGroup) {
+  const int64_t group = 3, groups = 2;
+  std::vector<uint8_t> blocks(static_cast<size_t>(groups * group * 34));
+  for (size_t i = 0; i < blocks.size(); ++i) blocks[i] = static_cast<uint8_t>(i * 11 + 5);
+  const std::vector<uint8_t> out = relay_q8_0_levels(blocks.data(), blocks.size(), group);
+  ASSERT_EQ(out.size(), blocks.size());
+  for (int64_t gi = 0; gi < groups; ++gi)
+    for (int64_t i = 0; i < group; ++i) {
+      const uint8_t* b = blocks.data() + (gi * group + i) * 34;
+      const uint8_t* o = out.data() + gi * group * 34;
+      EXPECT_EQ(std::memcmp(o + 16 * i, b + 2, 16), 0) << "group " << gi << " block " << i << ": first levels";
+      EXPECT_EQ(std::memcmp(o + 16 * (group + i), b + 18, 16), 0) << "group " << gi << " block " << i << ": last levels";
+      EXPECT_EQ(std::memcmp(o + 32 * group + 2 * i, b, 2), 0) << "group " << gi << " block " << i << ": scale";
+    }
+  try {
+    relay_q8_0_levels(blocks.data(), blocks.size() - 34, 4);
+    FAIL() << "a part of a group was taken";
+  } catch (const UserError& err) {
+    EXPECT_NE(std::string(err.what()).find("groups of 4 Q8_0 blocks"), std::string::npos) << err.what();
+  }
+}
+
 }  // namespace
 }  // namespace lathe::kernels

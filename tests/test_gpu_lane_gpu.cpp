@@ -239,7 +239,9 @@ TEST(GpuLaneFfnSplit, AgreesWithHeldBackAndInterpreter) {
     const GgufFile f = synthetic(shape, "ffn-split-" + shape, 4);
     const bool moe = shape == "qwen3moe-tiny";
     // The mixture's form only under LATHE_MOE_SPLIT=1 (slower in the 30B's step so far).
-    if (moe) ASSERT_EQ(setenv("LATHE_MOE_SPLIT", "1", 1), 0);
+    if (moe) {
+      ASSERT_EQ(setenv("LATHE_MOE_SPLIT", "1", 1), 0);
+    }
     const char* marker = moe ? "down split along its input (the next sum in fixed point)" : "feed-forward in one launch";
     const AgainstHeld r = against_held(f, "ffn_split");
     std::printf("[ lane ] %-14s feed-forward in one launch: vs held back %.2e, vs interpreter %.2e\n", shape.c_str(),
@@ -251,6 +253,16 @@ TEST(GpuLaneFfnSplit, AgreesWithHeldBackAndInterpreter) {
     EXPECT_EQ(r.held_plan.find(marker), std::string::npos) << r.held_plan;
     EXPECT_LT(r.vs_held, 2.5e-4);  // gate/up summed in another order (a's levels), down's partials by slices
     EXPECT_LT(r.vs_cpu, 2e-3);
+    if (!moe) {  // the levels layout (LATHE_FFN_SPLIT_LEVELS=1): the same launches, other reads
+      ASSERT_EQ(setenv("LATHE_FFN_SPLIT_LEVELS", "1", 1), 0);
+      const AgainstHeld lv = against_held(f, "ffn_split");
+      unsetenv("LATHE_FFN_SPLIT_LEVELS");
+      std::printf("[ lane ] %-14s feed-forward in one launch, levels layout: vs held back %.2e, vs interpreter %.2e\n",
+                  shape.c_str(), lv.vs_held, lv.vs_cpu);
+      EXPECT_NE(lv.plan.find("by slices (the levels layout)"), std::string::npos) << lv.plan;
+      EXPECT_LT(lv.vs_held, 2.5e-4);
+      EXPECT_LT(lv.vs_cpu, 2e-3);
+    }
     if (moe) {
       unsetenv("LATHE_MOE_SPLIT");
       GpuEngineOptions go;

@@ -17,7 +17,10 @@
 // (ffn_split_launch.h's relay_down_by_slices): slice b is E consecutive Q8_0 blocks, block r holding
 // down[r][32 b .. 32 b + 31]. The block's 32 gate rows, 32 up rows and its slice are asked for (cp.async,
 // 16 bytes a request) before the wait for the launch before: they are constants, so their reads overlap
-// that launch's tail; all of them stay in shared memory (the launcher takes E where they fit).
+// that launch's tail; all of them stay in shared memory (the launcher takes E where they fit). The _lv
+// kernels read gate, up and the slices in the levels layout instead (ffn_split_launch.h's
+// relay_q8_0_levels over each 32-row group of gate and up and over each slice: the same bytes a
+// group, so the same copies), which lathe_ffns_block_dot_lv reads without bank conflicts.
 // Launch: grid (F / 32), 512 threads, ffn_split_shared_bytes(E) of dynamic shared memory; E % 256 == 0.
 // stamps (0, or [gridDim.x][8] globaltimer readings by thread 0, a measurement): entry, the weights
 // asked for, the wait returned, s and its norm, h's levels and the weights landed, the SwiGLU values,
@@ -66,6 +69,29 @@ __device__ __forceinline__ float lathe_ffns_block_dot(unsigned p, const int8_t* 
   return d * v;
 }
 
+// The levels layout (Lv; ffn_split_launch.h's relay_q8_0_levels): a group of n Q8_0 blocks held as
+// their first 16 levels [n][16], their last 16 [n][16], then their scales [n] (f16): block i of the
+// group at shared address p times 32 values of x, as lathe_ffns_block_dot. A warp's lanes reading
+// consecutive blocks read consecutive 16-byte words (no bank conflicts: two 16-byte loads a block
+// where the packed form takes nine 4-byte loads at a 34-byte stride, two lanes a bank).
+template <int C>
+__device__ __forceinline__ float lathe_ffns_block_dot_lv(unsigned p, int n, int i, const int8_t* q1, const int8_t* q2,
+                                                         float d1, float d2) {
+  uint32_t w[8];
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "r"(p + 16u * i));
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(w[4]), "=r"(w[5]), "=r"(w[6]), "=r"(w[7])
+               : "r"(p + 16u * (n + i)));
+  unsigned short dh;
+  asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(dh) : "r"(p + 32u * n + 2u * i));
+  const float d = __half2float(__ushort_as_half(dh));
+  float v = d1 * static_cast<float>(lathe_ffns_dot32(w, q1));
+  if (C == 2) v = fmaf(d2, static_cast<float>(lathe_ffns_dot32(w, q2)), v);
+  return d * v;
+}
+
 // fix(v): v in units of 2^-32 as an int64 (the header's clamp).
 __device__ __forceinline__ unsigned long long lathe_ffns_fix(float v) {
   const double f = fmin(fmax(static_cast<double>(v) * 0x1p32, -0x1p62), 0x1p62);
@@ -75,7 +101,7 @@ __device__ __forceinline__ unsigned long long lathe_ffns_fix(float v) {
 // From the weights and h's levels in shared memory on (the caller waited for them and synced): the
 // block's 32 gate/up pairs, their SwiGLU values a, a's levels, and down's slice times a, each row's
 // partial times wscale added into s_out in fixed point.
-template <int C>
+template <int C, bool Lv>
 __device__ __forceinline__ void lathe_ffns_products(unsigned sg, unsigned su, unsigned sd, long long rb, int nb, int E,
                                                     const float4* xd, const int8_t* xq1, const int8_t* xq2, float* av,
                                                     int8_t* aq1, int8_t* aq2, float4* ad, float wscale,
@@ -86,8 +112,13 @@ __device__ __forceinline__ void lathe_ffns_products(unsigned sg, unsigned su, un
     float g = 0.0f, u = 0.0f;
     for (int k = lane; k < nb; k += 32) {
       const float4 d = xd[k];
-      g += lathe_ffns_block_dot<C>(sg + static_cast<unsigned>(j * rb + 34 * k), xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
-      u += lathe_ffns_block_dot<C>(su + static_cast<unsigned>(j * rb + 34 * k), xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
+      if constexpr (Lv) {  // the group's 32 rows' blocks, row after row
+        g += lathe_ffns_block_dot_lv<C>(sg, 32 * nb, j * nb + k, xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
+        u += lathe_ffns_block_dot_lv<C>(su, 32 * nb, j * nb + k, xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
+      } else {
+        g += lathe_ffns_block_dot<C>(sg + static_cast<unsigned>(j * rb + 34 * k), xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
+        u += lathe_ffns_block_dot<C>(su + static_cast<unsigned>(j * rb + 34 * k), xq1 + 32 * k, xq2 + 32 * k, d.x, d.y);
+      }
     }
     g = lathe_warp_sum(g);
     u = lathe_warp_sum(u);
@@ -102,12 +133,13 @@ __device__ __forceinline__ void lathe_ffns_products(unsigned sg, unsigned su, un
   // Down's slice: row r's block times a, its partial added into the sum.
   const float d1 = ad->x, d2 = ad->y;
   for (int r = threadIdx.x; r < E; r += LATHE_FFNS_THREADS) {
-    const float p = lathe_ffns_block_dot<C>(sd + 34u * r, aq1, aq2, d1, d2);
+    const float p = Lv ? lathe_ffns_block_dot_lv<C>(sd, E, r, aq1, aq2, d1, d2)
+                       : lathe_ffns_block_dot<C>(sd + 34u * r, aq1, aq2, d1, d2);
     atomicAdd(reinterpret_cast<unsigned long long*>(s_out + r), lathe_ffns_fix(wscale * p));
   }
 }
 
-template <int C>
+template <int C, bool Lv>
 __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const uint8_t* up, const uint8_t* down_slices,
                                                      int E, const float* x, const float* y, const long long* s_in,
                                                      const float* norm_w, float eps, long long* s_out, long long* zero,
@@ -173,7 +205,7 @@ __device__ __forceinline__ void lathe_ffn_split_body(const uint8_t* gate, const 
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   __syncthreads();
   if (stamp) stamp[4] = lathe_globaltimer();
-  lathe_ffns_products<C>(sg, su, sd, rb, nb, E, xd, xq1, xq2, av, aq1, aq2, ad, 1.0f, s_out, stamp);
+  lathe_ffns_products<C, Lv>(sg, su, sd, rb, nb, E, xd, xq1, xq2, av, aq1, aq2, ad, 1.0f, s_out, stamp);
   if (stamps) {
     __syncthreads();
     if (stamp) stamp[7] = lathe_globaltimer();
@@ -248,24 +280,26 @@ __device__ __forceinline__ void lathe_moe_split_body(const uint8_t* gate, const 
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   __syncthreads();
   if (stamp) stamp[4] = lathe_globaltimer();
-  lathe_ffns_products<C>(sg, su, sd, rb, nb, E, xd, xq1, xq2, av, aq1, aq2, ad, w, s_out, stamp);
+  lathe_ffns_products<C, false>(sg, su, sd, rb, nb, E, xd, xq1, xq2, av, aq1, aq2, ad, w, s_out, stamp);
   if (stamps) {
     __syncthreads();
     if (stamp) stamp[7] = lathe_globaltimer();
   }
 }
 
-// Kernels lathe_ffn_split_q8_0_<contract>.
-#define LATHE_FFN_SPLIT_KERNEL(C, CNAME)                                                                         \
-  extern "C" __global__ void __launch_bounds__(LATHE_FFNS_THREADS, 1) lathe_ffn_split_q8_0_##CNAME(              \
+// Kernels lathe_ffn_split_q8_0_<contract>[_lv] (_lv: gate, up and the slices in the levels layout).
+#define LATHE_FFN_SPLIT_KERNEL(C, CNAME, LV, SUFFIX)                                                            \
+  extern "C" __global__ void __launch_bounds__(LATHE_FFNS_THREADS, 1) lathe_ffn_split_q8_0_##CNAME##SUFFIX(     \
       const uint8_t* gate, const uint8_t* up, const uint8_t* down_slices, int E, const float* x, const float* y, \
       const long long* s_in, const float* norm_w, float eps, long long* s_out, long long* zero,                \
       unsigned long long* stamps) {                                                                             \
-    lathe_ffn_split_body<C>(gate, up, down_slices, E, x, y, s_in, norm_w, eps, s_out, zero, stamps);            \
+    lathe_ffn_split_body<C, LV>(gate, up, down_slices, E, x, y, s_in, norm_w, eps, s_out, zero, stamps);        \
   }
 
-LATHE_FFN_SPLIT_KERNEL(1, int8)
-LATHE_FFN_SPLIT_KERNEL(2, int8x2)
+LATHE_FFN_SPLIT_KERNEL(1, int8, false, )
+LATHE_FFN_SPLIT_KERNEL(2, int8x2, false, )
+LATHE_FFN_SPLIT_KERNEL(1, int8, true, _lv)
+LATHE_FFN_SPLIT_KERNEL(2, int8x2, true, _lv)
 
 // Kernels lathe_moe_split_q8_0_<contract>.
 #define LATHE_MOE_SPLIT_KERNEL(C, CNAME)                                                                       \

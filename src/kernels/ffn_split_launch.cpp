@@ -44,6 +44,22 @@ std::vector<uint8_t> relay_down_by_slices(const uint8_t* down, size_t bytes, int
   return out;
 }
 
+std::vector<uint8_t> relay_q8_0_levels(const uint8_t* blocks, size_t bytes, int64_t group) {
+  const size_t g = static_cast<size_t>(group) * kQ8Bytes;
+  if (group <= 0 || bytes % g != 0)
+    fail("relay_q8_0_levels: {} bytes are not whole groups of {} Q8_0 blocks", bytes, group);
+  std::vector<uint8_t> out(bytes);
+  for (size_t at = 0; at < bytes; at += g)
+    for (int64_t i = 0; i < group; ++i) {
+      const uint8_t* b = blocks + at + i * kQ8Bytes;  // f16 scale, 32 levels
+      uint8_t* o = out.data() + at;
+      std::memcpy(o + 16 * i, b + 2, 16);
+      std::memcpy(o + 16 * (group + i), b + 18, 16);
+      std::memcpy(o + 32 * group + 2 * i, b, 2);
+    }
+  return out;
+}
+
 void ffn_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr down_slices, Activations a,
                const FfnSplit& f, CUstream stream) {
   WeightMatrix down{GgmlType::Q8_0, down_slices, gate.k, gate.n_out, 1};
@@ -55,7 +71,8 @@ void ffn_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr dow
               s_out = f.s_out, zero = f.zero, stamps = f.stamps;
   int e = static_cast<int>(gate.k);
   float eps = f.eps;
-  const std::string name = std::string("lathe_ffn_split_q8_0_") + std::string(activations_name(a));
+  const std::string name =
+      std::string("lathe_ffn_split_q8_0_") + std::string(activations_name(a)) + (f.levels ? "_lv" : "");
   cuda::launch(kernel(name), {static_cast<unsigned>(gate.n_out / 32), 1, 1}, {512, 1, 1},
                static_cast<unsigned>(ffn_split_shared_bytes(gate.k)), stream,
                {&g, &u, &d, &e, &x, &y, &s_in, &w, &eps, &s_out, &zero, &stamps},

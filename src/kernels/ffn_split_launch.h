@@ -29,6 +29,10 @@ struct FfnSplit {
   float eps = 1e-6f;
   CUdeviceptr s_out = 0, zero = 0;  // int64 [E]
   CUdeviceptr stamps = 0;           // 0, or u64 [F / 32][8]: each block's phases (ffn_split.cuh), a measurement
+  // gate, up and down_slices in the levels layout (relay_q8_0_levels: gate and up by 32-row groups of
+  // E / 32 * 32 blocks, the slices by E blocks): the _lv kernels. Written in the thirty-fifth session
+  // and not yet run on a GPU: the plan takes it only under LATHE_FFN_SPLIT_LEVELS=1.
+  bool levels = false;
 };
 
 // Whether the launch takes gate, up [F][E] and down [E][F] under contract a: all Q8_0, one matrix
@@ -42,6 +46,11 @@ int64_t ffn_split_shared_bytes(int64_t n_embd);
 // is E consecutive blocks, block r being down's block (r, b). Refuses (UserError) bytes that are not
 // E x F of Q8_0 or F % 32 != 0.
 std::vector<uint8_t> relay_down_by_slices(const uint8_t* down, size_t bytes, int64_t n_embd, int64_t n_ff);
+
+// The levels layout of Q8_0 blocks, by groups of `group` consecutive blocks: a group's first 16 levels
+// of each block [group][16], then their last 16 [group][16], then the scales [group] (f16): the same
+// bytes a group. Refuses (UserError) bytes that are not whole groups of Q8_0 blocks.
+std::vector<uint8_t> relay_q8_0_levels(const uint8_t* blocks, size_t bytes, int64_t group);
 
 // down_slices: relay_down_by_slices's bytes on the device (16-byte aligned).
 void ffn_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr down_slices, Activations a,

@@ -111,6 +111,7 @@ class StepPlan {
   std::vector<std::unique_ptr<kernels::RopeTable>> rope_tables_;
   std::vector<cuda::DeviceBuffer> router_columns_;  // router_epilogue's constants (route_epilogue_launch.h)
   std::vector<cuda::DeviceBuffer> ffn_down_slices_;  // ffn_split's down matrices re-laid by slices (ffn_split_launch.h)
+  std::vector<cuda::DeviceBuffer> ffn_gate_up_;  // LATHE_FFN_SPLIT_LEVELS=1: its gate and up in the levels layout, a pair a launch
   cuda::DeviceBuffer ffn_sums_;  // ffn_split's fixed-point sums, int64 [n_embd] each: zero between their launches
   std::vector<int32_t> staging_;
   friend struct Builder;

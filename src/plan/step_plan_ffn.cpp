@@ -15,6 +15,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <string>
+
 namespace lathe::plan {
 namespace {
 
@@ -23,6 +26,14 @@ using lang::OpKind;
 namespace k = kernels;
 
 bool on_device(const DeviceModel& m, const graph::Tensor& t) { return !m.weight(t.checkpoint_name).pinned_host; }
+
+// LATHE_FFN_SPLIT_LEVELS=1: the dense launches read gate, up and down's slices in the levels layout
+// (ffn_split_launch.h; a copy of gate and up beside the row-major ones). Written in the thirty-fifth
+// session and not yet run on a GPU.
+bool levels_layout() {
+  const char* v = std::getenv("LATHE_FFN_SPLIT_LEVELS");
+  return v && std::string(v) == "1";
+}
 
 }  // namespace
 
@@ -76,6 +87,12 @@ bool StepPlan::Builder::takes_ffn_split(int gf, int gd, int gn) const {
   return ws[0].k == dw.n_out;
 }
 
+// The bytes of the feed-forward group's gate matrix (up's are as many).
+size_t StepPlan::Builder::relaid_bytes_of(int gf) const {
+  const fuse::Group& ffn = p.fusion_.groups[static_cast<size_t>(gf)];
+  return m.host_bytes(g.tensor(g.nodes[static_cast<size_t>(ffn.nodes[2])].args[1].tensor).checkpoint_name).size();
+}
+
 // The down matrix (or stack) a taken launch reads re-laid.
 const graph::Tensor& StepPlan::Builder::ffn_split_down(int gf, int gd) const {
   if (gd >= 0)
@@ -97,8 +114,12 @@ void StepPlan::Builder::assign_ffn_splits() {
   }
   if (found.size() < 2) return;  // one launch a step would zero its own sum (above)
   // The re-laid copies only from the model's spare bytes (never pushing a weight to host memory).
+  const bool levels = levels_layout();
   size_t relaid = 0;
-  for (const Found& f : found) relaid += m.host_bytes(ffn_split_down(f.gf, f.gd).checkpoint_name).size() + 16;
+  for (const Found& f : found) {
+    relaid += m.host_bytes(ffn_split_down(f.gf, f.gd).checkpoint_name).size() + 16;
+    if (levels && f.gd >= 0) relaid += 2 * (relaid_bytes_of(f.gf) + 16);
+  }
   if (relaid > m.spare_bytes()) return;
   ffn_split_embd = weight_of(m, ffn_split_down(found[0].gf, found[0].gd)).n_out;
   p.ffn_sums_ = cuda::DeviceBuffer(found.size() * static_cast<size_t>(ffn_split_embd) * 8, "feed-forward sums");
@@ -109,9 +130,20 @@ void StepPlan::Builder::assign_ffn_splits() {
     const k::WeightMatrix dw = weight_of(m, dt);
     if (dw.n_out != ffn_split_embd) internal_fail("ffn_split: down matrices of {} and {} rows", ffn_split_embd, dw.n_out);
     const std::span<const uint8_t> bytes = m.host_bytes(dt.checkpoint_name);
-    const std::vector<uint8_t> slices =
+    std::vector<uint8_t> slices =
         f.gd >= 0 ? k::relay_down_by_slices(bytes.data(), bytes.size(), dw.n_out, dw.k)
                   : k::relay_down_stack_by_slices(bytes.data(), bytes.size(), dw.n_expert, dw.n_out, dw.k);
+    if (levels && f.gd >= 0) {
+      slices = k::relay_q8_0_levels(slices.data(), slices.size(), dw.n_out);  // a slice: E blocks
+      const fuse::Group& ffn = p.fusion_.groups[static_cast<size_t>(f.gf)];
+      for (int n : {ffn.nodes[2], ffn.nodes[3]}) {  // gate, up: by 32-row groups
+        const graph::Tensor& t = g.tensor(g.nodes[static_cast<size_t>(n)].args[1].tensor);
+        const std::span<const uint8_t> rows = m.host_bytes(t.checkpoint_name);
+        const std::vector<uint8_t> lv = k::relay_q8_0_levels(rows.data(), rows.size(), 32 * (weight_of(m, t).k / 32));
+        p.ffn_gate_up_.emplace_back(lv.size() + 16, "gate or up in the levels layout");
+        p.ffn_gate_up_.back().upload(lv.data(), lv.size());
+      }
+    }
     p.ffn_down_slices_.emplace_back(slices.size() + 16, "down matrix by slices");
     p.ffn_down_slices_.back().upload(slices.data(), slices.size());
     ffn_split_of_ffn[f.gf] = {f.gd, f.gn, static_cast<int>(i)};
@@ -145,11 +177,18 @@ void StepPlan::Builder::emit_ffn_split(int gf) {
   f.eps = static_cast<float>(ea ? ea->args.at(0).number : 1e-6);
   f.s_out = ffn_sum(t.sum);
   f.zero = ffn_sum(t.sum + 1);
+  std::vector<k::WeightMatrix> w = gu;
+  if (!p.ffn_gate_up_.empty()) {  // LATHE_FFN_SPLIT_LEVELS=1: the levels layout's copies
+    f.levels = true;
+    w[0].data = p.ffn_gate_up_.at(static_cast<size_t>(2 * t.sum)).ptr();
+    w[1].data = p.ffn_gate_up_.at(static_cast<size_t>(2 * t.sum + 1)).ptr();
+  }
   const k::Activations a = o.activations;
-  add(fmt::format("feed-forward in one launch {} gate, up [{} x {}] and down [{} x {}] by slices {}, the next sum "
+  add(fmt::format("feed-forward in one launch {} gate, up [{} x {}] and down [{} x {}] by slices{} {}, the next sum "
                   "in fixed point",
-                  ggml_type_name(gu[0].type), gu[0].n_out, gu[0].k, dw.n_out, dw.k, k::activations_name(a)),
-      sum_node, [=](CUstream s) { k::ffn_split(gu[0], gu[1], slices, a, f, s); });
+                  ggml_type_name(gu[0].type), gu[0].n_out, gu[0].k, dw.n_out, dw.k,
+                  f.levels ? " (the levels layout)" : "", k::activations_name(a)),
+      sum_node, [=](CUstream s) { k::ffn_split(w[0], w[1], slices, a, f, s); });
 }
 
 }  // namespace lathe::plan

@@ -128,6 +128,7 @@ struct StepPlan::Builder {
   int64_t ffn_split_embd = 0;                     // n_embd of every taken launch (the sums' length)
   void emit_ffn_split(int ffn_group);
   const graph::Tensor& ffn_split_down(int ffn_group, int down_group) const;
+  size_t relaid_bytes_of(int ffn_group) const;
   CUdeviceptr ffn_sum(int i) const;  // fixed-point sum i (mod their count)
   bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores
   void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);
