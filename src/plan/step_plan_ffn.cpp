@@ -4,9 +4,10 @@
 // merged products read that sum in their prologue (emit_norm_prologue, NormPrologue::x_fixed).
 //
 // The sums: one int64 [n_embd] a taken launch, zero before it. Launch i of the step adds into sum i and
-// zeroes sum i + 1 (mod their count), which the step before last read; so every sum is zero again
-// before its launch, step after step, where a step takes at least two launches (with one, the launch
-// would zero its own sum): the plan takes none otherwise.
+// zeroes sum i + 1 (mod their count), whose one reader (the group after launch i + 1: in the step
+// before, or for the last launch, sum 0's reader earlier in this step) has run; so every sum is zero
+// again before its launch, step after step, where a step takes at least two launches (with one, the
+// launch would zero its own sum): the plan takes none otherwise.
 #include "kernels/ffn_split_launch.h"
 #include "kernels/gemv_multi_launch.h"
 #include "kernels/moe_launch.h"
@@ -143,6 +144,7 @@ void StepPlan::Builder::assign_ffn_splits() {
         p.ffn_gate_up_.emplace_back(lv.size() + 16, "gate or up in the levels layout");
         p.ffn_gate_up_.back().upload(lv.data(), lv.size());
       }
+      gate_up_levels[f.gf] = {p.ffn_gate_up_[p.ffn_gate_up_.size() - 2].ptr(), p.ffn_gate_up_.back().ptr()};
     }
     p.ffn_down_slices_.emplace_back(slices.size() + 16, "down matrix by slices");
     p.ffn_down_slices_.back().upload(slices.data(), slices.size());
@@ -178,10 +180,10 @@ void StepPlan::Builder::emit_ffn_split(int gf) {
   f.s_out = ffn_sum(t.sum);
   f.zero = ffn_sum(t.sum + 1);
   std::vector<k::WeightMatrix> w = gu;
-  if (!p.ffn_gate_up_.empty()) {  // LATHE_FFN_SPLIT_LEVELS=1: the levels layout's copies
+  if (const auto lv = gate_up_levels.find(gf); lv != gate_up_levels.end()) {  // LATHE_FFN_SPLIT_LEVELS=1
     f.levels = true;
-    w[0].data = p.ffn_gate_up_.at(static_cast<size_t>(2 * t.sum)).ptr();
-    w[1].data = p.ffn_gate_up_.at(static_cast<size_t>(2 * t.sum + 1)).ptr();
+    w[0].data = lv->second.first;
+    w[1].data = lv->second.second;
   }
   const k::Activations a = o.activations;
   add(fmt::format("feed-forward in one launch {} gate, up [{} x {}] and down [{} x {}] by slices{} {}, the next sum "

@@ -126,6 +126,7 @@ struct StepPlan::Builder {
   std::map<int, int> ffn_sum_of_norm;             // next norm group -> the sum it reads
   std::set<int> ffn_split_downs;                  // down groups whose product the launch before ran
   int64_t ffn_split_embd = 0;                     // n_embd of every taken launch (the sums' length)
+  std::map<int, std::pair<CUdeviceptr, CUdeviceptr>> gate_up_levels;  // feed-forward group -> its levels-layout gate, up
   void emit_ffn_split(int ffn_group);
   const graph::Tensor& ffn_split_down(int ffn_group, int down_group) const;
   size_t relaid_bytes_of(int ffn_group) const;
