@@ -13,6 +13,7 @@
 #include "lang/program.h"
 #include "model/model_program.h"
 #include "model/synth.h"
+#include "test_recorder_helpers.h"
 
 #include <gtest/gtest.h>
 
@@ -147,18 +148,7 @@ TEST(Recorder, VirtualDeviceRecordsInsteadOfRunning) {
 // A decode product on tiles records its tensor map as the map's arguments (kernels/tensor_map.h), which
 // the emitted program encodes at its start: the array's address is one of the recording's buffers.
 TEST(Recorder, TileProductsRecordTheirTensorMaps) {
-  const std::map<std::string, std::vector<KernelParam>> params = kernel_params(kernels::library_source());
-  cuda::DeviceInfo d;
-  d.name = "virtual";
-  d.cc_major = 9;
-  d.sm_count = 132;
-  d.shared_optin_bytes = 232448;
-  d.free_memory = d.total_memory = size_t{1} << 40;
-  cuda::Recorder rec(d, [&params](const std::string& k) {
-    std::vector<size_t> sizes;
-    for (const KernelParam& p : params.at(k)) sizes.push_back(p.bytes);
-    return sizes;
-  });
+  cuda::Recorder rec(test::virtual_h200(), test::library_param_sizes());
   const kernels::DecodeTiles before = kernels::set_decode_tiles(kernels::DecodeTiles::all);
   for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K}) {
     const int64_t n_out = 4096, k = 4096, rb = row_bytes(t, k);

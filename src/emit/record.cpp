@@ -129,6 +129,7 @@ RecordedModel record_model(const GgufFile& file, const EmitOptions& options) {
   plan::PlanOptions po;
   po.activations = options.activations;
   po.held = options.held;
+  po.relaid_constants = false;  // the program uploads the file's tensors as they are (PlanOptions)
   for (int64_t rows : step_rows(options)) {
     const graph::Graph g = rows == 1 ? decode : lift_cut(file, mp, rows);
     // The program reads a chunk's last row of logits only: the prompt variant, as `lathe run` takes.

@@ -46,6 +46,10 @@ struct PlanOptions {
   // long form then adds its partials in another grouping than the one form: equal within the
   // contract, not bit for bit (128 gives the one form's bits).
   int64_t long_granule = 16;
+  // Constants the plan re-lays from the checkpoint at load (ffn_split's down by slices) may be taken;
+  // false for `lathe emit`, whose standalone program uploads the file's tensors as they are (the
+  // re-laid copies would be blobs of its source).
+  bool relaid_constants = true;
 };
 
 struct Launch {

@@ -42,15 +42,14 @@ bool levels_layout() {
 // cp.async; the re-laid copies must also fit in the model's spare bytes: assign_ffn_splits), the
 // feed-forward norm has a weight and no shift, and the next group's merged kernel runs with the norm
 // in its prologue reading the fixed-point sum (merged_fixed_applies: emit_norm_prologue's choice).
-// Not while recording for `lathe emit`: the standalone program would carry the re-laid down matrices
-// as blobs of its source. gd < 0: the feed-forward group is a mixture's [add, norm, mixture], which
+// Not where the plan takes no re-laid constants (PlanOptions::relaid_constants: `lathe emit`).
+// gd < 0: the feed-forward group is a mixture's [add, norm, mixture], which
 // takes the split launch only under LATHE_MOE_SPLIT=1 (slower so far: qwen3-30b-a3b Q8_0 tg128 442
 // against 491 held back, docs/perf.md, thirty-fifth session), where its router runs in its own kernel
 // or the product's epilogue and the mixture's other measuring knobs (one launch, by slot) are off.
 bool StepPlan::Builder::takes_ffn_split(int gf, int gd, int gn) const {
-  if (cuda::recorder()) return false;
   const k::Activations a = o.activations;
-  if (g.rows != 1 || a == k::Activations::f32) return false;
+  if (!o.relaid_constants || g.rows != 1 || a == k::Activations::f32) return false;
   const fuse::Group& ffn = p.fusion_.groups[static_cast<size_t>(gf)];
   const fuse::Group& next = p.fusion_.groups[static_cast<size_t>(gn)];
   const graph::Node& norm = g.nodes[static_cast<size_t>(ffn.nodes[1])];

@@ -1,0 +1,152 @@
+// The plan's side of ffn_split on a virtual device (cuda::Recorder: no GPU, the launches recorded with
+// their arguments): a 4-layer qwen3-tiny decode step takes three split launches (every layer's
+// feed-forward half but the last), launch i adding into its own fixed-point sum and zeroing the next
+// one's (sum i + 1 mod 3), and the q/k/v launch after each (the _fixed_early kernel) reads exactly the
+// sum it made; the down products they run launch nothing of their own. None held back, none in a
+// 2-layer model (one launch a step would zero its own sum), none where the plan takes no re-laid
+// constants (`lathe emit`).
+#include "gguf/gguf_file.h"
+#include "model/model_program.h"
+#include "model/model_spec.h"
+#include "model/synth.h"
+#include "plan/device_model.h"
+#include "plan/step_plan.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/gpu_engine.h"
+#include "test_recorder_helpers.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace lathe {
+namespace {
+
+std::string tiny(int64_t layers, const std::string& shape = "qwen3-tiny") {
+  const std::string p = testing::TempDir() + "/ffn-split-plan-" + shape + "-" + std::to_string(layers) + ".gguf";
+  SynthOptions o;
+  o.shape = shape;
+  o.type = "q8_0";
+  o.layers = layers;
+  write_synthetic_checkpoint(o, p);
+  return p;
+}
+
+struct Launched {
+  std::string kernel;
+  std::vector<std::vector<unsigned char>> args;
+  uint64_t pointer(size_t i) const {
+    uint64_t v = 0;
+    std::memcpy(&v, args.at(i).data(), 8);
+    return v;
+  }
+};
+
+struct Recorded {
+  std::string plan;
+  std::vector<Launched> ops;
+};
+
+// The decode step of the checkpoint at `path`, planned and run on a virtual H200.
+Recorded record_decode(const std::string& path, const plan::PlanOptions& po) {
+  cuda::Recorder rec(test::virtual_h200(), test::library_param_sizes());
+  const GgufFile f = GgufFile::open(path);
+  const ModelSpec spec = read_model_spec(f);
+  const ModelProgram mp = model_program(f, spec, 64);
+  const graph::Graph g = lift_cut(f, mp, 1);
+  std::set<std::string> constants;
+  for (const graph::Tensor& t : g.tensors)
+    if (t.role == graph::Role::constant) constants.insert(t.checkpoint_name);
+  const plan::DeviceModel model(f, constants, {spec.n_layer, 1, 64, spec.n_head_kv, spec.head_dim}, 0);
+  const plan::StepPlan p(g, model, po);
+  Recorded out;
+  out.plan = p.describe();
+  for (const plan::Launch& l : p.launches()) {
+    rec.clear_ops();
+    l.run(nullptr);
+    for (const cuda::RecordedOp& op : rec.ops())
+      if (op.kind == cuda::RecordedOp::Kind::launch) out.ops.push_back({op.kernel, op.args});
+  }
+  return out;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The sums of the split launches (kernel names starting with `prefix`; s_out and zero at parameters
+// `out` and `out + 1`): one a launch, launch i zeroing sum i + 1, and the q/k/v launch after each
+// (lathe_gemvm_*_fixed_early, whose 19th parameter is nx) reads the sum it made.
+void expect_rotating_sums(const Recorded& r, const std::string& prefix, size_t out, size_t launches) {
+  std::vector<uint64_t> outs, zeros, read;
+  for (const Launched& op : r.ops) {
+    if (op.kernel.starts_with(prefix)) {
+      outs.push_back(op.pointer(out));
+      zeros.push_back(op.pointer(out + 1));
+    }
+    if (op.kernel.ends_with("_fixed_early")) read.push_back(op.pointer(18));
+  }
+  ASSERT_EQ(outs.size(), launches) << r.plan;
+  EXPECT_EQ(std::set<uint64_t>(outs.begin(), outs.end()).size(), launches) << "one sum a launch";
+  for (size_t i = 0; i < launches; ++i) EXPECT_EQ(zeros[i], outs[(i + 1) % launches]) << prefix << " launch " << i;
+  EXPECT_EQ(read, outs) << prefix;
+}
+
+TEST(FfnSplitPlan, SumsRotateAndTheNextProductsReadThem) {
+  const std::string four = tiny(4);
+  const Recorded r = record_decode(four, {});
+  EXPECT_EQ(count(r.plan, "feed-forward in one launch"), 3u) << r.plan;
+  EXPECT_EQ(count(r.plan, "x the feed-forward launch's fixed-point sum"), 3u) << r.plan;
+  // lathe_ffn_split_*: (gate, up, down_slices, E, x, y, s_in, norm_w, eps, s_out, zero, stamps).
+  expect_rotating_sums(r, "lathe_ffn_split_", 9, 3);
+  for (const Launched& op : r.ops)
+    if (op.kernel.starts_with("lathe_ffn_split_")) EXPECT_EQ(op.pointer(6), 0u) << "s_in: the launch adds x and y";
+  // Held back: gate/up and down, two of the plan's launches where the split takes one, for each half.
+  plan::PlanOptions held;
+  held.held = {"ffn_split"};
+  const Recorded h = record_decode(four, held);
+  EXPECT_EQ(count(h.plan, "feed-forward in one launch"), 0u);
+  EXPECT_EQ(std::stoi(h.plan), std::stoi(r.plan) + 3) << h.plan << r.plan;  // "N launches, arena ..."
+}
+
+// LATHE_FFN_SPLIT_LEVELS=1: the _lv kernels, gate and up read from copies of their own.
+TEST(FfnSplitPlan, LevelsLayoutTakesItsKernelsAndCopies) {
+  ASSERT_EQ(setenv("LATHE_FFN_SPLIT_LEVELS", "1", 1), 0);
+  const Recorded r = record_decode(tiny(4), {});
+  unsetenv("LATHE_FFN_SPLIT_LEVELS");
+  EXPECT_EQ(count(r.plan, "by slices (the levels layout)"), 3u) << r.plan;
+  size_t lv = 0;
+  for (const Launched& op : r.ops) lv += op.kernel.starts_with("lathe_ffn_split_") && op.kernel.ends_with("_lv");
+  EXPECT_EQ(lv, 3u);
+  expect_rotating_sums(r, "lathe_ffn_split_", 9, 3);
+}
+
+// LATHE_MOE_SPLIT=1: a 4-layer qwen3moe-tiny's mixtures but the last as the router's launch, then the
+// kept experts' split launch (lathe_moe_split_*: s_out and zero its 10th and 11th parameters).
+TEST(FfnSplitPlan, MixtureFormUnderItsKnob) {
+  const std::string moe = tiny(4, "qwen3moe-tiny");
+  EXPECT_EQ(count(record_decode(moe, {}).plan, "the next sum in fixed point"), 0u) << "taken without the knob";
+  ASSERT_EQ(setenv("LATHE_MOE_SPLIT", "1", 1), 0);
+  const Recorded r = record_decode(moe, {});
+  unsetenv("LATHE_MOE_SPLIT");
+  EXPECT_EQ(count(r.plan, "down split along its input (the next sum in fixed point)"), 3u) << r.plan;
+  expect_rotating_sums(r, "lathe_moe_split_", 9, 3);
+}
+
+TEST(FfnSplitPlan, NotTakenWithOneLaunchAStepNorForEmit) {
+  EXPECT_EQ(count(record_decode(tiny(2), {}).plan, "feed-forward in one launch"), 0u);
+  plan::PlanOptions emit;
+  emit.relaid_constants = false;
+  EXPECT_EQ(count(record_decode(tiny(4), emit).plan, "feed-forward in one launch"), 0u);
+}
+
+}  // namespace
+}  // namespace lathe
