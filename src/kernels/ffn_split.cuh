@@ -1,6 +1,7 @@
 // A decode row's feed-forward half in one launch, down split along its input (docs/perf.md, thirty-
-// fourth session: scripts/probes/ffn_probe.cu measured the form before it was built). Not yet taken
-// by the lane's plan: ffn_split_launch.h says what it computes and what the plan must give it.
+// fourth session: scripts/probes/ffn_probe.cu measured the form before it was built). Taken by the
+// lane's plan under the fusion rule ffn_split (plan/step_plan_ffn.cpp); ffn_split_launch.h says what
+// it computes and what the plan gives it.
 //
 // Block b owns the intermediate values j in [32 b, 32 b + 32):
 //   s = (s_in * 2^-32 where s_in is given, else x) + y (y optional)     [E]  (every block forms all of s)

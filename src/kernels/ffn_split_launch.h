@@ -5,10 +5,9 @@
 //   s_out += fix(s) + sum over 32-value slices b of fix(down[:, b] . quant(silu(gate_b h) * up_b h))
 //   zero  = 0
 // with fix(v) = rint(v * 2^32) as int64 (clamped to +-2^62): s_out is the next residual in fixed
-// point, the same bits every run (integer adds in any order). s_out must be zero before the launch;
-// three such sums rotate in a chain of launches (each zeroes the one the launch after next adds
-// into). Not yet taken by the lane's plan: what it still needs is a fusion rule, the re-laid down at
-// load, and consumers whose prologue reads the fixed-point sum (perf.md lists them).
+// point, the same bits every run (integer adds in any order). s_out must be zero before the launch,
+// which zeroes `zero` for a later one (the plan keeps one sum a launch, launch i zeroing sum i + 1:
+// plan/step_plan_ffn.cpp; the next q/k/v launch reads the sum in its prologue, NormPrologue::x_fixed).
 // Every pointer is a device pointer; the call only enqueues on `stream`.
 #pragma once
 
