@@ -51,10 +51,12 @@ struct Launched {
 struct Recorded {
   std::string plan;
   std::vector<Launched> ops;
+  size_t device_bytes = 0, host_bytes = 0, fixed_bytes = 0;  // the model's (plan::DeviceModel)
 };
 
-// The decode step of the checkpoint at `path`, planned and run on a virtual H200.
-Recorded record_decode(const std::string& path, const plan::PlanOptions& po) {
+// The decode step of the checkpoint at `path`, planned and run on a virtual H200 (of at most `cap`
+// bytes where cap > 0, as --gpu-memory).
+Recorded record_decode(const std::string& path, const plan::PlanOptions& po, size_t cap = 0) {
   cuda::Recorder rec(test::virtual_h200(), test::library_param_sizes());
   const GgufFile f = GgufFile::open(path);
   const ModelSpec spec = read_model_spec(f);
@@ -63,10 +65,13 @@ Recorded record_decode(const std::string& path, const plan::PlanOptions& po) {
   std::set<std::string> constants;
   for (const graph::Tensor& t : g.tensors)
     if (t.role == graph::Role::constant) constants.insert(t.checkpoint_name);
-  const plan::DeviceModel model(f, constants, {spec.n_layer, 1, 64, spec.n_head_kv, spec.head_dim}, 0);
+  const plan::DeviceModel model(f, constants, {spec.n_layer, 1, 64, spec.n_head_kv, spec.head_dim}, 0, cap);
   const plan::StepPlan p(g, model, po);
   Recorded out;
   out.plan = p.describe();
+  out.device_bytes = model.device_bytes();
+  out.host_bytes = model.host_bytes();
+  out.fixed_bytes = model.fixed_bytes();
   for (const plan::Launch& l : p.launches()) {
     rec.clear_ops();
     l.run(nullptr);
@@ -139,6 +144,23 @@ TEST(FfnSplitPlan, MixtureFormUnderItsKnob) {
   unsetenv("LATHE_MOE_SPLIT");
   EXPECT_EQ(count(r.plan, "down split along its input (the next sum in fixed point)"), 3u) << r.plan;
   expect_rotating_sums(r, "lathe_moe_split_", 9, 3);
+}
+
+// The re-laid down matrices only from the model's spare bytes: under a cap that holds the weights but
+// not the copies the plan runs the two launches and no weight leaves the device; with room, it takes
+// them.
+TEST(FfnSplitPlan, ReLaidCopiesOnlyFromSpareBytes) {
+  const std::string four = tiny(4);
+  const Recorded all = record_decode(four, {});
+  ASSERT_EQ(all.host_bytes, 0u);
+  const size_t relaid = 3 * (512 * (256 / 32) * 34 + 16);  // three downs [256][512] of Q8_0
+  const size_t base = all.device_bytes + all.fixed_bytes;
+  const Recorded tight = record_decode(four, {}, base + relaid / 2);
+  EXPECT_EQ(tight.host_bytes, 0u) << "a weight left the device";
+  EXPECT_EQ(count(tight.plan, "feed-forward in one launch"), 0u) << tight.plan;
+  const Recorded room = record_decode(four, {}, base + relaid + 4096);
+  EXPECT_EQ(room.host_bytes, 0u);
+  EXPECT_EQ(count(room.plan, "feed-forward in one launch"), 3u) << room.plan;
 }
 
 TEST(FfnSplitPlan, NotTakenWithOneLaunchAStepNorForEmit) {
