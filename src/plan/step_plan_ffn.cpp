@@ -147,7 +147,7 @@ void StepPlan::Builder::assign_ffn_splits() {
     }
     p.ffn_down_slices_.emplace_back(slices.size() + 16, "down matrix by slices");
     p.ffn_down_slices_.back().upload(slices.data(), slices.size());
-    ffn_split_of_ffn[f.gf] = {f.gd, f.gn, static_cast<int>(i)};
+    ffn_split_of_ffn[f.gf] = {f.gd, static_cast<int>(i)};
     ffn_sum_of_norm[f.gn] = static_cast<int>(i);
     if (f.gd >= 0) ffn_split_downs.insert(f.gd);
   }

@@ -117,7 +117,7 @@ struct StepPlan::Builder {
   // group and forms the next norm group's sum in fixed point (decided once, in assign_storage), and
   // that launch.
   struct FfnSplitTaken {
-    int down_group = -1, next_group = -1;  // down_group -1: a mixture's group (its launch: moe_split)
+    int down_group = -1;  // -1: a mixture's group (its launch: moe_split)
     int sum = 0;  // the fixed-point sum it adds into: ffn_sums_'s slot
   };
   bool takes_ffn_split(int ffn_group, int down_group, int next_group) const;
