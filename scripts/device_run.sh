@@ -604,10 +604,10 @@
 #           against its f64 reference), the lane's (qwen3moe-tiny held back and against the
 #           interpreter) and the mixture's kernels', `lathe check` of qwen3-30b-a3b Q8_0 with it and
 #           held back, tg128 of the 30B with it and held back alternated twice, the 0.6B once
-#   lv1     (written in the thirty-fifth session for the next; not yet run) the split launch's levels
-#           layout (LATHE_FFN_SPLIT_LEVELS=1, the _lv kernels): test_ffn_split_gpu (its levels cases and
-#           its timing, both layouts), the lane's FfnSplit test, `lathe check` of qwen3-0.6b Q8_0 with
-#           it, tg128 of qwen3-0.6b with and without it alternated three times
+#   lv1     (thirty-sixth session) the split launch's levels layout (the _lv kernels, the default since;
+#           LATHE_FFN_SPLIT_LEVELS=0 the packed form): test_ffn_split_gpu (its levels cases and its
+#           timing, both layouts), the lane's FfnSplit test, `lathe check` of qwen3-0.6b Q8_0 with it,
+#           tg128 of qwen3-0.6b packed and levels alternated three times
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -1901,10 +1901,10 @@ for part in "$@"; do
     for rep in 1 2; do timeout 120 $C/test_ffn_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "feed-forward|stamped|FAILED"; done
     timeout 150 $C/test_gpu_lane_gpu --gtest_filter='*FfnSplit*' 2>&1 | grep -E "^\[ lane \]"
     f=$(synth qwen3-0.6b q8_0)
-    echo "== check qwen3-0.6b q8_0 levels"; with_env LATHE_FFN_SPLIT_LEVELS=1 timeout 100 $L check $f --steps 16 2>&1 | tail -2
+    echo "== check qwen3-0.6b q8_0 levels"; timeout 100 $L check $f --steps 16 2>&1 | tail -2
     for rep in 1 2 3; do
-      echo "== tg128 qwen3-0.6b q8_0 packed"; tg_short $f
-      echo "== tg128 qwen3-0.6b q8_0 levels"; with_env LATHE_FFN_SPLIT_LEVELS=1 tg_short $f
+      echo "== tg128 qwen3-0.6b q8_0 packed"; with_env LATHE_FFN_SPLIT_LEVELS=0 tg_short $f
+      echo "== tg128 qwen3-0.6b q8_0 levels"; tg_short $f
     done ;;
   fin34)  # the lane after this session's library (see the list above)
     gpu_tests test_gpu_lane_gpu test_gemv_multi_gpu

@@ -112,8 +112,9 @@ TEST(FfnSplitPlan, SumsRotateAndTheNextProductsReadThem) {
   EXPECT_EQ(count(r.plan, "x the feed-forward launch's fixed-point sum"), 3u) << r.plan;
   // lathe_ffn_split_*: (gate, up, down_slices, E, x, y, s_in, norm_w, eps, s_out, zero, stamps).
   expect_rotating_sums(r, "lathe_ffn_split_", 9, 3);
-  for (const Launched& op : r.ops)
+  for (const Launched& op : r.ops) {
     if (op.kernel.starts_with("lathe_ffn_split_")) EXPECT_EQ(op.pointer(6), 0u) << "s_in: the launch adds x and y";
+  }
   // Held back: gate/up and down, two of the plan's launches where the split takes one, for each half.
   plan::PlanOptions held;
   held.held = {"ffn_split"};
@@ -122,16 +123,25 @@ TEST(FfnSplitPlan, SumsRotateAndTheNextProductsReadThem) {
   EXPECT_EQ(std::stoi(h.plan), std::stoi(r.plan) + 3) << h.plan << r.plan;  // "N launches, arena ..."
 }
 
-// LATHE_FFN_SPLIT_LEVELS=1: the _lv kernels, gate and up read from copies of their own.
-TEST(FfnSplitPlan, LevelsLayoutTakesItsKernelsAndCopies) {
-  ASSERT_EQ(setenv("LATHE_FFN_SPLIT_LEVELS", "1", 1), 0);
+// By default the _lv kernels, gate and up read from copies of their own in the levels layout;
+// LATHE_FFN_SPLIT_LEVELS=0 the packed kernels on the row-major gate and up.
+TEST(FfnSplitPlan, LevelsLayoutByDefaultPackedUnderItsKnob) {
+  const auto lv_kernels = [](const Recorded& r) {
+    size_t lv = 0;
+    for (const Launched& op : r.ops) lv += op.kernel.starts_with("lathe_ffn_split_") && op.kernel.ends_with("_lv");
+    return lv;
+  };
   const Recorded r = record_decode(tiny(4), {});
-  unsetenv("LATHE_FFN_SPLIT_LEVELS");
   EXPECT_EQ(count(r.plan, "by slices (the levels layout)"), 3u) << r.plan;
-  size_t lv = 0;
-  for (const Launched& op : r.ops) lv += op.kernel.starts_with("lathe_ffn_split_") && op.kernel.ends_with("_lv");
-  EXPECT_EQ(lv, 3u);
+  EXPECT_EQ(lv_kernels(r), 3u);
   expect_rotating_sums(r, "lathe_ffn_split_", 9, 3);
+  ASSERT_EQ(setenv("LATHE_FFN_SPLIT_LEVELS", "0", 1), 0);
+  const Recorded packed = record_decode(tiny(4), {});
+  unsetenv("LATHE_FFN_SPLIT_LEVELS");
+  EXPECT_EQ(count(packed.plan, "feed-forward in one launch"), 3u) << packed.plan;
+  EXPECT_EQ(count(packed.plan, "(the levels layout)"), 0u) << packed.plan;
+  EXPECT_EQ(lv_kernels(packed), 0u);
+  expect_rotating_sums(packed, "lathe_ffn_split_", 9, 3);
 }
 
 // LATHE_MOE_SPLIT=1: a 4-layer qwen3moe-tiny's mixtures but the last as the router's launch, then the
@@ -148,7 +158,7 @@ TEST(FfnSplitPlan, MixtureFormUnderItsKnob) {
 
 // The re-laid down matrices only from the model's spare bytes: under a cap that holds the weights but
 // not the copies the plan runs the two launches and no weight leaves the device; with room, it takes
-// them.
+// them (the levels layout's copies of gate and up only where those fit too).
 TEST(FfnSplitPlan, ReLaidCopiesOnlyFromSpareBytes) {
   const std::string four = tiny(4);
   const Recorded all = record_decode(four, {});
@@ -158,9 +168,16 @@ TEST(FfnSplitPlan, ReLaidCopiesOnlyFromSpareBytes) {
   const Recorded tight = record_decode(four, {}, base + relaid / 2);
   EXPECT_EQ(tight.host_bytes, 0u) << "a weight left the device";
   EXPECT_EQ(count(tight.plan, "feed-forward in one launch"), 0u) << tight.plan;
+  // Room for the slices but not for the levels layout's gate and up copies: the packed form.
   const Recorded room = record_decode(four, {}, base + relaid + 4096);
   EXPECT_EQ(room.host_bytes, 0u);
   EXPECT_EQ(count(room.plan, "feed-forward in one launch"), 3u) << room.plan;
+  EXPECT_EQ(count(room.plan, "(the levels layout)"), 0u) << room.plan;
+  // Room for both (gate and up [512][256] of Q8_0 a layer, each re-laid by 32-row groups: same bytes).
+  const size_t gate_up = 3 * 2 * (512 * (256 / 32) * 34 + 16);
+  const Recorded both = record_decode(four, {}, base + relaid + gate_up + 4096);
+  EXPECT_EQ(both.host_bytes, 0u);
+  EXPECT_EQ(count(both.plan, "by slices (the levels layout)"), 3u) << both.plan;
 }
 
 TEST(FfnSplitPlan, NotTakenWithOneLaunchAStepNorForEmit) {

@@ -253,15 +253,17 @@ TEST(GpuLaneFfnSplit, AgreesWithHeldBackAndInterpreter) {
     EXPECT_EQ(r.held_plan.find(marker), std::string::npos) << r.held_plan;
     EXPECT_LT(r.vs_held, 2.5e-4);  // gate/up summed in another order (a's levels), down's partials by slices
     EXPECT_LT(r.vs_cpu, 2e-3);
-    if (!moe) {  // the levels layout (LATHE_FFN_SPLIT_LEVELS=1): the same launches, other reads
-      ASSERT_EQ(setenv("LATHE_FFN_SPLIT_LEVELS", "1", 1), 0);
-      const AgainstHeld lv = against_held(f, "ffn_split");
+    if (!moe) {  // the levels layout by default; the packed form (LATHE_FFN_SPLIT_LEVELS=0): the same launches, other reads
+      EXPECT_NE(r.plan.find("by slices (the levels layout)"), std::string::npos) << r.plan;
+      ASSERT_EQ(setenv("LATHE_FFN_SPLIT_LEVELS", "0", 1), 0);
+      const AgainstHeld pk = against_held(f, "ffn_split");
       unsetenv("LATHE_FFN_SPLIT_LEVELS");
-      std::printf("[ lane ] %-14s feed-forward in one launch, levels layout: vs held back %.2e, vs interpreter %.2e\n",
-                  shape.c_str(), lv.vs_held, lv.vs_cpu);
-      EXPECT_NE(lv.plan.find("by slices (the levels layout)"), std::string::npos) << lv.plan;
-      EXPECT_LT(lv.vs_held, 2.5e-4);
-      EXPECT_LT(lv.vs_cpu, 2e-3);
+      std::printf("[ lane ] %-14s feed-forward in one launch, packed form: vs held back %.2e, vs interpreter %.2e\n",
+                  shape.c_str(), pk.vs_held, pk.vs_cpu);
+      EXPECT_EQ(pk.plan.find("(the levels layout)"), std::string::npos) << pk.plan;
+      EXPECT_NE(pk.plan.find(marker), std::string::npos) << pk.plan;
+      EXPECT_LT(pk.vs_held, 2.5e-4);
+      EXPECT_LT(pk.vs_cpu, 2e-3);
     }
     if (moe) {
       unsetenv("LATHE_MOE_SPLIT");

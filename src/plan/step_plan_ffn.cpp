@@ -28,12 +28,13 @@ namespace k = kernels;
 
 bool on_device(const DeviceModel& m, const graph::Tensor& t) { return !m.weight(t.checkpoint_name).pinned_host; }
 
-// LATHE_FFN_SPLIT_LEVELS=1: the dense launches read gate, up and down's slices in the levels layout
-// (ffn_split_launch.h; a copy of gate and up beside the row-major ones). Written in the thirty-fifth
-// session and not yet run on a GPU.
+// The dense launches read gate, up and down's slices in the levels layout (ffn_split_launch.h; a copy
+// of gate and up beside the row-major ones) where the spare bytes hold it: qwen3-0.6b Q8_0 tg128 +1.5%
+// against the packed form (docs/perf.md, thirty-sixth session). LATHE_FFN_SPLIT_LEVELS=0 takes the
+// packed form (down's slices only).
 bool levels_layout() {
   const char* v = std::getenv("LATHE_FFN_SPLIT_LEVELS");
-  return v && std::string(v) == "1";
+  return !(v && std::string(v) == "0");
 }
 
 }  // namespace
@@ -113,14 +114,15 @@ void StepPlan::Builder::assign_ffn_splits() {
     if (takes_ffn_split(f.gf, f.gd, f.gn)) found.push_back(f);
   }
   if (found.size() < 2) return;  // one launch a step would zero its own sum (above)
-  // The re-laid copies only from the model's spare bytes (never pushing a weight to host memory).
-  const bool levels = levels_layout();
-  size_t relaid = 0;
+  // The re-laid copies only from the model's spare bytes (never pushing a weight to host memory): the
+  // levels layout's gate and up copies where they fit beside the slices, else the slices alone.
+  size_t slices_bytes = 0, gate_up_bytes = 0;
   for (const Found& f : found) {
-    relaid += m.host_bytes(ffn_split_down(f.gf, f.gd).checkpoint_name).size() + 16;
-    if (levels && f.gd >= 0) relaid += 2 * (relaid_bytes_of(f.gf) + 16);
+    slices_bytes += m.host_bytes(ffn_split_down(f.gf, f.gd).checkpoint_name).size() + 16;
+    if (f.gd >= 0) gate_up_bytes += 2 * (relaid_bytes_of(f.gf) + 16);
   }
-  if (relaid > m.spare_bytes()) return;
+  if (slices_bytes > m.spare_bytes()) return;
+  const bool levels = levels_layout() && slices_bytes + gate_up_bytes <= m.spare_bytes();
   ffn_split_embd = weight_of(m, ffn_split_down(found[0].gf, found[0].gd)).n_out;
   p.ffn_sums_ = cuda::DeviceBuffer(found.size() * static_cast<size_t>(ffn_split_embd) * 8, "feed-forward sums");
   p.ffn_sums_.zero();
