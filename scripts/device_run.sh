@@ -604,6 +604,9 @@
 #           against its f64 reference), the lane's (qwen3moe-tiny held back and against the
 #           interpreter) and the mixture's kernels', `lathe check` of qwen3-30b-a3b Q8_0 with it and
 #           held back, tg128 of the 30B with it and held back alternated twice, the 0.6B once
+#   os1     (thirty-sixth session) the attention and o in one launch (fusion rule o_split): its kernel
+#           test, the lane's OSplit and FfnSplit tests, `lathe check` of qwen3-0.6b Q8_0, tg128 of
+#           qwen3-0.6b held back (--hold o_split) and with it, alternated three times
 #   lv1     (thirty-sixth session) the split launch's levels layout (the _lv kernels, the default since;
 #           LATHE_FFN_SPLIT_LEVELS=0 the packed form): test_ffn_split_gpu (its levels cases and its
 #           timing, both layouts), the lane's FfnSplit test, `lathe check` of qwen3-0.6b Q8_0 with it,
@@ -1895,6 +1898,18 @@ for part in "$@"; do
       echo "== tg128 30b held"; tg_short $f --hold ffn_split
     done
     echo "== tg128 0.6b"; tg_short $(synth qwen3-0.6b q8_0) ;;
+  os1)  # the attention and o in one launch (see the list above)
+    gpu_tests test_attention_o_split_gpu
+    timeout 150 $C/test_attention_o_split_gpu 2>&1 | grep -E "^attention_o_split|^  h"
+    timeout 200 $C/test_gpu_lane_gpu --gtest_filter='*OSplit*:*FfnSplit*' 2>&1 | grep -E "^\[ lane \]|PASSED|FAILED|Failure"
+    f=$(synth qwen3-0.6b q8_0)
+    echo "== check qwen3-0.6b q8_0"; timeout 100 $L check $f --steps 16 2>&1 | tail -2
+    echo "== check qwen3-0.6b q8_0 held"; timeout 100 $L check $f --steps 16 --hold o_split 2>&1 | tail -2
+    for rep in 1 2 3; do
+      echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f --hold o_split
+      echo "== tg128 qwen3-0.6b q8_0 o_split"; tg_short $f
+    done
+    gpu_tests test_gpu_lane_gpu test_ffn_split_gpu test_gpu_attention_gpu ;;
   lv1)  # the split launch's levels layout (see the list above)
     gpu_tests test_ffn_split_gpu test_gpu_lane_gpu
     timeout 150 $C/test_ffn_split_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "^ffn_split|^moe_split|^  "

@@ -4,7 +4,7 @@
 // one's (sum i + 1 mod 3), and the q/k/v launch after each (the _fixed_early kernel) reads exactly the
 // sum it made; the down products they run launch nothing of their own. None held back, none in a
 // 2-layer model (one launch a step would zero its own sum), none where the plan takes no re-laid
-// constants (`lathe emit`).
+// constants (`lathe emit`). And o_split, which adds o's output into the same sums (below).
 #include "gguf/gguf_file.h"
 #include "model/model_program.h"
 #include "model/model_spec.h"
@@ -55,8 +55,9 @@ struct Recorded {
 };
 
 // The decode step of the checkpoint at `path`, planned and run on a virtual H200 (of at most `cap`
-// bytes where cap > 0, as --gpu-memory).
-Recorded record_decode(const std::string& path, const plan::PlanOptions& po, size_t cap = 0) {
+// bytes where cap > 0, as --gpu-memory), in `form` (a range form needs po.long_from > 0).
+Recorded record_decode(const std::string& path, const plan::PlanOptions& po, size_t cap = 0,
+                       plan::StepForm form = plan::StepForm::any_position) {
   cuda::Recorder rec(test::virtual_h200(), test::library_param_sizes());
   const GgufFile f = GgufFile::open(path);
   const ModelSpec spec = read_model_spec(f);
@@ -66,7 +67,8 @@ Recorded record_decode(const std::string& path, const plan::PlanOptions& po, siz
   for (const graph::Tensor& t : g.tensors)
     if (t.role == graph::Role::constant) constants.insert(t.checkpoint_name);
   const plan::DeviceModel model(f, constants, {spec.n_layer, 1, 64, spec.n_head_kv, spec.head_dim}, 0, cap);
-  const plan::StepPlan p(g, model, po);
+  plan::StepPlan p(g, model, po);
+  if (form != plan::StepForm::any_position) p.set_form(form);
   Recorded out;
   out.plan = p.describe();
   out.device_bytes = model.device_bytes();
@@ -113,7 +115,9 @@ TEST(FfnSplitPlan, SumsRotateAndTheNextProductsReadThem) {
   // lathe_ffn_split_*: (gate, up, down_slices, E, x, y, s_in, norm_w, eps, s_out, zero, stamps).
   expect_rotating_sums(r, "lathe_ffn_split_", 9, 3);
   for (const Launched& op : r.ops) {
-    if (op.kernel.starts_with("lathe_ffn_split_")) EXPECT_EQ(op.pointer(6), 0u) << "s_in: the launch adds x and y";
+    if (op.kernel.starts_with("lathe_ffn_split_")) {
+      EXPECT_EQ(op.pointer(6), 0u) << "s_in: the launch adds x and y";
+    }
   }
   // Held back: gate/up and down, two of the plan's launches where the split takes one, for each half.
   plan::PlanOptions held;
@@ -178,6 +182,57 @@ TEST(FfnSplitPlan, ReLaidCopiesOnlyFromSpareBytes) {
   const Recorded both = record_decode(four, {}, base + relaid + gate_up + 4096);
   EXPECT_EQ(both.host_bytes, 0u);
   EXPECT_EQ(count(both.plan, "by slices (the levels layout)"), 3u) << both.plan;
+}
+
+// o_split: in the short form (below long_from) the attention's launch of each layer whose residual is
+// a fixed-point sum (layers 1 and 2 of 4: their q/k/v read the sum the feed-forward launch before made,
+// and their feed-forward half is a split launch) runs o too, adding into the sum that q/k/v launch
+// read, which the feed-forward launch then reads as s_in; o's own launch runs in neither of those
+// layers. In the long form, and held back, the attention and o are two launches and the feed-forward
+// launch adds the residual and o's output.
+TEST(FfnSplitPlan, OSplitRunsOInTheAttentionsLaunchBelowLongFrom) {
+  const std::string four = tiny(4);
+  plan::PlanOptions po;
+  po.long_from = 128;
+  const Recorded r = record_decode(four, po, 0, plan::StepForm::short_positions);
+  EXPECT_EQ(count(r.plan, "split along its input into the residual's fixed-point sum"), 2u) << r.plan;
+  EXPECT_EQ(count(r.plan, "below it the attention's launch runs o"), 2u) << r.plan;
+  EXPECT_EQ(count(r.plan, "the sum read is the residual with o's output added"), 2u) << r.plan;
+  // In order: _fixed_early (x its 19th parameter), then lathe_attn_o_split_* (s_io its 27th), then the
+  // feed-forward launch (s_in its 7th).
+  std::vector<uint64_t> qkv_read, o_added, ffn_read;
+  size_t o_products = 0, o_splits = 0;
+  uint64_t last_read = 0;
+  for (const Launched& op : r.ops) {
+    if (op.kernel.ends_with("_fixed_early")) last_read = op.pointer(18);
+    if (op.kernel.starts_with("lathe_attn_o_split_")) {
+      ++o_splits;
+      qkv_read.push_back(last_read);
+      o_added.push_back(op.pointer(26));
+    }
+    if (op.kernel.starts_with("lathe_ffn_split_") && op.pointer(6) != 0) ffn_read.push_back(op.pointer(6));
+    if (op.kernel.starts_with("lathe_attn_decode")) ++o_products;  // an attention's own launch: o's follows
+  }
+  EXPECT_EQ(o_splits, 2u);
+  EXPECT_EQ(o_products, 2u) << "layers 0 and 3 keep the attention and o as two launches";
+  EXPECT_EQ(o_added, qkv_read) << "o added into the sum its layer's q/k/v read";
+  EXPECT_EQ(ffn_read, o_added) << "the feed-forward launch reads that sum";
+  // One launch fewer a taken layer than the long form.
+  const Recorded l = record_decode(four, po, 0, plan::StepForm::long_positions);
+  size_t long_splits = 0, long_s_in = 0;
+  for (const Launched& op : l.ops) {
+    long_splits += op.kernel.starts_with("lathe_attn_o_split_");
+    long_s_in += op.kernel.starts_with("lathe_ffn_split_") && op.pointer(6) != 0;
+  }
+  EXPECT_EQ(long_splits, 0u);
+  EXPECT_EQ(long_s_in, 0u);
+  // Held back: two launches more in the short form (o's own, in layers 1 and 2).
+  po.held = {"o_split"};
+  const Recorded h = record_decode(four, po, 0, plan::StepForm::short_positions);
+  EXPECT_EQ(count(h.plan, "split along its input into the residual's fixed-point sum"), 0u) << h.plan;
+  EXPECT_EQ(h.ops.size(), r.ops.size() + 2);
+  // Without range forms (long_from 0) never.
+  EXPECT_EQ(count(record_decode(four, {}).plan, "split along its input into the residual's"), 0u);
 }
 
 TEST(FfnSplitPlan, NotTakenWithOneLaunchAStepNorForEmit) {

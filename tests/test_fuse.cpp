@@ -251,6 +251,34 @@ TEST(Fuse, NormEpilogueMarksTheProductsBeforeMergedNormProducts) {
 // feed-forward group's sum and down's result; the group before down is the [add, norm, gate, up,
 // swiglu] norm_prologue group. Never in a chunk, held back or with norm_prologue held; in a mixture
 // model the mixture nodes instead (below).
+// o_split: every layer's o product whose residual is a norm_prologue group's sum (all layers but the
+// first, whose residual is the embedding), marked with its attention; none held back, with
+// rope_attention held, or in a prefill cut.
+TEST(Fuse, OSplitMarksEveryOAfterASumOfTheResidual) {
+  for (const char* shape : {"qwen3-tiny", "llama-tiny"}) {
+    const graph::Graph g = lift_shape(shape, "decode");
+    const fuse::FusionPlan all = fuse::fuse(g);
+    int layers = 0;
+    for (const graph::Node& n : g.nodes) layers += n.kind == lang::OpKind::attention;
+    ASSERT_GT(layers, 1);
+    EXPECT_EQ(static_cast<int>(all.o_splits.size()), layers - 1) << shape;
+    for (const auto& [o, attention] : all.o_splits) {
+      const graph::Node& on = g.nodes[static_cast<size_t>(o)];
+      EXPECT_EQ(on.kind, lang::OpKind::product);
+      const graph::Node& join = g.nodes[static_cast<size_t>(g.tensor(on.args[0].tensor).producer)];
+      EXPECT_EQ(join.kind, lang::OpKind::join_heads);
+      EXPECT_EQ(g.tensor(join.args[0].tensor).producer, attention);
+      EXPECT_EQ(all.groups[static_cast<size_t>(all.group_of[static_cast<size_t>(attention)])].rule, "rope_attention");
+      const int add = g.tensor(on.output).consumers.at(0);
+      EXPECT_EQ(all.groups[static_cast<size_t>(all.group_of[static_cast<size_t>(add)])].rule, "norm_prologue");
+    }
+    EXPECT_TRUE(fuse::fuse(g, {"o_split"}).o_splits.empty());
+    EXPECT_TRUE(fuse::fuse(g, {"rope_attention"}).o_splits.empty());
+    EXPECT_TRUE(fuse::fuse(lift_shape(shape, "prefill:16")).o_splits.empty());
+    EXPECT_EQ(fuse::fuse(g, {"o_split"}).ffn_splits, all.ffn_splits);
+  }
+}
+
 TEST(Fuse, FfnSplitMarksEveryDownButTheLast) {
   for (const char* shape : {"qwen3-tiny", "llama-tiny", "qwen2-tiny"}) {
     const graph::Graph g = lift_shape(shape, "decode");
@@ -379,7 +407,7 @@ TEST(Fuse, UnknownRuleIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: norm_prologue, add_norm, rope_append, rope_attention, qk_norm_rope, "
                                          "kv_append, "
                                          "gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue, mixture_one_launch, "
-                                         "experts_by_slot, router_epilogue, norm_epilogue, ffn_split)"),
+                                         "experts_by_slot, router_epilogue, norm_epilogue, ffn_split, o_split)"),
               std::string::npos) << e.what();
   }
 }

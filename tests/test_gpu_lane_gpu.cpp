@@ -282,6 +282,27 @@ TEST(GpuLaneFfnSplit, AgreesWithHeldBackAndInterpreter) {
 // merges the splits, with the last split's block's arithmetic: the same bits too where the long form
 // splits by the one form's granule (128), and within 1e-4 by its default (16: other splits, so the
 // partials are added in another grouping). The steps cross the line.
+// o_split: in the short form (every decode step here: n_ctx 64, below long_from 128) the attention's
+// launch of layers 1 and 2 of 4 runs o too, into the residual's fixed-point sum the feed-forward
+// launch then reads; against held back (the attention and o as two launches) and the interpreter.
+TEST(GpuLaneOSplit, AgreesWithHeldBackAndInterpreter) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  for (const std::string shape : {"qwen3-tiny", "llama-tiny"}) {
+    const GgufFile f = synthetic(shape, "o-split-" + shape, 4);
+    const AgainstHeld r = against_held(f, "o_split");
+    std::printf("[ lane ] %-14s attention and o in one launch: vs held back %.2e, vs interpreter %.2e\n", shape.c_str(),
+                r.vs_held, r.vs_cpu);
+    const std::string marker = "split along its input into the residual's fixed-point sum";
+    size_t taken = 0;
+    for (size_t at = r.plan.find(marker); at != std::string::npos; at = r.plan.find(marker, at + 1)) ++taken;
+    EXPECT_EQ(taken, 2u) << r.plan;
+    EXPECT_EQ(r.held_plan.find(marker), std::string::npos) << r.held_plan;
+    EXPECT_LT(r.vs_held, 2.5e-4);  // o's rows summed by kv head in fixed point, the residual read from the sum
+    EXPECT_LT(r.vs_cpu, 2e-3);
+  }
+}
+
 TEST(GpuLaneDecodeForms, ShortAndLongFormsAgreeWithTheOneForm) {
   std::string why;
   if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;

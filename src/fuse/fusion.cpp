@@ -21,6 +21,7 @@ void experts_by_slot_pass(const graph::Graph& g, FusionPlan& plan);
 void router_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 void norm_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 void ffn_split_pass(const graph::Graph& g, FusionPlan& plan);
+void o_split_pass(const graph::Graph& g, FusionPlan& plan);
 
 const std::vector<Rule>& fusion_rules() {
   static const std::vector<Rule> rules = {
@@ -55,6 +56,10 @@ const std::vector<Rule>& fusion_rules() {
        "a decode row's feed-forward half (sum, norm, gate/up, SwiGLU, down split along its input) and the next "
        "residual sum, in fixed point, in one launch",
        nullptr, ffn_split_pass},
+      {"o_split",
+       "a decode row's attention and its o product split along its input by kv head, o's output added into the "
+       "residual's fixed-point sum, in one launch",
+       nullptr, o_split_pass},
   };
   return rules;
 }

@@ -35,6 +35,7 @@ struct FusionPlan {
   std::map<int, int> router_epilogues;  // product node -> the mixture whose router its launch may run
   std::map<int, int> norm_epilogues;    // product node -> the add (of a norm_prologue group) its launch may form
   std::map<int, int> ffn_splits;        // down product (or mixture) node -> the next add whose sum its feed-forward launch may form
+  std::map<int, int> o_splits;          // o product node -> the attention whose launch may run it, o split along its input
   int count(std::string_view rule) const;
 };
 

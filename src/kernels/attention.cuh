@@ -183,7 +183,9 @@ struct attd_no_prologue {
   }
 };
 
-template <int D, int W = ATTD_WARPS, class Prologue = attd_no_prologue>
+// OutShared (rope_attention_o_split.cuh): a row's only split leaves its block's heads' outputs in
+// shared memory (out_sh [heads here][D]) instead of `out` and `qout`, for the block's own product.
+template <int D, int W = ATTD_WARPS, class Prologue = attd_no_prologue, bool OutShared = false>
 __device__ void attd_decode(const float* __restrict__ q, const __half* __restrict__ k_cache,
                             const __half* __restrict__ v_cache, const int* __restrict__ sequences,
                             const int* __restrict__ positions, float* __restrict__ out,
@@ -191,7 +193,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
                             int n_head_kv, int n_ctx, int window, int split_min, int n_split,
                             float scale, float cap, const float* __restrict__ sinks, int* __restrict__ tickets,
                             int8_t* qout, int q_words, int q_rows, int split, int by, int row, int grid_y,
-                            int early, const Prologue& prologue = Prologue()) {
+                            int early, const Prologue& prologue = Prologue(), float* out_sh = nullptr) {
   typedef AttdShape<D, W> S;
   constexpr int KB = D / 32, VB = D / 64;
   extern __shared__ float4 attd_shared4[];
@@ -422,6 +424,10 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
         for (int e = 0; e < 4; ++e) o[e] *= f;
       }
       const float4 r = make_float4(o[0] / l, o[1] / l, o[2] / l, o[3] / l);
+      if constexpr (OutShared) {
+        if (mine) *reinterpret_cast<float4*>(out_sh + idx) = r;
+        continue;
+      }
       if (mine) *reinterpret_cast<float4*>(out + head_row * D + dim) = r;
 #ifdef LATHE_ATTD_FINISH_SPLIT
       if (i4 == threadIdx.x) LATHE_STAMP_AT(stamps, 4);  // the output formed and stored, before its int8 form

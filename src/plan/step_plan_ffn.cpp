@@ -187,11 +187,25 @@ void StepPlan::Builder::emit_ffn_split(int gf) {
     w[1].data = lv->second.second;
   }
   const k::Activations a = o.activations;
+  // o_split: below long_from the attention's launch added o's output into the residual's sum, which
+  // this launch then reads (s_in) in place of the residual and o's output.
+  const auto os = o_split_of_ffn.find(gf);
+  const CUdeviceptr s_short = os != o_split_of_ffn.end() ? ffn_sum(os->second) : 0;
   add(fmt::format("feed-forward in one launch {} gate, up [{} x {}] and down [{} x {}] by slices{} {}, the next sum "
-                  "in fixed point",
+                  "in fixed point{}",
                   ggml_type_name(gu[0].type), gu[0].n_out, gu[0].k, dw.n_out, dw.k,
-                  f.levels ? " (the levels layout)" : "", k::activations_name(a)),
-      sum_node, [=](CUstream s) { k::ffn_split(w[0], w[1], slices, a, f, s); });
+                  f.levels ? " (the levels layout)" : "", k::activations_name(a),
+                  s_short ? fmt::format(" (below position {}: the sum read is the residual with o's output added)",
+                                        p.long_from_)
+                          : ""),
+      sum_node, [=, form = &p.form_](CUstream s) {
+        k::FfnSplit fs = f;
+        if (s_short && *form == StepForm::short_positions) {
+          fs.s_in = s_short;
+          fs.y = 0;
+        }
+        k::ffn_split(w[0], w[1], slices, a, fs, s);
+      });
 }
 
 }  // namespace lathe::plan

@@ -4,6 +4,7 @@
 #include "fuse/fusion.h"
 #include "kernels/argmax_launch.h"
 #include "kernels/attention_launch.h"
+#include "kernels/attention_o_split_launch.h"
 #include "kernels/attention_prefill_launch.h"
 #include "kernels/cache_launch.h"
 #include "kernels/elementwise_launch.h"
@@ -298,6 +299,14 @@ std::string StepPlan::Builder::forms_note(const AttentionLaunch& at) const {
 
 void StepPlan::Builder::emit(int gi) {
   if (ffn_split_downs.count(gi)) return;  // ffn_split: the feed-forward launch before ran this product
+  if (o_split_os.count(gi) && !emitting_long_only) {  // o_split: the attention's launch runs it in the short form
+    const size_t first = p.launches_.size();
+    emitting_long_only = true;
+    emit(gi);
+    emitting_long_only = false;
+    long_form_only(first);
+    return;
+  }
   const fuse::Group& grp = p.fusion_.groups[static_cast<size_t>(gi)];
   const graph::Node& n = g.nodes[static_cast<size_t>(grp.nodes.front())];
   const CUdeviceptr positions = input_ptr(lang::ValueKind::positions);
@@ -416,6 +425,34 @@ void StepPlan::Builder::emit(int gi) {
       const graph::Node& an = g.nodes[static_cast<size_t>(grp.nodes.back())];
       const AttentionLaunch at = attention_launch(an, gi);
       const k::AttentionRope rope{k_in, v, &table, order, norm, qw, kw, eps};
+      if (const auto os = o_split_of_attention.find(gi); os != o_split_of_attention.end()) {
+        // o_split: below long_from this launch also runs o into the residual's fixed-point sum.
+        const graph::Node& on = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(os->second.o_group)].nodes[0])];
+        const k::WeightMatrix ow = weight_of(m, g.tensor(on.args[1].tensor));
+        k::AttentionOSplit f;
+        f.q = q_in;
+        f.k_cache = at.kc;
+        f.v_cache = at.vc;
+        f.sequences = at.seqs;
+        f.positions = at.pos;
+        f.s_io = ffn_sum(os->second.sum);
+        const k::Activations a = o.activations;
+        add(fmt::format("attention with rope{} and the cache append [{} x {} x {}] over {} slots, below position {} with "
+                        "o [{} x {}] split along its input into the residual's fixed-point sum ({} blocks a kv head); "
+                        "from it in {} splits{}{}",
+                        norm ? ", head norms" : "", at.shape.rows, at.shape.n_head, at.shape.d, at.shape.n_ctx,
+                        p.long_from_, ow.n_out, ow.k, k::o_split_blocks_per_head(at.shape, ow), at.split.n_split,
+                        forms_note(at), qout.q ? ", quantized" : ""),
+            an, [=, form = &p.form_](CUstream s) {
+              if (*form == StepForm::short_positions) {
+                k::attention_o_split(at.shape, at.opt, rope, ow, a, f, s);
+                return;
+              }
+              k::decode_attention(at.out, q_in, at.kc, at.vc, at.seqs, at.pos, at.shape, at.opt, at.split_in(*form),
+                                  at.ws, s, at.tickets_in(*form), qout, &rope);
+            });
+        return;
+      }
       add(fmt::format("attention with rope{} and the cache append [{} x {} x {}] over {} slots in {} splits{}{}",
                       norm ? ", head norms" : "", at.shape.rows, at.shape.n_head, at.shape.d, at.shape.n_ctx,
                       at.split.n_split, forms_note(at), qout.q ? ", quantized" : ""),

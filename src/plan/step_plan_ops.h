@@ -131,6 +131,20 @@ struct StepPlan::Builder {
   const graph::Tensor& ffn_split_down(int ffn_group, int down_group) const;
   size_t relaid_bytes_of(int ffn_group) const;
   CUdeviceptr ffn_sum(int i) const;  // fixed-point sum i (mod their count)
+  // o_split (step_plan_osplit.cpp): the attention groups whose launch, in the decode step's short form,
+  // also runs the o product after them, adding o's output into the residual's fixed-point sum (the one
+  // the layer's q/k/v launch read, which its feed-forward launch then reads); decided once, after
+  // assign_ffn_splits. In the long form the two launches run as before.
+  struct OSplitTaken {
+    int o_group = -1;
+    int sum = 0;  // the fixed-point sum (ffn_sums_'s slot)
+  };
+  void assign_o_splits();
+  std::map<int, OSplitTaken> o_split_of_attention;  // attention group -> what its launch takes
+  std::map<int, int> o_split_of_ffn;                // feed-forward group -> the sum it reads in the short form
+  std::set<int> o_split_os;                         // o groups the attention's launch runs in the short form
+  bool emitting_long_only = false;
+  void long_form_only(size_t first_launch);  // launches from first_launch on run in the long form alone
   bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores
   void add(std::string what, const graph::Node& n, std::function<void(CUstream)> run);
   [[noreturn]] void no_kernel(const graph::Node& n, const std::string& why) const;

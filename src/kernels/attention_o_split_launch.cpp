@@ -1,0 +1,81 @@
+#include "kernels/attention_o_split_launch.h"
+
+#include "base/error.h"
+#include "gguf/block_format.h"
+#include "kernels/decode_stream.h"
+#include "kernels/library.h"
+#include "kernels/rope_launch.h"
+#include "runtime/cuda_driver.h"
+
+#include <cmath>
+#include <string>
+
+namespace lathe::kernels {
+namespace {
+
+constexpr int kWarps = 4;        // rope_attention_o_split.cuh's kernels
+constexpr int64_t kSplitMin = 128;  // the one split's length granule (any multiple of 16 slots)
+
+int64_t group_of(const AttentionShape& s) { return s.n_head / s.n_head_kv; }
+int64_t blocks_a_row(const AttentionShape& s) { return group_of(s) * s.d / 32; }  // NB: Q8_0 blocks of a kv head's columns
+
+// attention.cuh's ring for 4 warps, rope_attention.cuh's floats, then the kernel's: the slice, the
+// heads' outputs, their levels (two words), their scales.
+int64_t shared_bytes(const AttentionShape& s, int64_t rows) {
+  const int64_t d = s.d, stages = d <= 64 ? 4 : d <= 128 ? 3 : 2, nb = blocks_a_row(s);
+  return kWarps * stages * (d / 8) * 32 * 16 + (10 + kWarps) * d * 4 + (34 * rows * nb + 15) / 16 * 16 +
+         group_of(s) * d * (4 + 2) + 16 * nb;
+}
+
+}  // namespace
+
+int64_t o_split_blocks_per_head(const AttentionShape& s, const WeightMatrix& o) {
+  const int64_t nb = blocks_a_row(s), per = 32 / nb, sms = cuda::Context::get().info().sm_count;
+  for (int64_t r = sms / s.n_head_kv; r >= 1; --r) {
+    if (o.n_out % r != 0) continue;
+    const int64_t rows = o.n_out / r;
+    if (rows % per == 0 && shared_bytes(s, rows) <= shared_optin_bytes()) return r;
+  }
+  return 0;
+}
+
+bool attention_o_split_applies(const AttentionShape& s, const WeightMatrix& o, Activations a) {
+  if (a != Activations::int8 && a != Activations::int8x2) return false;
+  if (s.rows != 1 || (s.d != 64 && s.d != 128) || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0) return false;
+  const int64_t nb = blocks_a_row(s);
+  if (nb < 2 || nb > 32 || 32 % nb != 0) return false;
+  if (o.type != GgmlType::Q8_0 || o.n_expert != 1 || o.k != s.n_head * s.d || o.n_out <= 0) return false;
+  return o_split_blocks_per_head(s, o) > 0;
+}
+
+void attention_o_split(const AttentionShape& shape, const AttentionOptionsGpu& options, const AttentionRope& rope,
+                       const WeightMatrix& o, Activations a, const AttentionOSplit& f, CUstream stream) {
+  if (!attention_o_split_applies(shape, o, a))
+    internal_fail("attention_o_split: the launch does not take {} heads ({} kv) of {} and o [{} x {}]", shape.n_head,
+                  shape.n_head_kv, shape.d, o.n_out, o.k);
+  const int64_t r = f.blocks_per_head > 0 ? f.blocks_per_head : o_split_blocks_per_head(shape, o);
+  LATHE_CHECK(r > 0 && o.n_out % r == 0 && shared_bytes(shape, o.n_out / r) <= shared_optin_bytes());
+  LATHE_CHECK((o.n_out / r) % (32 / blocks_a_row(shape)) == 0);
+  LATHE_CHECK(o.data % 16 == 0 && f.q % 16 == 0 && f.k_cache % 16 == 0 && f.v_cache % 16 == 0 && f.s_io % 8 == 0);
+  LATHE_CHECK(f.s_io != 0 && rope.table && rope.table->n_rot <= shape.d && rope.table->n_rot % 2 == 0 && rope.k &&
+              rope.v);
+  CUdeviceptr q = f.q, kc = f.k_cache, vc = f.v_cache, seqs = f.sequences, pos = f.positions, sinks = options.sinks;
+  CUdeviceptr k = rope.k, v = rope.v, freq = rope.table->freq.ptr(), qw = rope.q_weight, kw = rope.k_weight;
+  CUdeviceptr ow = o.data, s_io = f.s_io;
+  int n_head = static_cast<int>(shape.n_head), n_head_kv = static_cast<int>(shape.n_head_kv);
+  int n_ctx = static_cast<int>(shape.n_ctx), window = static_cast<int>(options.window);
+  int split_min = static_cast<int>(kSplitMin);
+  float scale = options.scale != 0 ? options.scale : static_cast<float>(1.0 / std::sqrt(double(shape.d)));
+  float cap = options.cap, eps = rope.eps;
+  double position_scale = rope.table->position_scale;
+  int n_rot = static_cast<int>(rope.table->n_rot), neox = rope.order == RopeOrder::neox ? 1 : 0;
+  int norm = rope.norm ? 1 : 0, e = static_cast<int>(o.n_out), rr = static_cast<int>(r);
+  const std::string name = "lathe_attn_o_split_" + std::to_string(shape.d) + "_q8_0_" + std::string(activations_name(a));
+  cuda::launch(kernel(name), {1, static_cast<unsigned>(shape.n_head_kv * r), 1}, {32 * kWarps, 1, 1},
+               static_cast<unsigned>(shared_bytes(shape, o.n_out / r)), stream,
+               {&q, &kc, &vc, &seqs, &pos, &n_head, &n_head_kv, &n_ctx, &window, &split_min, &scale, &cap, &sinks, &k,
+                &v, &freq, &position_scale, &n_rot, &neox, &qw, &kw, &norm, &eps, &ow, &e, &rr, &s_io},
+               "launching a decode attention with o split along its input");
+}
+
+}  // namespace lathe::kernels

@@ -1,0 +1,43 @@
+// Host launcher of a decode row's attention and o product in one launch, o split along its input by kv
+// head (rope_attention_o_split.cuh; fusion rule o_split, docs/perf.md, thirty-sixth session). For one
+// row under an int8 contract, with rope_attention's prologue (head norms, rope, the cache append):
+//   a_h     = attention of query head h over the row's visible slots           (attention_launch.h)
+//   s_io[i] += sum over kv heads g of fix(o[i][g's columns] . quant(a_g))       for every i < E
+// where a_g is kv head g's G query heads' D values each (G D values, quantized as the contract's x by
+// 32-value blocks: the levels the attention's quantize epilogue gives o when held back) and fix(v) =
+// rint(v * 2^32) as int64 (ffn_split_launch.h): s_io is the residual in fixed point, to which the
+// launch adds o's output; integer adds in any order, so the same bits every run. The attention's own
+// output is not written (o is its only reader). Every pointer is a device pointer; the call only
+// enqueues on `stream`.
+#pragma once
+
+#include "kernels/activations.h"
+#include "kernels/attention_launch.h"
+#include "kernels/gemv_launch.h"
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace lathe::kernels {
+
+struct AttentionOSplit {
+  CUdeviceptr q = 0;                  // f32 [n_head][d], as the q/k/v product wrote it (not rotated)
+  CUdeviceptr k_cache = 0, v_cache = 0, sequences = 0, positions = 0;
+  CUdeviceptr s_io = 0;               // int64 [E]: the residual in fixed point, o's output added
+  int64_t blocks_per_head = 0;        // R: 0 chooses (o_split_blocks_per_head)
+};
+
+// Whether the launch takes the attention `shape` (one row) and o [E][n_head d] under contract a: o
+// Q8_0 and one matrix, int8 or int8x2, d 64 or 128, G = n_head / n_head_kv query heads a kv head with
+// G d / 32 (a row's share of a kv head, in Q8_0 blocks) dividing 32, and R blocks a kv head within
+// shared memory.
+bool attention_o_split_applies(const AttentionShape& shape, const WeightMatrix& o, Activations a);
+// The blocks a kv head takes (R): the most that divide E into whole warps' rows with n_head_kv R at
+// most the card's SMs, 0 where none does.
+int64_t o_split_blocks_per_head(const AttentionShape& shape, const WeightMatrix& o);
+
+void attention_o_split(const AttentionShape& shape, const AttentionOptionsGpu& options, const AttentionRope& rope,
+                       const WeightMatrix& o, Activations a, const AttentionOSplit& f, CUstream stream);
+
+}  // namespace lathe::kernels
