@@ -14,15 +14,18 @@
 #include "kernels/attention_o_split_launch.h"
 #include "kernels/rope_launch.h"
 #include "test_gpu_ops_helpers.h"
+#include "test_product_helpers.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace lathe::test {
 namespace {
 
 constexpr double kFix = 4294967296.0;
+
 
 struct OCase {
   int64_t n_head, n_head_kv, d, e;
@@ -75,7 +78,7 @@ TEST(AttentionOSplitGpu, MatchesTheHeldBackAttentionAndRepeatsItsBits) {
                                       c.norm ? dkw.ptr() : 0, 1e-6f};
     const kernels::AttentionShape shape{1, c.n_head, c.n_head_kv, c.d, n_ctx, n_ctx};
     const kernels::AttentionOptionsGpu opt;
-    const kernels::WeightMatrix ow{GgmlType::Q8_0, dob.ptr(), k_in, c.e};
+    const kernels::WeightMatrix ow{GgmlType::Q8_0, dob.ptr(), c.e, k_in};
     const std::string what = fmt::format("h{}/{} d{} e{} at {} {}{}", c.n_head, c.n_head_kv, c.d, c.e, c.position,
                                          kernels::activations_name(c.a), c.norm ? " normed" : "");
     ASSERT_TRUE(kernels::attention_o_split_applies(shape, ow, c.a)) << what;
@@ -127,20 +130,76 @@ TEST(AttentionOSplitGpu, MatchesTheHeldBackAttentionAndRepeatsItsBits) {
   }
 }
 
+// The launch at qwen3-0.6b's shapes (16/8 heads of 128, o 1024 x 2048, position 80) in a graph of 28
+// layers, against the held-back attention alone (its launch below long_from: one split): the us the
+// one launch adds over the attention, against the ~3.1 us of o's own launch in the step (stamps).
+TEST(AttentionOSplitGpu, TimingAgainstTheAttentionAlone) {
+  REQUIRE_GPU();
+  const int64_t n_head = 16, n_kv = 8, d = 128, e = 1024, n_ctx = 512, k_in = n_head * d, layers = 28;
+  const std::vector<int32_t> sequences{0}, positions{80};
+  std::vector<uint16_t> bits;
+  for (float x : random_values(static_cast<size_t>(n_ctx * n_kv * d), 91, 1.0f)) bits.push_back(f32_to_f16(x));
+  const std::vector<float> of = random_values(static_cast<size_t>(e * k_in), 92, 0.05f);
+  const size_t row_bytes = static_cast<size_t>(34 * k_in / 32);
+  std::vector<uint8_t> ob(static_cast<size_t>(e) * row_bytes);
+  for (int64_t i = 0; i < e; ++i) quantize_row(GgmlType::Q8_0, of.data() + i * k_in, ob.data() + i * row_bytes, k_in);
+  auto dseq = to_device(sequences), dpos = to_device(positions);
+  auto dq = to_device(random_values(static_cast<size_t>(k_in), 93, 1.0f));
+  auto dk = to_device(random_values(static_cast<size_t>(n_kv * d), 94, 1.0f));
+  auto dv = to_device(random_values(static_cast<size_t>(n_kv * d), 95, 1.0f));
+  auto dw = to_device(random_values(static_cast<size_t>(d), 96, 1.0f));
+  std::vector<cuda::DeviceBuffer> kc, vc, o;
+  for (int64_t l = 0; l < layers; ++l) {
+    kc.push_back(to_device(bits));
+    vc.push_back(to_device(bits));
+    o.push_back(to_device(ob));
+  }
+  auto out = to_device(std::vector<float>(static_cast<size_t>(k_in), 0.0f));
+  auto sio = to_device(std::vector<long long>(static_cast<size_t>(e), 0));
+  const kernels::RopeTable table = kernels::make_rope_table(d, 1000000.0);
+  const kernels::AttentionRope rope{dk.ptr(), dv.ptr(), &table, RopeOrder::neox, true, dw.ptr(), dw.ptr(), 1e-6f};
+  const kernels::AttentionShape shape{1, n_head, n_kv, d, n_ctx, n_ctx};
+  kernels::AttentionShape short_shape = shape;
+  short_shape.max_visible = 128;
+  const kernels::AttentionOptionsGpu opt;
+  const kernels::AttentionSplit split = kernels::plan_attention_split(short_shape, opt);
+  cuda::DeviceBuffer tickets(kernels::attention_ticket_bytes(shape), "attention tickets");
+  tickets.zero();
+  cuda::Stream s;
+  const double alone = kernels::test::graph_median_us(s, static_cast<int>(layers), [&](int l) {
+    kernels::decode_attention(out.ptr(), dq.ptr(), kc[l].ptr(), vc[l].ptr(), dseq.ptr(), dpos.ptr(), shape, opt, split, 0,
+                              s.handle(), tickets.ptr(), {}, &rope);
+  });
+  const double fused = kernels::test::graph_median_us(s, static_cast<int>(layers), [&](int l) {
+    kernels::AttentionOSplit f;
+    f.q = dq.ptr();
+    f.k_cache = kc[l].ptr();
+    f.v_cache = vc[l].ptr();
+    f.sequences = dseq.ptr();
+    f.positions = dpos.ptr();
+    f.s_io = sio.ptr();
+    kernels::attention_o_split(shape, opt, rope, kernels::WeightMatrix{GgmlType::Q8_0, o[l].ptr(), e, k_in},
+                               kernels::Activations::int8x2, f, s.handle());
+  });
+  std::printf("qwen3-0.6b attention at position 80, a layer in a graph of %lld: alone (%lld split) %.2f us, with o "
+              "split along its input %.2f us\n",
+              static_cast<long long>(layers), static_cast<long long>(split.n_split), alone, fused);
+}
+
 TEST(AttentionOSplitGpu, RefusesWhatItDoesNotTake) {
   REQUIRE_GPU();
   const kernels::AttentionShape s06{1, 16, 8, 128, 512, 512};
-  const kernels::WeightMatrix o06{GgmlType::Q8_0, 0, 2048, 1024};
+  const kernels::WeightMatrix o06{GgmlType::Q8_0, 0, 1024, 2048};  // [n_embd][n_head d]
   EXPECT_TRUE(kernels::attention_o_split_applies(s06, o06, kernels::Activations::int8x2));
   EXPECT_FALSE(kernels::attention_o_split_applies(s06, o06, kernels::Activations::f32));
-  EXPECT_FALSE(kernels::attention_o_split_applies(s06, kernels::WeightMatrix{GgmlType::Q4_K, 0, 2048, 1024},
+  EXPECT_FALSE(kernels::attention_o_split_applies(s06, kernels::WeightMatrix{GgmlType::Q4_K, 0, 1024, 2048},
                                                   kernels::Activations::int8x2));
   EXPECT_FALSE(kernels::attention_o_split_applies(kernels::AttentionShape{1, 6, 2, 64, 512, 512},
-                                                  kernels::WeightMatrix{GgmlType::Q8_0, 0, 384, 256},
+                                                  kernels::WeightMatrix{GgmlType::Q8_0, 0, 256, 384},
                                                   kernels::Activations::int8x2))
       << "three query heads a kv head: a row's share is 6 blocks, which do not divide a warp";
   EXPECT_FALSE(kernels::attention_o_split_applies(kernels::AttentionShape{1, 16, 8, 256, 512, 512},
-                                                  kernels::WeightMatrix{GgmlType::Q8_0, 0, 4096, 1024},
+                                                  kernels::WeightMatrix{GgmlType::Q8_0, 0, 1024, 4096},
                                                   kernels::Activations::int8x2))
       << "head size 256";
   EXPECT_FALSE(kernels::attention_o_split_applies(kernels::AttentionShape{2, 16, 8, 128, 512, 512}, o06,

@@ -7,14 +7,29 @@
 #include "kernels/rope_launch.h"
 #include "runtime/cuda_driver.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 namespace lathe::kernels {
 namespace {
 
-constexpr int kWarps = 4;        // rope_attention_o_split.cuh's kernels
 constexpr int64_t kSplitMin = 128;  // the one split's length granule (any multiple of 16 slots)
+
+// Measuring knobs (read once): LATHE_O_SPLIT_WARPS=4 or 2 takes the 4- or 2-warp kernels (less of the
+// ring's shared memory; 8 by default, the held-back attention's count), LATHE_O_SPLIT_BLOCKS=N caps R
+// at N, LATHE_O_SPLIT_BULK=1 asks for the slice by bulk copies (one a row, by one thread).
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+const int kWarps = [] {
+  const int w = env_int("LATHE_O_SPLIT_WARPS", 8);
+  return w == 2 || w == 4 ? w : 8;
+}();
+const int kBulkRows = env_int("LATHE_O_SPLIT_BULK", 0) == 1 ? 1 : 0;
+const int64_t kMaxR = env_int("LATHE_O_SPLIT_BLOCKS", 1 << 20);
 
 int64_t group_of(const AttentionShape& s) { return s.n_head / s.n_head_kv; }
 int64_t blocks_a_row(const AttentionShape& s) { return group_of(s) * s.d / 32; }  // NB: Q8_0 blocks of a kv head's columns
@@ -31,7 +46,7 @@ int64_t shared_bytes(const AttentionShape& s, int64_t rows) {
 
 int64_t o_split_blocks_per_head(const AttentionShape& s, const WeightMatrix& o) {
   const int64_t nb = blocks_a_row(s), per = 32 / nb, sms = cuda::Context::get().info().sm_count;
-  for (int64_t r = sms / s.n_head_kv; r >= 1; --r) {
+  for (int64_t r = std::min(sms / s.n_head_kv, kMaxR); r >= 1; --r) {
     if (o.n_out % r != 0) continue;
     const int64_t rows = o.n_out / r;
     if (rows % per == 0 && shared_bytes(s, rows) <= shared_optin_bytes()) return r;
@@ -69,12 +84,13 @@ void attention_o_split(const AttentionShape& shape, const AttentionOptionsGpu& o
   float cap = options.cap, eps = rope.eps;
   double position_scale = rope.table->position_scale;
   int n_rot = static_cast<int>(rope.table->n_rot), neox = rope.order == RopeOrder::neox ? 1 : 0;
-  int norm = rope.norm ? 1 : 0, e = static_cast<int>(o.n_out), rr = static_cast<int>(r);
-  const std::string name = "lathe_attn_o_split_" + std::to_string(shape.d) + "_q8_0_" + std::string(activations_name(a));
+  int norm = rope.norm ? 1 : 0, e = static_cast<int>(o.n_out), rr = static_cast<int>(r), bulk = kBulkRows;
+  const std::string name = "lathe_attn_o_split_" + std::to_string(shape.d) + "_q8_0_" + std::string(activations_name(a)) +
+                           (kWarps == 2 ? "_w2" : kWarps == 8 ? "_w8" : "");
   cuda::launch(kernel(name), {1, static_cast<unsigned>(shape.n_head_kv * r), 1}, {32 * kWarps, 1, 1},
                static_cast<unsigned>(shared_bytes(shape, o.n_out / r)), stream,
                {&q, &kc, &vc, &seqs, &pos, &n_head, &n_head_kv, &n_ctx, &window, &split_min, &scale, &cap, &sinks, &k,
-                &v, &freq, &position_scale, &n_rot, &neox, &qw, &kw, &norm, &eps, &ow, &e, &rr, &s_io},
+                &v, &freq, &position_scale, &n_rot, &neox, &qw, &kw, &norm, &eps, &ow, &e, &rr, &s_io, &bulk},
                "launching a decode attention with o split along its input");
 }
 

@@ -7,8 +7,8 @@
 // Grid (1, n_head_kv * R, 1), 32 W threads. Block (kvh, r) = blockIdx.y / R, blockIdx.y % R:
 //   its o slice: rows [r E / R, (r + 1) E / R) of o [E][n_head D] at the columns of kv head kvh's G
 //     query heads (G D values: NB = G D / 32 Q8_0 blocks a row, 34 NB bytes; NB divides 32), asked
-//     for (cp.async) before the wait for the q/k/v launch, with the row's first cache chunks and the
-//     rope's angles: constants and earlier steps' slots;
+//     for (bulk copies, or cp.async) before the wait for the q/k/v launch, with the row's first cache
+//     chunks and the rope's angles: constants and earlier steps' slots;
 //   the attention of kvh's G heads over every visible slot in one split (attention.cuh's attd_decode
 //     with the rope prologue: every one of the R blocks of a kv head appends the row's k and v slot,
 //     the same bytes, before it reads it), its outputs left in shared memory;
@@ -27,7 +27,7 @@ __device__ __forceinline__ void lathe_attn_o_split_body(
     int n_head, int n_head_kv, int n_ctx, int window, int split_min, float scale, float cap, const float* sinks,
     const float* k, const float* v, const double* freq, double position_scale, int n_rot, int neox,
     const float* q_weight, const float* k_weight, int norm, float eps, const uint8_t* o_w, int E, int R,
-    long long* s_io) {
+    long long* s_io, int bulk_rows) {
   extern __shared__ float4 attd_shared4[];
   unsigned char* base = reinterpret_cast<unsigned char*>(attd_shared4);
   const int group = n_head / n_head_kv, nb = group * D / 32;
@@ -42,21 +42,41 @@ __device__ __forceinline__ void lathe_attn_o_split_body(
   int8_t* xq2 = xq1 + group * D;
   float4* xd = reinterpret_cast<float4*>(xq2 + group * D);
   const unsigned ss = static_cast<unsigned>(__cvta_generic_to_shared(slice));
-  {  // the slice first (a group of its own, before the ring's: the ring's waits only grow stricter), in
-     // 16-byte requests where a row's share is whole 16-byte lines (NB % 8 == 0), else 8 or 4
+  // The slice first, asked for before the wait. Where a row's share is whole 16-byte lines (NB % 8 ==
+  // 0: the 0.6B's, the 8B's), as one bulk copy a row by thread 0, completing on an mbarrier of its own
+  // (outside the ring's cp.async groups, so the attention's first chunk does not wait for it); else
+  // as cp.async requests of 8 or 4 bytes in a group of its own, before the ring's (whose waits then
+  // also wait for it).
+  __shared__ __align__(8) unsigned long long slice_bar;
+  const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(&slice_bar));
+  const int share = 34 * nb;
+  const bool bulk = bulk_rows && share % 16 == 0;
+  {
     const uint8_t* src = o_w + static_cast<long long>(r0) * row_bytes + 34LL * nb * kvh;
-    const int share = 34 * nb, unit = share % 16 == 0 ? 16 : share % 8 == 0 ? 8 : 4, per_row = share / unit;
-    for (int i = threadIdx.x; i < rows * per_row; i += 32 * W) {
-      const unsigned dst = ss + static_cast<unsigned>(unit * i);
-      const uint8_t* from = src + (i / per_row) * row_bytes + unit * (i % per_row);
-      if (unit == 16)
-        lathe_ffns_copy16(dst, from);
-      else if (unit == 8)
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(from) : "memory");
-      else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(from) : "memory");
+    if (bulk) {
+      if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(rows * share)
+                     : "memory");
+        for (int i = 0; i < rows; ++i)
+          lathe_bulk_weights<false>(ss + static_cast<unsigned>(i * share), src + i * row_bytes,
+                                    static_cast<unsigned>(share), bar);
+      }
+    } else {
+      const int unit = share % 16 == 0 ? 16 : share % 8 == 0 ? 8 : 4, per_row = share / unit;
+      for (int i = threadIdx.x; i < rows * per_row; i += 32 * W) {
+        const unsigned dst = ss + static_cast<unsigned>(unit * i);
+        const uint8_t* from = src + (i / per_row) * row_bytes + unit * (i % per_row);
+        if (unit == 16)
+          lathe_ffns_copy16(dst, from);
+        else if (unit == 8)
+          asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(from) : "memory");
+        else
+          asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(from) : "memory");
+      }
+      asm volatile("cp.async.commit_group;\n" ::: "memory");
     }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
   const attd_rope_prologue<D, W> rope{q,        k,         v,      sequences, freq,  position_scale,
                                       n_rot,    neox,      norm,   n_head,    n_head_kv, n_ctx,
@@ -66,7 +86,16 @@ __device__ __forceinline__ void lathe_attn_o_split_body(
                                                      nullptr, n_head, n_head_kv, n_ctx, window, split_min, 1, scale,
                                                      cap, sinks, nullptr, nullptr, C, 1, 0, kvh, 0, gridDim.y, 1,
                                                      rope, xo);
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
+  if (bulk) {  // the slice's bulk copies (the mbarrier's first phase)
+    unsigned done = 0;
+    while (!done)
+      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
+                   : "=r"(done)
+                   : "r"(bar)
+                   : "memory");
+  } else {
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+  }
   __syncthreads();  // the heads' outputs and the slice
 
   // x's levels: 4 values a thread over whole warps, 8 lanes a 32-value block (group D / 4 a multiple of 8).
@@ -93,20 +122,30 @@ __device__ __forceinline__ void lathe_attn_o_split_body(
   }
 }
 
-// Kernels lathe_attn_o_split_<D>_q8_0_<contract> (4 warps: the short span's chunks fit one ring's fill).
-#define LATHE_ATTN_O_SPLIT_KERNEL(D, C, CNAME)                                                                    \
-  extern "C" __global__ void __launch_bounds__(128) lathe_attn_o_split_##D##_q8_0_##CNAME(                      \
+// Kernels lathe_attn_o_split_<D>_q8_0_<contract>[_w8|_w2] (4 warps; 8, the held-back attention's count
+// for D <= 128; 2). bulk_rows: the slice as bulk copies where a row's share is whole 16-byte lines, else
+// cp.async requests.
+#define LATHE_ATTN_O_SPLIT_KERNEL(D, W, C, NAME)                                                                  \
+  extern "C" __global__ void __launch_bounds__(32 * W) NAME(                                                    \
       const float* q, const __half* k_cache, const __half* v_cache, const int* sequences, const int* positions, \
       int n_head, int n_head_kv, int n_ctx, int window, int split_min, float scale, float cap,                  \
       const float* sinks, const float* k, const float* v, const double* freq, double position_scale, int n_rot, \
       int neox, const float* q_weight, const float* k_weight, int norm, float eps, const uint8_t* o_w, int E,   \
-      int R, long long* s_io) {                                                                                  \
-    lathe_attn_o_split_body<D, 4, C>(q, k_cache, v_cache, sequences, positions, n_head, n_head_kv, n_ctx,       \
+      int R, long long* s_io, int bulk_rows) {                                                                   \
+    lathe_attn_o_split_body<D, W, C>(q, k_cache, v_cache, sequences, positions, n_head, n_head_kv, n_ctx,       \
                                      window, split_min, scale, cap, sinks, k, v, freq, position_scale, n_rot,   \
-                                     neox, q_weight, k_weight, norm, eps, o_w, E, R, s_io);                     \
+                                     neox, q_weight, k_weight, norm, eps, o_w, E, R, s_io, bulk_rows);          \
   }
 
-LATHE_ATTN_O_SPLIT_KERNEL(64, 1, int8)
-LATHE_ATTN_O_SPLIT_KERNEL(64, 2, int8x2)
-LATHE_ATTN_O_SPLIT_KERNEL(128, 1, int8)
-LATHE_ATTN_O_SPLIT_KERNEL(128, 2, int8x2)
+LATHE_ATTN_O_SPLIT_KERNEL(64, 4, 1, lathe_attn_o_split_64_q8_0_int8)
+LATHE_ATTN_O_SPLIT_KERNEL(64, 4, 2, lathe_attn_o_split_64_q8_0_int8x2)
+LATHE_ATTN_O_SPLIT_KERNEL(128, 4, 1, lathe_attn_o_split_128_q8_0_int8)
+LATHE_ATTN_O_SPLIT_KERNEL(128, 4, 2, lathe_attn_o_split_128_q8_0_int8x2)
+LATHE_ATTN_O_SPLIT_KERNEL(64, 8, 1, lathe_attn_o_split_64_q8_0_int8_w8)
+LATHE_ATTN_O_SPLIT_KERNEL(64, 8, 2, lathe_attn_o_split_64_q8_0_int8x2_w8)
+LATHE_ATTN_O_SPLIT_KERNEL(128, 8, 1, lathe_attn_o_split_128_q8_0_int8_w8)
+LATHE_ATTN_O_SPLIT_KERNEL(128, 8, 2, lathe_attn_o_split_128_q8_0_int8x2_w8)
+LATHE_ATTN_O_SPLIT_KERNEL(64, 2, 1, lathe_attn_o_split_64_q8_0_int8_w2)
+LATHE_ATTN_O_SPLIT_KERNEL(64, 2, 2, lathe_attn_o_split_64_q8_0_int8x2_w2)
+LATHE_ATTN_O_SPLIT_KERNEL(128, 2, 1, lathe_attn_o_split_128_q8_0_int8_w2)
+LATHE_ATTN_O_SPLIT_KERNEL(128, 2, 2, lathe_attn_o_split_128_q8_0_int8x2_w2)
