@@ -611,8 +611,11 @@
 #           and under 4 warps x R 16 (the first form), 2 warps (LATHE_O_SPLIT_WARPS=2), R 8
 #           (LATHE_O_SPLIT_BLOCKS=8), both, and 2 warps x R 4, twice
 #   os3     (thirty-sixth session) o_split with 8 warps (the held-back attention's count): its kernel
-#           test, tg128 of qwen3-0.6b held back and under 8 warps (cp.async), 8 warps with the slice as
-#           bulk copies, 8 warps x R 8, 4 warps (cp.async), twice; the lane's OSplit test
+#           test and timing, tg128 of qwen3-0.6b held back and under 8 warps with a 1-chunk ring, with
+#           the launchers' ring, with the slice as bulk copies, with R 8, and 4 warps, twice; the lane's
+#           OSplit test
+#   os4     (thirty-sixth session) o_split's launch alone against the attention alone, by position
+#           (8, 80, 127) and R (16, 8, 4, 2)
 #   lv1     (thirty-sixth session) the split launch's levels layout (the _lv kernels, the default since;
 #           LATHE_FFN_SPLIT_LEVELS=0 the packed form): test_ffn_split_gpu (its levels cases and its
 #           timing, both layouts), the lane's FfnSplit test, `lathe check` of qwen3-0.6b Q8_0 with it,
@@ -1909,11 +1912,11 @@ for part in "$@"; do
     timeout 150 $C/test_attention_o_split_gpu 2>&1 | grep -E "^attention_o_split|^  h"
     timeout 200 $C/test_gpu_lane_gpu --gtest_filter='*OSplit*:*FfnSplit*' 2>&1 | grep -E "^\[ lane \]|PASSED|FAILED|Failure"
     f=$(synth qwen3-0.6b q8_0)
-    echo "== check qwen3-0.6b q8_0"; timeout 100 $L check $f --steps 16 2>&1 | tail -2
+    echo "== check qwen3-0.6b q8_0"; with_env LATHE_O_SPLIT=1 timeout 100 $L check $f --steps 16 2>&1 | tail -2
     echo "== check qwen3-0.6b q8_0 held"; timeout 100 $L check $f --steps 16 --hold o_split 2>&1 | tail -2
     for rep in 1 2 3; do
       echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f --hold o_split
-      echo "== tg128 qwen3-0.6b q8_0 o_split"; tg_short $f
+      echo "== tg128 qwen3-0.6b q8_0 o_split"; with_env LATHE_O_SPLIT=1 tg_short $f
     done
     gpu_tests test_gpu_lane_gpu test_ffn_split_gpu test_gpu_attention_gpu ;;
   os2)  # o_split's shapes (see the list above)
@@ -1924,23 +1927,29 @@ for part in "$@"; do
       echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f --hold o_split
       for v in "" LATHE_O_SPLIT_WARPS=2 LATHE_O_SPLIT_BLOCKS=8 "LATHE_O_SPLIT_WARPS=2 LATHE_O_SPLIT_BLOCKS=8" \
                "LATHE_O_SPLIT_WARPS=2 LATHE_O_SPLIT_BLOCKS=4"; do
-        echo "== tg128 qwen3-0.6b q8_0 o_split ${v:-4 warps, R 16}"; ( [ -n "$v" ] && export $v; tg_short $f )
+        echo "== tg128 qwen3-0.6b q8_0 o_split ${v:-4 warps, R 16}"; ( export LATHE_O_SPLIT=1; [ -n "$v" ] && export $v; tg_short $f )
       done
     done
-    echo "== check qwen3-0.6b q8_0 2 warps"; with_env LATHE_O_SPLIT_WARPS=2 timeout 100 $L check $f --steps 16 2>&1 | tail -2 ;;
+    echo "== check qwen3-0.6b q8_0 2 warps"; with_env "LATHE_O_SPLIT=1 LATHE_O_SPLIT_WARPS=2" timeout 100 $L check $f --steps 16 2>&1 | tail -2 ;;
   os3)  # o_split with 8 warps (see the list above)
     gpu_tests test_attention_o_split_gpu
-    for v in "" LATHE_O_SPLIT_BULK=1 LATHE_O_SPLIT_BLOCKS=8 LATHE_O_SPLIT_WARPS=4; do
-      echo "== ${v:-8 warps, R 16}"; ( [ -n "$v" ] && export $v; timeout 100 $C/test_attention_o_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED" )
+    for v in "" LATHE_O_SPLIT_STAGES=0 LATHE_O_SPLIT_BULK=1 LATHE_O_SPLIT_BLOCKS=8 LATHE_O_SPLIT_WARPS=4; do
+      echo "== ${v:-8 warps, 1 stage, R 16}"; ( [ -n "$v" ] && export $v; timeout 100 $C/test_attention_o_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED" )
     done
     f=$(synth qwen3-0.6b q8_0)
     for rep in 1 2; do
       echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f --hold o_split
-      for v in "" LATHE_O_SPLIT_BULK=1 LATHE_O_SPLIT_BLOCKS=8 LATHE_O_SPLIT_WARPS=4; do
-        echo "== tg128 qwen3-0.6b q8_0 o_split ${v:-8 warps, R 16}"; ( [ -n "$v" ] && export $v; tg_short $f )
+      for v in "" LATHE_O_SPLIT_STAGES=0 LATHE_O_SPLIT_BULK=1 LATHE_O_SPLIT_BLOCKS=8 LATHE_O_SPLIT_WARPS=4; do
+        echo "== tg128 qwen3-0.6b q8_0 o_split ${v:-8 warps, 1 stage, R 16}"; ( export LATHE_O_SPLIT=1; [ -n "$v" ] && export $v; tg_short $f )
       done
     done
     timeout 200 $C/test_gpu_lane_gpu --gtest_filter='*OSplit*' 2>&1 | grep -E "^\[ lane \]|PASSED|FAILED|Failure" ;;
+  os4)  # o_split's launch alone by position and R (see the list above)
+    for pos in 8 80 127; do
+      for r in 16 8 4 2; do
+        echo "== R $r"; O_SPLIT_TIMING_POSITION=$pos LATHE_O_SPLIT_BLOCKS=$r timeout 100 $C/test_attention_o_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED"
+      done
+    done ;;
   lv1)  # the split launch's levels layout (see the list above)
     gpu_tests test_ffn_split_gpu test_gpu_lane_gpu
     timeout 150 $C/test_ffn_split_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "^ffn_split|^moe_split|^  "

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 namespace lathe::test {
 namespace {
@@ -130,13 +131,15 @@ TEST(AttentionOSplitGpu, MatchesTheHeldBackAttentionAndRepeatsItsBits) {
   }
 }
 
-// The launch at qwen3-0.6b's shapes (16/8 heads of 128, o 1024 x 2048, position 80) in a graph of 28
+// The launch at qwen3-0.6b's shapes (16/8 heads of 128, o 1024 x 2048, position 80 or
+// O_SPLIT_TIMING_POSITION) in a graph of 28
 // layers, against the held-back attention alone (its launch below long_from: one split): the us the
 // one launch adds over the attention, against the ~3.1 us of o's own launch in the step (stamps).
 TEST(AttentionOSplitGpu, TimingAgainstTheAttentionAlone) {
   REQUIRE_GPU();
   const int64_t n_head = 16, n_kv = 8, d = 128, e = 1024, n_ctx = 512, k_in = n_head * d, layers = 28;
-  const std::vector<int32_t> sequences{0}, positions{80};
+  const char* at = std::getenv("O_SPLIT_TIMING_POSITION");  // a measuring knob: the row's position
+  const std::vector<int32_t> sequences{0}, positions{at ? std::atoi(at) : 80};
   std::vector<uint16_t> bits;
   for (float x : random_values(static_cast<size_t>(n_ctx * n_kv * d), 91, 1.0f)) bits.push_back(f32_to_f16(x));
   const std::vector<float> of = random_values(static_cast<size_t>(e * k_in), 92, 0.05f);
@@ -181,9 +184,9 @@ TEST(AttentionOSplitGpu, TimingAgainstTheAttentionAlone) {
     kernels::attention_o_split(shape, opt, rope, kernels::WeightMatrix{GgmlType::Q8_0, o[l].ptr(), e, k_in},
                                kernels::Activations::int8x2, f, s.handle());
   });
-  std::printf("qwen3-0.6b attention at position 80, a layer in a graph of %lld: alone (%lld split) %.2f us, with o "
+  std::printf("qwen3-0.6b attention at position %d, a layer in a graph of %lld: alone (%lld split) %.2f us, with o "
               "split along its input %.2f us\n",
-              static_cast<long long>(layers), static_cast<long long>(split.n_split), alone, fused);
+              positions[0], static_cast<long long>(layers), static_cast<long long>(split.n_split), alone, fused);
 }
 
 TEST(AttentionOSplitGpu, RefusesWhatItDoesNotTake) {

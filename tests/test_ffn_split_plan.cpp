@@ -184,7 +184,7 @@ TEST(FfnSplitPlan, ReLaidCopiesOnlyFromSpareBytes) {
   EXPECT_EQ(count(both.plan, "by slices (the levels layout)"), 3u) << both.plan;
 }
 
-// o_split: in the short form (below long_from) the attention's launch of each layer whose residual is
+// o_split (under LATHE_O_SPLIT=1): in the short form (below long_from) the attention's launch of each layer whose residual is
 // a fixed-point sum (layers 1 and 2 of 4: their q/k/v read the sum the feed-forward launch before made,
 // and their feed-forward half is a split launch) runs o too, adding into the sum that q/k/v launch
 // read, which the feed-forward launch then reads as s_in; o's own launch runs in neither of those
@@ -194,6 +194,10 @@ TEST(FfnSplitPlan, OSplitRunsOInTheAttentionsLaunchBelowLongFrom) {
   const std::string four = tiny(4);
   plan::PlanOptions po;
   po.long_from = 128;
+  EXPECT_EQ(count(record_decode(four, po, 0, plan::StepForm::short_positions).plan, "into the residual's fixed-point"),
+            0u)
+      << "taken without LATHE_O_SPLIT=1";
+  ASSERT_EQ(setenv("LATHE_O_SPLIT", "1", 1), 0);
   const Recorded r = record_decode(four, po, 0, plan::StepForm::short_positions);
   EXPECT_EQ(count(r.plan, "split along its input into the residual's fixed-point sum"), 2u) << r.plan;
   EXPECT_EQ(count(r.plan, "below it the attention's launch runs o"), 2u) << r.plan;
@@ -233,6 +237,7 @@ TEST(FfnSplitPlan, OSplitRunsOInTheAttentionsLaunchBelowLongFrom) {
   EXPECT_EQ(h.ops.size(), r.ops.size() + 2);
   // Without range forms (long_from 0) never.
   EXPECT_EQ(count(record_decode(four, {}).plan, "split along its input into the residual's"), 0u);
+  unsetenv("LATHE_O_SPLIT");
 }
 
 TEST(FfnSplitPlan, NotTakenWithOneLaunchAStepNorForEmit) {

@@ -50,11 +50,13 @@
 #define LATHE_ATTD_RELEASE 1
 #endif
 
-template <int D, int W = ATTD_WARPS>
+// Stages: the chunks a warp's ring holds (0: by D, the launchers' count; rope_attention_o_split.cuh's
+// kernels take 1, a short span's chunks one a warp).
+template <int D, int W = ATTD_WARPS, int Stages = 0>
 struct AttdShape {
   static constexpr int warps = W;
   static constexpr int threads = W * 32;
-  static constexpr int stages = D <= 64 ? 4 : D <= 128 ? 3 : 2;
+  static constexpr int stages = Stages > 0 ? Stages : D <= 64 ? 4 : D <= 128 ? 3 : 2;
   static constexpr int k_pieces = D / 16;  // 2 n-tiles of 8 slots x D/32 pieces
   static constexpr int v_pieces = D / 16;  // 4 slots x D/64 pieces
   static constexpr int stage_bytes = (k_pieces + v_pieces) * 32 * 16;
@@ -185,7 +187,7 @@ struct attd_no_prologue {
 
 // OutShared (rope_attention_o_split.cuh): a row's only split leaves its block's heads' outputs in
 // shared memory (out_sh [heads here][D]) instead of `out` and `qout`, for the block's own product.
-template <int D, int W = ATTD_WARPS, class Prologue = attd_no_prologue, bool OutShared = false>
+template <int D, int W = ATTD_WARPS, class Prologue = attd_no_prologue, bool OutShared = false, int Stages = 0>
 __device__ void attd_decode(const float* __restrict__ q, const __half* __restrict__ k_cache,
                             const __half* __restrict__ v_cache, const int* __restrict__ sequences,
                             const int* __restrict__ positions, float* __restrict__ out,
@@ -194,7 +196,7 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
                             float scale, float cap, const float* __restrict__ sinks, int* __restrict__ tickets,
                             int8_t* qout, int q_words, int q_rows, int split, int by, int row, int grid_y,
                             int early, const Prologue& prologue = Prologue(), float* out_sh = nullptr) {
-  typedef AttdShape<D, W> S;
+  typedef AttdShape<D, W, Stages> S;
   constexpr int KB = D / 32, VB = D / 64;
   extern __shared__ float4 attd_shared4[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(attd_shared4);

@@ -17,9 +17,10 @@ namespace {
 
 constexpr int64_t kSplitMin = 128;  // the one split's length granule (any multiple of 16 slots)
 
-// Measuring knobs (read once): LATHE_O_SPLIT_WARPS=4 or 2 takes the 4- or 2-warp kernels (less of the
-// ring's shared memory; 8 by default, the held-back attention's count), LATHE_O_SPLIT_BLOCKS=N caps R
-// at N, LATHE_O_SPLIT_BULK=1 asks for the slice by bulk copies (one a row, by one thread).
+// Measuring knobs (read once): LATHE_O_SPLIT_WARPS=4 or 2 takes the 4- or 2-warp kernels (8 by default,
+// the held-back attention's count), LATHE_O_SPLIT_STAGES=0 the 8-warp kernels with the launchers' ring
+// (3 chunks a warp at d 128) instead of one chunk a warp, LATHE_O_SPLIT_BLOCKS=N caps R at N,
+// LATHE_O_SPLIT_BULK=1 asks for the slice by bulk copies (one a row, by one thread).
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : fallback;
@@ -29,6 +30,8 @@ const int kWarps = [] {
   return w == 2 || w == 4 ? w : 8;
 }();
 const int kBulkRows = env_int("LATHE_O_SPLIT_BULK", 0) == 1 ? 1 : 0;
+// The ring's chunks a warp: 1 with 8 warps (LATHE_O_SPLIT_STAGES=0 the launchers' count by d), else by d.
+const int kStages = kWarps == 8 && env_int("LATHE_O_SPLIT_STAGES", 1) == 1 ? 1 : 0;
 const int64_t kMaxR = env_int("LATHE_O_SPLIT_BLOCKS", 1 << 20);
 
 int64_t group_of(const AttentionShape& s) { return s.n_head / s.n_head_kv; }
@@ -37,7 +40,7 @@ int64_t blocks_a_row(const AttentionShape& s) { return group_of(s) * s.d / 32; }
 // attention.cuh's ring for 4 warps, rope_attention.cuh's floats, then the kernel's: the slice, the
 // heads' outputs, their levels (two words), their scales.
 int64_t shared_bytes(const AttentionShape& s, int64_t rows) {
-  const int64_t d = s.d, stages = d <= 64 ? 4 : d <= 128 ? 3 : 2, nb = blocks_a_row(s);
+  const int64_t d = s.d, stages = kStages > 0 ? kStages : d <= 64 ? 4 : d <= 128 ? 3 : 2, nb = blocks_a_row(s);
   return kWarps * stages * (d / 8) * 32 * 16 + (10 + kWarps) * d * 4 + (34 * rows * nb + 15) / 16 * 16 +
          group_of(s) * d * (4 + 2) + 16 * nb;
 }
@@ -86,7 +89,7 @@ void attention_o_split(const AttentionShape& shape, const AttentionOptionsGpu& o
   int n_rot = static_cast<int>(rope.table->n_rot), neox = rope.order == RopeOrder::neox ? 1 : 0;
   int norm = rope.norm ? 1 : 0, e = static_cast<int>(o.n_out), rr = static_cast<int>(r), bulk = kBulkRows;
   const std::string name = "lathe_attn_o_split_" + std::to_string(shape.d) + "_q8_0_" + std::string(activations_name(a)) +
-                           (kWarps == 2 ? "_w2" : kWarps == 8 ? "_w8" : "");
+                           "_w" + std::to_string(kWarps) + "s" + std::to_string(kStages);
   cuda::launch(kernel(name), {1, static_cast<unsigned>(shape.n_head_kv * r), 1}, {32 * kWarps, 1, 1},
                static_cast<unsigned>(shared_bytes(shape, o.n_out / r)), stream,
                {&q, &kc, &vc, &seqs, &pos, &n_head, &n_head_kv, &n_ctx, &window, &split_min, &scale, &cap, &sinks, &k,

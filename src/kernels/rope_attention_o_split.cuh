@@ -21,7 +21,7 @@
 // attention (R times the cache reads, from L2 after the first): the plan takes the launch only below
 // a decode step's long_from (a short visible span), where its attention is a few chunks.
 
-template <int D, int W, int C>
+template <int D, int W, int C, int Stages>
 __device__ __forceinline__ void lathe_attn_o_split_body(
     const float* q, const __half* k_cache, const __half* v_cache, const int* sequences, const int* positions,
     int n_head, int n_head_kv, int n_ctx, int window, int split_min, float scale, float cap, const float* sinks,
@@ -35,7 +35,8 @@ __device__ __forceinline__ void lathe_attn_o_split_body(
   const long long row_bytes = 34LL * (n_head * D / 32);
   // Past the attention's ring and the rope's floats: the slice [rows][nb][34], the heads' outputs
   // [G D] f32, their levels [G D] (and the second word's), their scales [nb] float4.
-  float* rope_sm = reinterpret_cast<float*>(base + attd_shared_bytes(D, W));
+  typedef AttdShape<D, W, Stages> S;
+  float* rope_sm = reinterpret_cast<float*>(base + S::warps * S::warp_bytes);
   uint8_t* slice = reinterpret_cast<uint8_t*>(rope_sm + (10 + W) * D);
   float* xo = reinterpret_cast<float*>(slice + ((34 * rows * nb + 15) & ~15));
   int8_t* xq1 = reinterpret_cast<int8_t*>(xo + group * D);
@@ -82,7 +83,7 @@ __device__ __forceinline__ void lathe_attn_o_split_body(
                                       n_rot,    neox,      norm,   n_head,    n_head_kv, n_ctx,
                                       q_weight, k_weight,  eps,    const_cast<__half*>(k_cache),
                                       const_cast<__half*>(v_cache), rope_sm};
-  attd_decode<D, W, attd_rope_prologue<D, W>, true>(q, k_cache, v_cache, sequences, positions, nullptr, nullptr,
+  attd_decode<D, W, attd_rope_prologue<D, W>, true, Stages>(q, k_cache, v_cache, sequences, positions, nullptr, nullptr,
                                                      nullptr, n_head, n_head_kv, n_ctx, window, split_min, 1, scale,
                                                      cap, sinks, nullptr, nullptr, C, 1, 0, kvh, 0, gridDim.y, 1,
                                                      rope, xo);
@@ -122,30 +123,32 @@ __device__ __forceinline__ void lathe_attn_o_split_body(
   }
 }
 
-// Kernels lathe_attn_o_split_<D>_q8_0_<contract>[_w8|_w2] (4 warps; 8, the held-back attention's count
-// for D <= 128; 2). bulk_rows: the slice as bulk copies where a row's share is whole 16-byte lines, else
-// cp.async requests.
-#define LATHE_ATTN_O_SPLIT_KERNEL(D, W, C, NAME)                                                                  \
+// Kernels lathe_attn_o_split_<D>_q8_0_<contract>_w<W>s<stages>: 8 warps (the held-back attention's
+// count for D <= 128) with a ring of one chunk a warp (the plan's short span, at most 128 slots, is 8
+// chunks: one round of requests), so the feed-forward launch's blocks fit beside them and ask for
+// their weights before they end; 8 warps with the launchers' ring, 4 and 2 warps: measuring forms.
+// bulk_rows: the slice as bulk copies where a row's share is whole 16-byte lines, else cp.async.
+#define LATHE_ATTN_O_SPLIT_KERNEL(D, W, C, ST, NAME)                                                              \
   extern "C" __global__ void __launch_bounds__(32 * W) NAME(                                                    \
       const float* q, const __half* k_cache, const __half* v_cache, const int* sequences, const int* positions, \
       int n_head, int n_head_kv, int n_ctx, int window, int split_min, float scale, float cap,                  \
       const float* sinks, const float* k, const float* v, const double* freq, double position_scale, int n_rot, \
       int neox, const float* q_weight, const float* k_weight, int norm, float eps, const uint8_t* o_w, int E,   \
       int R, long long* s_io, int bulk_rows) {                                                                   \
-    lathe_attn_o_split_body<D, W, C>(q, k_cache, v_cache, sequences, positions, n_head, n_head_kv, n_ctx,       \
-                                     window, split_min, scale, cap, sinks, k, v, freq, position_scale, n_rot,   \
-                                     neox, q_weight, k_weight, norm, eps, o_w, E, R, s_io, bulk_rows);          \
+    lathe_attn_o_split_body<D, W, C, ST>(q, k_cache, v_cache, sequences, positions, n_head, n_head_kv, n_ctx,   \
+                                         window, split_min, scale, cap, sinks, k, v, freq, position_scale,      \
+                                         n_rot, neox, q_weight, k_weight, norm, eps, o_w, E, R, s_io,           \
+                                         bulk_rows);                                                            \
   }
+#define LATHE_ATTN_O_SPLIT_FORMS(D, W, ST, SUFFIX)                                         \
+  LATHE_ATTN_O_SPLIT_KERNEL(D, W, 1, ST, lathe_attn_o_split_##D##_q8_0_int8_##SUFFIX)     \
+  LATHE_ATTN_O_SPLIT_KERNEL(D, W, 2, ST, lathe_attn_o_split_##D##_q8_0_int8x2_##SUFFIX)
 
-LATHE_ATTN_O_SPLIT_KERNEL(64, 4, 1, lathe_attn_o_split_64_q8_0_int8)
-LATHE_ATTN_O_SPLIT_KERNEL(64, 4, 2, lathe_attn_o_split_64_q8_0_int8x2)
-LATHE_ATTN_O_SPLIT_KERNEL(128, 4, 1, lathe_attn_o_split_128_q8_0_int8)
-LATHE_ATTN_O_SPLIT_KERNEL(128, 4, 2, lathe_attn_o_split_128_q8_0_int8x2)
-LATHE_ATTN_O_SPLIT_KERNEL(64, 8, 1, lathe_attn_o_split_64_q8_0_int8_w8)
-LATHE_ATTN_O_SPLIT_KERNEL(64, 8, 2, lathe_attn_o_split_64_q8_0_int8x2_w8)
-LATHE_ATTN_O_SPLIT_KERNEL(128, 8, 1, lathe_attn_o_split_128_q8_0_int8_w8)
-LATHE_ATTN_O_SPLIT_KERNEL(128, 8, 2, lathe_attn_o_split_128_q8_0_int8x2_w8)
-LATHE_ATTN_O_SPLIT_KERNEL(64, 2, 1, lathe_attn_o_split_64_q8_0_int8_w2)
-LATHE_ATTN_O_SPLIT_KERNEL(64, 2, 2, lathe_attn_o_split_64_q8_0_int8x2_w2)
-LATHE_ATTN_O_SPLIT_KERNEL(128, 2, 1, lathe_attn_o_split_128_q8_0_int8_w2)
-LATHE_ATTN_O_SPLIT_KERNEL(128, 2, 2, lathe_attn_o_split_128_q8_0_int8x2_w2)
+LATHE_ATTN_O_SPLIT_FORMS(64, 8, 1, w8s1)
+LATHE_ATTN_O_SPLIT_FORMS(128, 8, 1, w8s1)
+LATHE_ATTN_O_SPLIT_FORMS(64, 8, 0, w8s0)
+LATHE_ATTN_O_SPLIT_FORMS(128, 8, 0, w8s0)
+LATHE_ATTN_O_SPLIT_FORMS(64, 4, 0, w4s0)
+LATHE_ATTN_O_SPLIT_FORMS(128, 4, 0, w4s0)
+LATHE_ATTN_O_SPLIT_FORMS(64, 2, 0, w2s0)
+LATHE_ATTN_O_SPLIT_FORMS(128, 2, 0, w2s0)

@@ -5,12 +5,16 @@
 // the feed-forward launch then reads the sum (s_in) instead of adding the residual and o's output.
 // A layer is then three launches: q/k/v, the attention with o, the feed-forward half. The long form
 // (from long_from on, where every block of a kv head would read its whole span) runs the attention
-// and o as two launches, and the feed-forward launch adds them as before.
+// and o as two launches, and the feed-forward launch adds them as before. Taken only under
+// LATHE_O_SPLIT=1 (slower so far).
 #include "plan/step_plan_ops.h"
 
 #include "kernels/attention_o_split_launch.h"
 
 #include <fmt/format.h>
+
+#include <cstdlib>
+#include <string>
 
 namespace lathe::plan {
 namespace {
@@ -21,10 +25,19 @@ namespace k = kernels;
 // whole span (R times its bytes, from L2 after the first).
 constexpr int64_t kOSplitMaxSpan = 256;
 
+// Taken only under LATHE_O_SPLIT=1: slower so far (qwen3-0.6b Q8_0 tg128 1,470-1,488 against 1,512
+// held back; its launch alone 8.5 us against the attention's 3.7: docs/perf.md, thirty-sixth session).
+bool o_split_enabled() {
+  const char* v = std::getenv("LATHE_O_SPLIT");
+  return v && std::string(v) == "1";
+}
+
 }  // namespace
 
 void StepPlan::Builder::assign_o_splits() {
-  if (p.long_from_ <= 0 || p.long_from_ > kOSplitMaxSpan || ffn_split_of_ffn.empty() || g.rows != 1) return;
+  if (!o_split_enabled() || p.long_from_ <= 0 || p.long_from_ > kOSplitMaxSpan || ffn_split_of_ffn.empty() ||
+      g.rows != 1)
+    return;
   for (const auto& [o_node, attention_node] : p.fusion_.o_splits) {
     const graph::Node& on = g.nodes[static_cast<size_t>(o_node)];
     const graph::Node& an = g.nodes[static_cast<size_t>(attention_node)];
