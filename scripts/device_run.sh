@@ -616,6 +616,11 @@
 #           OSplit test
 #   os4     (thirty-sixth session) o_split's launch alone against the attention alone, by position
 #           (8, 80, 127) and R (16, 8, 4, 2)
+#   os5     (thirty-sixth session) o_split's launch alone at position 80, R 16 and R 4, with its phases
+#           skipped in turn (LATHE_O_SPLIT_PROBE: 2 no slice copies, 4 no adds, 8 no rows, 14 none)
+#   os6     (thirty-sixth session) o_split with a thread a row: its kernel test, the launch alone at
+#           R 16, 8 and 4 (with and without its adds), tg128 of qwen3-0.6b held back and with it at R 16
+#           and R 8, twice
 #   lv1     (thirty-sixth session) the split launch's levels layout (the _lv kernels, the default since;
 #           LATHE_FFN_SPLIT_LEVELS=0 the packed form): test_ffn_split_gpu (its levels cases and its
 #           timing, both layouts), the lane's FfnSplit test, `lathe check` of qwen3-0.6b Q8_0 with it,
@@ -1949,6 +1954,25 @@ for part in "$@"; do
       for r in 16 8 4 2; do
         echo "== R $r"; O_SPLIT_TIMING_POSITION=$pos LATHE_O_SPLIT_BLOCKS=$r timeout 100 $C/test_attention_o_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED"
       done
+    done ;;
+  os5)  # o_split's phases skipped in turn (see the list above)
+    for r in 16 4; do
+      for probe in 0 2 4 8 14; do
+        echo "== R $r probe $probe"; LATHE_O_SPLIT_PROBE=$probe LATHE_O_SPLIT_BLOCKS=$r timeout 100 $C/test_attention_o_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED"
+      done
+    done ;;
+  os6)  # o_split with a thread a row (see the list above)
+    gpu_tests test_attention_o_split_gpu
+    for r in 16 8 4; do
+      for probe in 0 4; do
+        echo "== R $r probe $probe"; LATHE_O_SPLIT_PROBE=$probe LATHE_O_SPLIT_BLOCKS=$r timeout 100 $C/test_attention_o_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED"
+      done
+    done
+    f=$(synth qwen3-0.6b q8_0)
+    for rep in 1 2; do
+      echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f --hold o_split
+      echo "== tg128 qwen3-0.6b q8_0 o_split R 16"; with_env LATHE_O_SPLIT=1 tg_short $f
+      echo "== tg128 qwen3-0.6b q8_0 o_split R 8"; with_env "LATHE_O_SPLIT=1 LATHE_O_SPLIT_BLOCKS=8" tg_short $f
     done ;;
   lv1)  # the split launch's levels layout (see the list above)
     gpu_tests test_ffn_split_gpu test_gpu_lane_gpu

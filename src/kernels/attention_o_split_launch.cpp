@@ -20,7 +20,8 @@ constexpr int64_t kSplitMin = 128;  // the one split's length granule (any multi
 // Measuring knobs (read once): LATHE_O_SPLIT_WARPS=4 or 2 takes the 4- or 2-warp kernels (8 by default,
 // the held-back attention's count), LATHE_O_SPLIT_STAGES=0 the 8-warp kernels with the launchers' ring
 // (3 chunks a warp at d 128) instead of one chunk a warp, LATHE_O_SPLIT_BLOCKS=N caps R at N,
-// LATHE_O_SPLIT_BULK=1 asks for the slice by bulk copies (one a row, by one thread).
+// LATHE_O_SPLIT_BULK=1 asks for the slice by bulk copies (one a row, by one thread); LATHE_O_SPLIT_PROBE=
+// 2 | 4 | 8 skips the slice's copies, the adds, the rows' products (wrong sums: the kernel's phases timed).
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : fallback;
@@ -29,7 +30,7 @@ const int kWarps = [] {
   const int w = env_int("LATHE_O_SPLIT_WARPS", 8);
   return w == 2 || w == 4 ? w : 8;
 }();
-const int kBulkRows = env_int("LATHE_O_SPLIT_BULK", 0) == 1 ? 1 : 0;
+const int kBulkRows = (env_int("LATHE_O_SPLIT_BULK", 0) == 1 ? 1 : 0) | (env_int("LATHE_O_SPLIT_PROBE", 0) & 14);
 // The ring's chunks a warp: 1 with 8 warps (LATHE_O_SPLIT_STAGES=0 the launchers' count by d), else by d.
 const int kStages = kWarps == 8 && env_int("LATHE_O_SPLIT_STAGES", 1) == 1 ? 1 : 0;
 const int64_t kMaxR = env_int("LATHE_O_SPLIT_BLOCKS", 1 << 20);
@@ -48,11 +49,11 @@ int64_t shared_bytes(const AttentionShape& s, int64_t rows) {
 }  // namespace
 
 int64_t o_split_blocks_per_head(const AttentionShape& s, const WeightMatrix& o) {
-  const int64_t nb = blocks_a_row(s), per = 32 / nb, sms = cuda::Context::get().info().sm_count;
+  const int64_t sms = cuda::Context::get().info().sm_count;
   for (int64_t r = std::min(sms / s.n_head_kv, kMaxR); r >= 1; --r) {
     if (o.n_out % r != 0) continue;
     const int64_t rows = o.n_out / r;
-    if (rows % per == 0 && shared_bytes(s, rows) <= shared_optin_bytes()) return r;
+    if (shared_bytes(s, rows) <= shared_optin_bytes()) return r;
   }
   return 0;
 }
@@ -73,7 +74,6 @@ void attention_o_split(const AttentionShape& shape, const AttentionOptionsGpu& o
                   shape.n_head_kv, shape.d, o.n_out, o.k);
   const int64_t r = f.blocks_per_head > 0 ? f.blocks_per_head : o_split_blocks_per_head(shape, o);
   LATHE_CHECK(r > 0 && o.n_out % r == 0 && shared_bytes(shape, o.n_out / r) <= shared_optin_bytes());
-  LATHE_CHECK((o.n_out / r) % (32 / blocks_a_row(shape)) == 0);
   LATHE_CHECK(o.data % 16 == 0 && f.q % 16 == 0 && f.k_cache % 16 == 0 && f.v_cache % 16 == 0 && f.s_io % 8 == 0);
   LATHE_CHECK(f.s_io != 0 && rope.table && rope.table->n_rot <= shape.d && rope.table->n_rot % 2 == 0 && rope.k &&
               rope.v);
@@ -90,7 +90,7 @@ void attention_o_split(const AttentionShape& shape, const AttentionOptionsGpu& o
   int norm = rope.norm ? 1 : 0, e = static_cast<int>(o.n_out), rr = static_cast<int>(r), bulk = kBulkRows;
   const std::string name = "lathe_attn_o_split_" + std::to_string(shape.d) + "_q8_0_" + std::string(activations_name(a)) +
                            "_w" + std::to_string(kWarps) + "s" + std::to_string(kStages);
-  cuda::launch(kernel(name), {1, static_cast<unsigned>(shape.n_head_kv * r), 1}, {32 * kWarps, 1, 1},
+  cuda::launch(kernel(name), {1, static_cast<unsigned>(shape.n_head_kv * r), 1}, {32 * static_cast<unsigned>(kWarps), 1, 1},
                static_cast<unsigned>(shared_bytes(shape, o.n_out / r)), stream,
                {&q, &kc, &vc, &seqs, &pos, &n_head, &n_head_kv, &n_ctx, &window, &split_min, &scale, &cap, &sinks, &k,
                 &v, &freq, &position_scale, &n_rot, &neox, &qw, &kw, &norm, &eps, &ow, &e, &rr, &s_io, &bulk},

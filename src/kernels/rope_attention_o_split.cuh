@@ -14,9 +14,8 @@
 //     the same bytes, before it reads it), its outputs left in shared memory;
 //   those G D values in the contract's int8 form (lathe_quantize_block32_part: the same levels the
 //     attention's quantize epilogue gives the o product when held back);
-//   for each of its rows i: p_i = o[i][kvh's columns] . x (lathe_ffns_block_dot, NB lanes a row,
-//     their sums by shuffles in a fixed order), s_io[i] += fix(p_i) (red.add on int64, ffn_split.cuh's
-//     unit 2^-32).
+//   for each of its rows i: p_i = o[i][kvh's columns] . x (lathe_ffns_block_dot, a thread a row, its
+//     NB blocks in order), s_io[i] += fix(p_i) (red.add on int64, ffn_split.cuh's unit 2^-32).
 // Integer adds in any order: the same bits every run. The R blocks of a kv head each compute its
 // attention (R times the cache reads, from L2 after the first): the plan takes the launch only below
 // a decode step's long_from (a short visible span), where its attention is a few chunks.
@@ -51,10 +50,14 @@ __device__ __forceinline__ void lathe_attn_o_split_body(
   __shared__ __align__(8) unsigned long long slice_bar;
   const unsigned bar = static_cast<unsigned>(__cvta_generic_to_shared(&slice_bar));
   const int share = 34 * nb;
-  const bool bulk = bulk_rows && share % 16 == 0;
+  const bool bulk = (bulk_rows & 1) && share % 16 == 0;
+  // (measuring probes, wrong sums: bit 1 skips the slice's copies, bit 2 the adds, bit 3 the rows'
+  // products and adds; attention_o_split_launch.cpp's LATHE_O_SPLIT_PROBE)
+  const bool no_slice = bulk_rows & 2, no_adds = bulk_rows & 4, no_rows = bulk_rows & 8;
   {
     const uint8_t* src = o_w + static_cast<long long>(r0) * row_bytes + 34LL * nb * kvh;
-    if (bulk) {
+    if (no_slice) {
+    } else if (bulk) {
       if (threadIdx.x == 0) {
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -87,7 +90,7 @@ __device__ __forceinline__ void lathe_attn_o_split_body(
                                                      nullptr, n_head, n_head_kv, n_ctx, window, split_min, 1, scale,
                                                      cap, sinks, nullptr, nullptr, C, 1, 0, kvh, 0, gridDim.y, 1,
                                                      rope, xo);
-  if (bulk) {  // the slice's bulk copies (the mbarrier's first phase)
+  if (bulk && !no_slice) {  // the slice's bulk copies (the mbarrier's first phase)
     unsigned done = 0;
     while (!done)
       asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n selp.u32 %0, 1, 0, p;\n}\n"
@@ -112,14 +115,15 @@ __device__ __forceinline__ void lathe_attn_o_split_body(
   }
   __syncthreads();
 
-  // The rows: nb lanes a row (nb divides 32), 32 / nb rows a warp at once.
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, per = 32 / nb, j = lane % nb, sub = lane / nb;
-  const float4 d = xd[j];
-  for (int i0 = warp * per; i0 < rows; i0 += W * per) {
-    const int i = i0 + sub;
-    float p = i < rows ? lathe_ffns_block_dot<C>(ss + 34u * (i * nb + j), xq1 + 32 * j, xq2 + 32 * j, d.x, d.y) : 0.0f;
-    for (int off = nb / 2; off > 0; off >>= 1) p += __shfl_xor_sync(0xffffffffu, p, off);
-    if (j == 0 && i < rows) atomicAdd(reinterpret_cast<unsigned long long*>(s_io + r0 + i), lathe_ffns_fix(p));
+  // The rows: a thread a row, its nb blocks in order, its partial added at once (ffn_split's down
+  // phase: every thread's add in flight together, no shuffles on the path).
+  for (int i = threadIdx.x; i < (no_rows ? 0 : rows); i += 32 * W) {
+    float p = 0.0f;
+    for (int j = 0; j < nb; ++j) {
+      const float4 d = xd[j];
+      p += lathe_ffns_block_dot<C>(ss + 34u * (i * nb + j), xq1 + 32 * j, xq2 + 32 * j, d.x, d.y);
+    }
+    if (!no_adds) atomicAdd(reinterpret_cast<unsigned long long*>(s_io + r0 + i), lathe_ffns_fix(p));
   }
 }
 
