@@ -621,6 +621,8 @@
 #   os6     (thirty-sixth session) o_split with a thread a row: its kernel test, the launch alone at
 #           R 16, 8 and 4 (with and without its adds), tg128 of qwen3-0.6b held back and with it at R 16
 #           and R 8, twice
+#   fin36   (thirty-sixth session) the session's defaults: the GPU tests, `lathe check` of qwen3-0.6b,
+#           tg128 of qwen3-0.6b, qwen3-8b Q8_0 and Q4_K_M, qwen3-30b-a3b Q8_0
 #   lv1     (thirty-sixth session) the split launch's levels layout (the _lv kernels, the default since;
 #           LATHE_FFN_SPLIT_LEVELS=0 the packed form): test_ffn_split_gpu (its levels cases and its
 #           timing, both layouts), the lane's FfnSplit test, `lathe check` of qwen3-0.6b Q8_0 with it,
@@ -1960,6 +1962,12 @@ for part in "$@"; do
       for probe in 0 2 4 8 14; do
         echo "== R $r probe $probe"; LATHE_O_SPLIT_PROBE=$probe LATHE_O_SPLIT_BLOCKS=$r timeout 100 $C/test_attention_o_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED"
       done
+    done ;;
+  fin36)  # the thirty-sixth session's defaults (see the list above)
+    gpu_tests test_gpu_lane_gpu test_ffn_split_gpu test_attention_o_split_gpu test_gpu_attention_gpu
+    f=$(synth qwen3-0.6b q8_0); echo "== check qwen3-0.6b q8_0"; timeout 100 $L check $f --steps 16 2>&1 | tail -2
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0" "qwen3-8b q4_k_m" "qwen3-30b-a3b q8_0"; do
+      echo "== tg128 $spec"; tg_short $(synth $spec)
     done ;;
   os6)  # o_split with a thread a row (see the list above)
     gpu_tests test_attention_o_split_gpu
