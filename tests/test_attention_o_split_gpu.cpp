@@ -200,7 +200,7 @@ TEST(AttentionOSplitGpu, RefusesWhatItDoesNotTake) {
   EXPECT_FALSE(kernels::attention_o_split_applies(kernels::AttentionShape{1, 6, 2, 64, 512, 512},
                                                   kernels::WeightMatrix{GgmlType::Q8_0, 0, 256, 384},
                                                   kernels::Activations::int8x2))
-      << "three query heads a kv head: a row's share is 6 blocks, which do not divide a warp";
+      << "three query heads a kv head: a row's share of 6 blocks is not among the shapes taken";
   EXPECT_FALSE(kernels::attention_o_split_applies(kernels::AttentionShape{1, 16, 8, 256, 512, 512},
                                                   kernels::WeightMatrix{GgmlType::Q8_0, 0, 1024, 4096},
                                                   kernels::Activations::int8x2))

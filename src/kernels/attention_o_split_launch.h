@@ -30,8 +30,8 @@ struct AttentionOSplit {
 
 // Whether the launch takes the attention `shape` (one row) and o [E][n_head d] under contract a: o
 // Q8_0 and one matrix, int8 or int8x2, d 64 or 128, G = n_head / n_head_kv query heads a kv head with
-// G d / 32 (a row's share of a kv head, in Q8_0 blocks) dividing 32, and R blocks a kv head within
-// shared memory.
+// G d / 32 (a row's share of a kv head, in Q8_0 blocks) dividing 32 (the shapes its test covers:
+// 2, 4, 8 and 16), and R blocks a kv head within shared memory.
 bool attention_o_split_applies(const AttentionShape& shape, const WeightMatrix& o, Activations a);
 // The blocks a kv head takes (R): the most that divide E into whole warps' rows with n_head_kv R at
 // most the card's SMs, 0 where none does.
