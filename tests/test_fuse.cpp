@@ -251,6 +251,12 @@ TEST(Fuse, NormEpilogueMarksTheProductsBeforeMergedNormProducts) {
 // feed-forward group's sum and down's result; the group before down is the [add, norm, gate, up,
 // swiglu] norm_prologue group. Never in a chunk, held back or with norm_prologue held; in a mixture
 // model the mixture nodes instead (below).
+int count_of(const graph::Graph& g, lang::OpKind kind) {
+  int n = 0;
+  for (const graph::Node& x : g.nodes) n += x.kind == kind;
+  return n;
+}
+
 // o_split: every layer's o product whose residual is a norm_prologue group's sum (all layers but the
 // first, whose residual is the embedding), marked with its attention; none held back, with
 // rope_attention held, or in a prefill cut.
@@ -258,8 +264,7 @@ TEST(Fuse, OSplitMarksEveryOAfterASumOfTheResidual) {
   for (const char* shape : {"qwen3-tiny", "llama-tiny"}) {
     const graph::Graph g = lift_shape(shape, "decode");
     const fuse::FusionPlan all = fuse::fuse(g);
-    int layers = 0;
-    for (const graph::Node& n : g.nodes) layers += n.kind == lang::OpKind::attention;
+    const int layers = count_of(g, lang::OpKind::attention);
     ASSERT_GT(layers, 1);
     EXPECT_EQ(static_cast<int>(all.o_splits.size()), layers - 1) << shape;
     for (const auto& [o, attention] : all.o_splits) {
@@ -283,8 +288,7 @@ TEST(Fuse, FfnSplitMarksEveryDownButTheLast) {
   for (const char* shape : {"qwen3-tiny", "llama-tiny", "qwen2-tiny"}) {
     const graph::Graph g = lift_shape(shape, "decode");
     const fuse::FusionPlan all = fuse::fuse(g);
-    int layers = 0;
-    for (const graph::Node& n : g.nodes) layers += n.kind == lang::OpKind::attention;
+    const int layers = count_of(g, lang::OpKind::attention);
     ASSERT_GT(layers, 1);
     EXPECT_EQ(static_cast<int>(all.ffn_splits.size()), layers - 1) << shape;
     for (const auto& [down, add] : all.ffn_splits) {
@@ -312,8 +316,7 @@ TEST(Fuse, FfnSplitMarksEveryDownButTheLast) {
   // mixture group's sum and the mixture's result.
   const graph::Graph moe = lift_shape("qwen3moe-tiny", "decode");
   const fuse::FusionPlan mp = fuse::fuse(moe);
-  int mixtures = 0;
-  for (const graph::Node& n : moe.nodes) mixtures += n.kind == lang::OpKind::mixture;
+  const int mixtures = count_of(moe, lang::OpKind::mixture);
   ASSERT_GT(mixtures, 1);
   EXPECT_EQ(static_cast<int>(mp.ffn_splits.size()), mixtures - 1);
   for (const auto& [mix, add] : mp.ffn_splits) {
