@@ -621,6 +621,10 @@
 #   os6     (thirty-sixth session) o_split with a thread a row: its kernel test, the launch alone at
 #           R 16, 8 and 4 (with and without its adds), tg128 of qwen3-0.6b held back and with it at R 16
 #           and R 8, twice
+#   em1     (thirty-sixth session; not yet run; needs EMITTED_SYNTH="qwen3-0.6b q8_0 0" at
+#           device_prepare.sh) the emitted program for qwen3-0.6b Q8_0, which now runs ffn_split's
+#           launches with their re-laid constants formed at its load: its text against `lathe run`'s,
+#           its speed against lathe bench's
 #   fin36   (thirty-sixth session) the session's defaults: the GPU tests, `lathe check` of qwen3-0.6b,
 #           tg128 of qwen3-0.6b, qwen3-8b Q8_0 and Q4_K_M, qwen3-30b-a3b Q8_0
 #   lv1     (thirty-sixth session) the split launch's levels layout (the _lv kernels, the default since;
@@ -1963,6 +1967,11 @@ for part in "$@"; do
         echo "== R $r probe $probe"; LATHE_O_SPLIT_PROBE=$probe LATHE_O_SPLIT_BLOCKS=$r timeout 100 $C/test_attention_o_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED"
       done
     done ;;
+  em1)  # the emitted qwen3-0.6b Q8_0 with ffn_split (see the list above)
+    f=$M/qwen3-0.6b-q8_0-0.gguf
+    $L synth --shape qwen3-0.6b --type q8_0 --layers 0 -o $f >/dev/null
+    emitted_vs_run $f emitted-qwen3-0.6b-q8_0-0 "In the beginning God created" "Blessed are the"
+    emitted_against_bench $f emitted-qwen3-0.6b-q8_0-0 ;;
   fin36)  # the thirty-sixth session's defaults (see the list above)
     gpu_tests test_gpu_lane_gpu test_ffn_split_gpu test_attention_o_split_gpu test_gpu_attention_gpu
     f=$(synth qwen3-0.6b q8_0); echo "== check qwen3-0.6b q8_0"; timeout 100 $L check $f --steps 16 2>&1 | tail -2

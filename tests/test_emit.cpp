@@ -278,6 +278,42 @@ TEST(Recorder, NormingProductsAskEarlyOnlyAfterADenseProduct) {
   for (const std::string& k : moe) EXPECT_FALSE(k.ends_with("_early")) << k;
 }
 
+// A 4-layer qwen3-tiny takes ffn_split in three layers: the program runs the split launches, and the
+// re-laid constants they read (down by slices, gate and up, in the levels layout) are formed by the
+// program at its load from the checkpoint's tensors (test_ffn_split_plan checks the recipes give the
+// plan's bytes), not carried as blobs of its source.
+TEST(Emit, SplitFeedForwardConstantsFormedAtLoad) {
+  const std::string path = testing::TempDir() + "/emit-qwen3-tiny-4-q8_0.gguf";
+  SynthOptions so;
+  so.shape = "qwen3-tiny";
+  so.type = "q8_0";
+  so.layers = 4;
+  write_synthetic_checkpoint(so, path);
+  const GgufFile file = GgufFile::open(path);
+  const RecordedModel m = record_model(file, golden_options());
+  size_t split_launches = 0;
+  for (const EmitOp& op : m.steps[0].ops) split_launches += op.kernel.starts_with("lathe_ffn_split_q8_0_");
+  EXPECT_EQ(split_launches, 3u);
+  size_t relaid = 0;
+  for (const EmitBuffer& b : m.buffers)
+    if (b.relaid) {
+      ++relaid;
+      EXPECT_TRUE(b.fills.empty()) << b.what;
+      EXPECT_TRUE(b.relay_weight.ends_with("ffn_down.weight") || b.relay_weight.ends_with("ffn_gate.weight") ||
+                  b.relay_weight.ends_with("ffn_up.weight"))
+          << b.relay_weight;
+      EXPECT_GT(b.relay_group, 0) << "the levels layout";
+    }
+  EXPECT_EQ(relaid, 9u);
+  size_t blob_bytes = 0;
+  for (const auto& blob : m.blobs) blob_bytes += blob.size();
+  EXPECT_LT(blob_bytes, size_t{64} << 10) << "a re-laid constant carried as a blob";
+  const std::string text = emit_program(file, golden_options());
+  EXPECT_NE(text.find("namespace lathe_relay"), std::string::npos);
+  EXPECT_NE(text.find("\"blk.0.ffn_down.weight\", 0, 8, 2, {512, 256, 0, 0}, 139264ULL, {1, 1, 256, 512, 256}}"),
+            std::string::npos);
+}
+
 TEST(Emit, OptionsChangeTheText) {
   const GgufFile file = GgufFile::open(tiny_model());
   EmitOptions o = golden_options();

@@ -6,6 +6,7 @@
 // 2-layer model (one launch a step would zero its own sum), none where the plan takes no re-laid
 // constants (`lathe emit`). And o_split, which adds o's output into the same sums (below).
 #include "gguf/gguf_file.h"
+#include "kernels/q8_0_relay.h"
 #include "model/model_program.h"
 #include "model/model_spec.h"
 #include "model/synth.h"
@@ -238,6 +239,43 @@ TEST(FfnSplitPlan, OSplitRunsOInTheAttentionsLaunchBelowLongFrom) {
   // Without range forms (long_from 0) never.
   EXPECT_EQ(count(record_decode(four, {}).plan, "split along its input into the residual's"), 0u);
   unsetenv("LATHE_O_SPLIT");
+}
+
+// Each re-laid constant's recipe (StepPlan::relays(), which `lathe emit`'s program follows at its load,
+// kernels/q8_0_relay.h) applied to the checkpoint tensor's bytes gives exactly the bytes the plan
+// uploaded: 3 taken launches of a 4-layer qwen3-tiny, each down by slices in the levels layout, its
+// gate and up in the levels layout.
+TEST(FfnSplitPlan, RelayRecipesGiveTheBytesThePlanUploads) {
+  const std::string four = tiny(4);
+  cuda::Recorder rec(test::virtual_h200(), test::library_param_sizes());
+  const GgufFile f = GgufFile::open(four);
+  const ModelSpec spec = read_model_spec(f);
+  const ModelProgram mp = model_program(f, spec, 64);
+  const graph::Graph g = lift_cut(f, mp, 1);
+  std::set<std::string> constants;
+  for (const graph::Tensor& t : g.tensors)
+    if (t.role == graph::Role::constant) constants.insert(t.checkpoint_name);
+  const plan::DeviceModel model(f, constants, {spec.n_layer, 1, 64, spec.n_head_kv, spec.head_dim}, 0);
+  const plan::StepPlan p(g, model, {});
+  ASSERT_EQ(p.relays().size(), 9u);
+  size_t downs = 0;
+  for (const plan::Relay& r : p.relays()) {
+    size_t buffer = 0, offset = 0;
+    ASSERT_TRUE(rec.locate(r.ptr, &buffer, &offset));
+    EXPECT_EQ(offset, 0u);
+    const cuda::RecordedWrite* upload = nullptr;
+    for (const cuda::RecordedWrite& w : rec.writes())
+      if (w.buffer == buffer && w.offset == 0 && !w.zero) upload = &w;
+    ASSERT_NE(upload, nullptr) << r.weight;
+    ASSERT_TRUE(upload->kept);
+    const GgufTensor& t = f.tensor(r.weight);
+    std::vector<uint8_t> bytes(t.data, t.data + t.n_bytes);
+    if (r.f > 0) bytes = lathe_relay::down_stack_by_slices(bytes.data(), r.n_expert, r.e, r.f);
+    if (r.group > 0) bytes = lathe_relay::levels(bytes.data(), bytes.size(), r.group);
+    EXPECT_EQ(std::vector<unsigned char>(bytes.begin(), bytes.end()), upload->data) << r.weight;
+    downs += r.f > 0;
+  }
+  EXPECT_EQ(downs, 3u);
 }
 
 TEST(FfnSplitPlan, NotTakenWithOneLaunchAStepNorForEmit) {

@@ -64,6 +64,11 @@ std::string write_program(const GgufFile& file, const EmitOptions& options, cons
   for (const char* t : kLibraryTypes) out += fmt::format("#undef {}\n", t);
   out += "\n";
 
+  // The re-lays of the constants the plan forms at load (kernels/q8_0_relay.h), as the program's own.
+  std::string relay(relay_source());
+  if (const size_t once = relay.find("#pragma once\n"); once != std::string::npos) relay.erase(once, 13);
+  out += "// ---- src/kernels/q8_0_relay.h\n" + relay + "\n";
+
   const std::string_view host = host_main_template();
   const size_t marker = host.find(kTablesMarker);
   if (marker == std::string_view::npos) internal_fail("the host template has no tables marker");
@@ -109,21 +114,27 @@ std::string write_program(const GgufFile& file, const EmitOptions& options, cons
   for (size_t b = 0; b < m.blobs.size(); ++b) out += fmt::format("{}{{kBlob{}, {}ULL}}", b ? ", " : "", b, m.blobs[b].size());
   out += m.blobs.empty() ? "{nullptr, 0ULL}};\n\n" : "};\n\n";
 
-  out += "// {bytes, label, checkpoint tensor, as f32, ggml type, dims, dims, bytes in the file}\n";
+  out += "// {bytes, label, checkpoint tensor, as f32, ggml type, dims, dims, bytes in the file, re-laid: {experts, e, f,\n"
+         "// group} (q8_0_relay.h: by slices where f > 0, then by levels where group > 0)}\n";
   out += "static const Buffer kBuffers[] = {\n";
   std::string fills;
   int n_fills = 0;
   for (size_t b = 0; b < m.buffers.size(); ++b) {
     const EmitBuffer& eb = m.buffers[b];
-    if (eb.weight.empty()) {
-      out += fmt::format("    {{{}ULL, {}, nullptr, 0, 0, 0, {{0, 0, 0, 0}}, 0ULL}},  // {}\n", eb.bytes, quoted(eb.what), b);
+    const std::string& source = eb.relaid ? eb.relay_weight : eb.weight;
+    const std::string relay = eb.relaid ? fmt::format("{{1, {}, {}, {}, {}}}", eb.relay_experts, eb.relay_e, eb.relay_f,
+                                                      eb.relay_group)
+                                        : "{0, 0, 0, 0, 0}";
+    if (source.empty()) {
+      out += fmt::format("    {{{}ULL, {}, nullptr, 0, 0, 0, {{0, 0, 0, 0}}, 0ULL, {}}},  // {}\n", eb.bytes, quoted(eb.what),
+                         relay, b);
     } else {
-      const GgufTensor& t = file.tensor(eb.weight);
+      const GgufTensor& t = file.tensor(source);
       int64_t d[4] = {0, 0, 0, 0};
       for (size_t i = 0; i < t.dims.size() && i < 4; ++i) d[i] = t.dims[i];
-      out += fmt::format("    {{{}ULL, {}, {}, {}, {}, {}, {{{}, {}, {}, {}}}, {}ULL}},  // {}\n", eb.bytes, quoted(eb.what),
-                         quoted(eb.weight), eb.as_f32 ? 1 : 0, static_cast<int>(t.type), t.dims.size(), d[0], d[1], d[2],
-                         d[3], t.n_bytes, b);
+      out += fmt::format("    {{{}ULL, {}, {}, {}, {}, {}, {{{}, {}, {}, {}}}, {}ULL, {}}},  // {}\n", eb.bytes, quoted(eb.what),
+                         quoted(source), eb.as_f32 ? 1 : 0, static_cast<int>(t.type), t.dims.size(), d[0], d[1], d[2],
+                         d[3], t.n_bytes, relay, b);
     }
     for (const auto& [offset, blob] : eb.fills) {
       fills += fmt::format("    {{{}, {}ULL, {}}},\n", b, offset, blob);

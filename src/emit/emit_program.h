@@ -25,5 +25,6 @@ std::string write_program(const GgufFile& file, const EmitOptions& options, cons
 
 // The host program's template (src/emit/host_main.cu.in), embedded by cmake/embed_emit.cmake.
 std::string_view host_main_template();
+std::string_view relay_source();  // src/kernels/q8_0_relay.h's text (generated, cmake/embed_emit.cmake)
 
 }  // namespace lathe::emit

@@ -129,7 +129,6 @@ RecordedModel record_model(const GgufFile& file, const EmitOptions& options) {
   plan::PlanOptions po;
   po.activations = options.activations;
   po.held = options.held;
-  po.relaid_constants = false;  // the program uploads the file's tensors as they are (PlanOptions)
   for (int64_t rows : step_rows(options)) {
     const graph::Graph g = rows == 1 ? decode : lift_cut(file, mp, rows);
     // The program reads a chunk's last row of logits only: the prompt variant, as `lathe run` takes.
@@ -153,6 +152,19 @@ RecordedModel record_model(const GgufFile& file, const EmitOptions& options) {
   }
 
   for (const cuda::RecordedBuffer& b : rec.buffers()) out.buffers.push_back({b.bytes, b.what, "", false, {}});
+  // The re-laid constants (ffn_split's): formed by the program at its load from the checkpoint's bytes.
+  for (const auto& p : plans)
+    for (const plan::Relay& r : p->relays()) {
+      const BufferRef ref = locate(rec, r.ptr);
+      if (ref.offset != 0) internal_fail("the re-laid '{}' does not start its buffer", r.weight);
+      EmitBuffer& b = out.buffers[static_cast<size_t>(ref.buffer)];
+      b.relaid = true;
+      b.relay_weight = r.weight;
+      b.relay_experts = r.n_expert;
+      b.relay_e = r.e;
+      b.relay_f = r.f;
+      b.relay_group = r.group;
+    }
   for (const std::string& name : constants) {
     const plan::DeviceWeight& w = model.weight(name);
     if (w.pinned_host) internal_fail("'{}' left the virtual device", name);
@@ -168,7 +180,8 @@ RecordedModel record_model(const GgufFile& file, const EmitOptions& options) {
   }
   for (const cuda::RecordedWrite& w : rec.writes()) {
     EmitBuffer& b = out.buffers.at(w.buffer);
-    if (!b.weight.empty() || w.zero) continue;  // weights come from the file; every other buffer starts zeroed
+    // weights come from the file, re-laid constants from its bytes; every other buffer starts zeroed
+    if (!b.weight.empty() || b.relaid || w.zero) continue;
     if (!w.kept) internal_fail("an upload of {} bytes to '{}' was not kept", w.bytes, b.what);
     auto it = std::find(out.blobs.begin(), out.blobs.end(), w.data);
     if (it == out.blobs.end()) it = out.blobs.insert(out.blobs.end(), w.data);

@@ -41,6 +41,11 @@ struct EmitBuffer {
   std::string weight;   // the checkpoint tensor it holds; empty for a plain buffer
   bool as_f32 = false;  // a vector, converted to f32 on upload (plan::DeviceModel's rule)
   std::vector<std::pair<uint64_t, int>> fills;  // (offset, blob) written after zeroing
+  // A constant the plan re-lays at load (plan::Relay): the program forms it from relay_weight's bytes
+  // (kernels/q8_0_relay.h, embedded in the program).
+  bool relaid = false;
+  std::string relay_weight;
+  int64_t relay_experts = 1, relay_e = 0, relay_f = 0, relay_group = 0;
 };
 
 // A TMA tensor map's geometry (kernels/tensor_map.h's arguments but its address).

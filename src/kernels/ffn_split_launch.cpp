@@ -4,6 +4,7 @@
 #include "gguf/block_format.h"
 #include "kernels/decode_stream.h"
 #include "kernels/library.h"
+#include "kernels/q8_0_relay.h"
 #include "runtime/cuda_driver.h"
 
 #include <cstring>
@@ -37,27 +38,14 @@ std::vector<uint8_t> relay_down_by_slices(const uint8_t* down, size_t bytes, int
   const int64_t nb = f / 32;
   if (static_cast<int64_t>(bytes) != e * nb * kQ8Bytes)
     fail("relay_down_by_slices: {} bytes are not a Q8_0 matrix of {} x {} ({} bytes)", bytes, e, f, e * nb * kQ8Bytes);
-  std::vector<uint8_t> out(bytes);
-  for (int64_t r = 0; r < e; ++r)
-    for (int64_t b = 0; b < nb; ++b)
-      std::memcpy(out.data() + (b * e + r) * kQ8Bytes, down + (r * nb + b) * kQ8Bytes, kQ8Bytes);
-  return out;
+  return lathe_relay::down_by_slices(down, e, f);
 }
 
 std::vector<uint8_t> relay_q8_0_levels(const uint8_t* blocks, size_t bytes, int64_t group) {
   const size_t g = static_cast<size_t>(group) * kQ8Bytes;
   if (group <= 0 || bytes % g != 0)
     fail("relay_q8_0_levels: {} bytes are not whole groups of {} Q8_0 blocks", bytes, group);
-  std::vector<uint8_t> out(bytes);
-  for (size_t at = 0; at < bytes; at += g)
-    for (int64_t i = 0; i < group; ++i) {
-      const uint8_t* b = blocks + at + i * kQ8Bytes;  // f16 scale, 32 levels
-      uint8_t* o = out.data() + at;
-      std::memcpy(o + 16 * i, b + 2, 16);
-      std::memcpy(o + 16 * (group + i), b + 18, 16);
-      std::memcpy(o + 32 * group + 2 * i, b, 2);
-    }
-  return out;
+  return lathe_relay::levels(blocks, bytes, group);
 }
 
 void ffn_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr down_slices, Activations a,
@@ -97,12 +85,7 @@ std::vector<uint8_t> relay_down_stack_by_slices(const uint8_t* down, size_t byte
   const size_t one = static_cast<size_t>(e * (f / 32) * kQ8Bytes);
   if (bytes != one * static_cast<size_t>(n_expert))
     fail("relay_down_stack_by_slices: {} bytes are not {} Q8_0 matrices of {} x {}", bytes, n_expert, e, f);
-  std::vector<uint8_t> out(bytes);
-  for (int64_t x = 0; x < n_expert; ++x) {
-    const std::vector<uint8_t> r = relay_down_by_slices(down + x * one, one, e, f);
-    std::memcpy(out.data() + x * one, r.data(), one);
-  }
-  return out;
+  return lathe_relay::down_stack_by_slices(down, n_expert, e, f);
 }
 
 void moe_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr down_slices, Activations a, int64_t top_k,

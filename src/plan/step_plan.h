@@ -46,10 +46,20 @@ struct PlanOptions {
   // long form then adds its partials in another grouping than the one form: equal within the
   // contract, not bit for bit (128 gives the one form's bits).
   int64_t long_granule = 16;
-  // Constants the plan re-lays from the checkpoint at load (ffn_split's down by slices) may be taken;
-  // false for `lathe emit`, whose standalone program uploads the file's tensors as they are (the
-  // re-laid copies would be blobs of its source).
+  // Constants the plan re-lays from the checkpoint at load (ffn_split's down by slices) may be taken
+  // (`lathe emit`'s program forms them at its load from StepPlan::relays()); false: the file's tensors
+  // as they are.
   bool relaid_constants = true;
+};
+
+// A constant the plan re-lays from a checkpoint tensor at load (ffn_split's), as a recipe over the
+// tensor's bytes (kernels/q8_0_relay.h): by 32-column slices (n_expert matrices [e][f], where f > 0),
+// then in the levels layout by groups of `group` blocks (where group > 0). `lathe emit`'s program forms
+// the same bytes at its load.
+struct Relay {
+  CUdeviceptr ptr = 0;    // the plan's device copy (the bytes at its start)
+  std::string weight;     // the checkpoint tensor
+  int64_t n_expert = 1, e = 0, f = 0, group = 0;
 };
 
 struct Launch {
@@ -86,6 +96,7 @@ class StepPlan {
   StepForm form() const { return form_; }
 
   const std::vector<Launch>& launches() const { return launches_; }
+  const std::vector<Relay>& relays() const { return relays_; }  // the re-laid constants, by recipe
   const fuse::FusionPlan& fusion() const { return fusion_; }
   size_t arena_bytes() const { return arena_.bytes(); }
   std::string describe() const;  // one line a launch
@@ -115,7 +126,8 @@ class StepPlan {
   std::vector<std::unique_ptr<kernels::RopeTable>> rope_tables_;
   std::vector<cuda::DeviceBuffer> router_columns_;  // router_epilogue's constants (route_epilogue_launch.h)
   std::vector<cuda::DeviceBuffer> ffn_down_slices_;  // ffn_split's down matrices re-laid by slices (ffn_split_launch.h)
-  std::vector<cuda::DeviceBuffer> ffn_gate_up_;  // LATHE_FFN_SPLIT_LEVELS=1: its gate and up in the levels layout, a pair a launch
+  std::vector<cuda::DeviceBuffer> ffn_gate_up_;  // the levels layout's gate and up, a pair a launch
+  std::vector<Relay> relays_;  // how each re-laid constant above was formed
   cuda::DeviceBuffer ffn_sums_;  // ffn_split's fixed-point sums, int64 [n_embd] each: zero between their launches
   std::vector<int32_t> staging_;
   friend struct Builder;

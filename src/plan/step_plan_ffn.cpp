@@ -135,20 +135,26 @@ void StepPlan::Builder::assign_ffn_splits() {
     std::vector<uint8_t> slices =
         f.gd >= 0 ? k::relay_down_by_slices(bytes.data(), bytes.size(), dw.n_out, dw.k)
                   : k::relay_down_stack_by_slices(bytes.data(), bytes.size(), dw.n_expert, dw.n_out, dw.k);
+    Relay down_relay{0, dt.checkpoint_name, dw.n_expert, dw.n_out, dw.k, 0};
     if (levels && f.gd >= 0) {
       slices = k::relay_q8_0_levels(slices.data(), slices.size(), dw.n_out);  // a slice: E blocks
+      down_relay.group = dw.n_out;
       const fuse::Group& ffn = p.fusion_.groups[static_cast<size_t>(f.gf)];
       for (int n : {ffn.nodes[2], ffn.nodes[3]}) {  // gate, up: by 32-row groups
         const graph::Tensor& t = g.tensor(g.nodes[static_cast<size_t>(n)].args[1].tensor);
         const std::span<const uint8_t> rows = m.host_bytes(t.checkpoint_name);
-        const std::vector<uint8_t> lv = k::relay_q8_0_levels(rows.data(), rows.size(), 32 * (weight_of(m, t).k / 32));
+        const int64_t group = 32 * (weight_of(m, t).k / 32);
+        const std::vector<uint8_t> lv = k::relay_q8_0_levels(rows.data(), rows.size(), group);
         p.ffn_gate_up_.emplace_back(lv.size() + 16, "gate or up in the levels layout");
         p.ffn_gate_up_.back().upload(lv.data(), lv.size());
+        p.relays_.push_back({p.ffn_gate_up_.back().ptr(), t.checkpoint_name, 1, 0, 0, group});
       }
       gate_up_levels[f.gf] = {p.ffn_gate_up_[p.ffn_gate_up_.size() - 2].ptr(), p.ffn_gate_up_.back().ptr()};
     }
     p.ffn_down_slices_.emplace_back(slices.size() + 16, "down matrix by slices");
     p.ffn_down_slices_.back().upload(slices.data(), slices.size());
+    down_relay.ptr = p.ffn_down_slices_.back().ptr();
+    p.relays_.push_back(down_relay);
     ffn_split_of_ffn[f.gf] = {f.gd, static_cast<int>(i)};
     ffn_sum_of_norm[f.gn] = static_cast<int>(i);
     if (f.gd >= 0) ffn_split_downs.insert(f.gd);

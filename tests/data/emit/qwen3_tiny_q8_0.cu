@@ -25,6 +25,60 @@
 #undef uint64_t
 #undef int64_t
 
+// ---- src/kernels/q8_0_relay.h
+// The re-lays of Q8_0 matrices the plan forms at load for ffn_split's launches (ffn_split_launch.h says
+// what each layout is for), as plain functions with no Lathe dependency and no checks: lathe's
+// launcher file wraps them with its shape checks (relay_down_by_slices, relay_q8_0_levels,
+// relay_down_stack_by_slices), and `lathe emit` embeds this file's text in its standalone program,
+// which forms the same bytes from the checkpoint at load. A Q8_0 block is 34 bytes: an f16 scale,
+// then 32 levels.
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace lathe_relay {
+
+// down [e][f] (row-major: a row is f / 32 blocks) by 32-column slices: slice b is e consecutive
+// blocks, block r being down's block (r, b). down holds e * (f / 32) blocks.
+inline std::vector<uint8_t> down_by_slices(const uint8_t* down, int64_t e, int64_t f) {
+  const int64_t nb = f / 32;
+  std::vector<uint8_t> out(static_cast<size_t>(e * nb * 34));
+  for (int64_t r = 0; r < e; ++r)
+    for (int64_t b = 0; b < nb; ++b) std::memcpy(out.data() + (b * e + r) * 34, down + (r * nb + b) * 34, 34);
+  return out;
+}
+
+// n_expert matrices [e][f], one after another, each by down_by_slices.
+inline std::vector<uint8_t> down_stack_by_slices(const uint8_t* down, int64_t n_expert, int64_t e, int64_t f) {
+  const size_t one = static_cast<size_t>(e * (f / 32) * 34);
+  std::vector<uint8_t> out(one * static_cast<size_t>(n_expert));
+  for (int64_t x = 0; x < n_expert; ++x) {
+    const std::vector<uint8_t> r = down_by_slices(down + static_cast<size_t>(x) * one, e, f);
+    std::memcpy(out.data() + static_cast<size_t>(x) * one, r.data(), one);
+  }
+  return out;
+}
+
+// Q8_0 blocks by groups of `group` consecutive blocks: a group's first 16 levels of each block
+// [group][16], then their last 16 [group][16], then the scales [group] (f16): the same bytes a group.
+// bytes is a whole number of groups.
+inline std::vector<uint8_t> levels(const uint8_t* blocks, size_t bytes, int64_t group) {
+  const size_t g = static_cast<size_t>(group) * 34;
+  std::vector<uint8_t> out(bytes);
+  for (size_t at = 0; at + g <= bytes; at += g)
+    for (int64_t i = 0; i < group; ++i) {
+      const uint8_t* b = blocks + at + static_cast<size_t>(i) * 34;
+      uint8_t* o = out.data() + at;
+      std::memcpy(o + 16 * i, b + 2, 16);
+      std::memcpy(o + 16 * (group + i), b + 18, 16);
+      std::memcpy(o + 32 * group + 2 * i, b, 2);
+    }
+  return out;
+}
+
+}  // namespace lathe_relay
+
 // ---- the host program (src/emit/host_main.cu.in): loads the checkpoint, replays the recorded steps
 // The tables above this part are generated; this part is the same for every model. It reads the GGUF
 // file with its own small reader, checks that every tensor the steps read is there in the format
@@ -62,6 +116,11 @@ struct Buffer {
   int n_dims;
   long long dims[4];
   unsigned long long n_bytes;  // the tensor's bytes in the file
+  struct {
+    int on;                    // the buffer holds the tensor re-laid (q8_0_relay.h), not as it is
+    long long experts, e, f;   // by 32-column slices of `experts` matrices [e][f], where f > 0
+    long long group;           // then in the levels layout by groups of `group` blocks, where > 0
+  } relay;
 };
 struct Fill {
   int buffer;
@@ -160,45 +219,46 @@ static const unsigned char kBlob0[] = {
     0x66, 0x64, 0x49, 0x7b, 0x7c, 0xe4, 0xc3, 0x3e, 0x12, 0x08, 0x0f, 0x1f, 0xef, 0xd5, 0xb9, 0x3e};
 static const Blob kBlobs[] = {{kBlob0, 256ULL}};
 
-// {bytes, label, checkpoint tensor, as f32, ggml type, dims, dims, bytes in the file}
+// {bytes, label, checkpoint tensor, as f32, ggml type, dims, dims, bytes in the file, re-laid: {experts, e, f,
+// group} (q8_0_relay.h: by slices where f > 0, then by levels where group > 0)}
 static const Buffer kBuffers[] = {
-    {34832ULL, "blk.0.attn_k.weight", "blk.0.attn_k.weight", 0, 8, 2, {256, 128, 0, 0}, 34816ULL},  // 0
-    {272ULL, "blk.0.attn_k_norm.weight", "blk.0.attn_k_norm.weight", 1, 0, 1, {64, 0, 0, 0}, 256ULL},  // 1
-    {1040ULL, "blk.0.attn_norm.weight", "blk.0.attn_norm.weight", 1, 0, 1, {256, 0, 0, 0}, 1024ULL},  // 2
-    {69648ULL, "blk.0.attn_output.weight", "blk.0.attn_output.weight", 0, 8, 2, {256, 256, 0, 0}, 69632ULL},  // 3
-    {69648ULL, "blk.0.attn_q.weight", "blk.0.attn_q.weight", 0, 8, 2, {256, 256, 0, 0}, 69632ULL},  // 4
-    {272ULL, "blk.0.attn_q_norm.weight", "blk.0.attn_q_norm.weight", 1, 0, 1, {64, 0, 0, 0}, 256ULL},  // 5
-    {34832ULL, "blk.0.attn_v.weight", "blk.0.attn_v.weight", 0, 8, 2, {256, 128, 0, 0}, 34816ULL},  // 6
-    {139280ULL, "blk.0.ffn_down.weight", "blk.0.ffn_down.weight", 0, 8, 2, {512, 256, 0, 0}, 139264ULL},  // 7
-    {139280ULL, "blk.0.ffn_gate.weight", "blk.0.ffn_gate.weight", 0, 8, 2, {256, 512, 0, 0}, 139264ULL},  // 8
-    {1040ULL, "blk.0.ffn_norm.weight", "blk.0.ffn_norm.weight", 1, 0, 1, {256, 0, 0, 0}, 1024ULL},  // 9
-    {139280ULL, "blk.0.ffn_up.weight", "blk.0.ffn_up.weight", 0, 8, 2, {256, 512, 0, 0}, 139264ULL},  // 10
-    {34832ULL, "blk.1.attn_k.weight", "blk.1.attn_k.weight", 0, 8, 2, {256, 128, 0, 0}, 34816ULL},  // 11
-    {272ULL, "blk.1.attn_k_norm.weight", "blk.1.attn_k_norm.weight", 1, 0, 1, {64, 0, 0, 0}, 256ULL},  // 12
-    {1040ULL, "blk.1.attn_norm.weight", "blk.1.attn_norm.weight", 1, 0, 1, {256, 0, 0, 0}, 1024ULL},  // 13
-    {69648ULL, "blk.1.attn_output.weight", "blk.1.attn_output.weight", 0, 8, 2, {256, 256, 0, 0}, 69632ULL},  // 14
-    {69648ULL, "blk.1.attn_q.weight", "blk.1.attn_q.weight", 0, 8, 2, {256, 256, 0, 0}, 69632ULL},  // 15
-    {272ULL, "blk.1.attn_q_norm.weight", "blk.1.attn_q_norm.weight", 1, 0, 1, {64, 0, 0, 0}, 256ULL},  // 16
-    {34832ULL, "blk.1.attn_v.weight", "blk.1.attn_v.weight", 0, 8, 2, {256, 128, 0, 0}, 34816ULL},  // 17
-    {139280ULL, "blk.1.ffn_down.weight", "blk.1.ffn_down.weight", 0, 8, 2, {512, 256, 0, 0}, 139264ULL},  // 18
-    {139280ULL, "blk.1.ffn_gate.weight", "blk.1.ffn_gate.weight", 0, 8, 2, {256, 512, 0, 0}, 139264ULL},  // 19
-    {1040ULL, "blk.1.ffn_norm.weight", "blk.1.ffn_norm.weight", 1, 0, 1, {256, 0, 0, 0}, 1024ULL},  // 20
-    {139280ULL, "blk.1.ffn_up.weight", "blk.1.ffn_up.weight", 0, 8, 2, {256, 512, 0, 0}, 139264ULL},  // 21
-    {1040ULL, "output_norm.weight", "output_norm.weight", 1, 0, 1, {256, 0, 0, 0}, 1024ULL},  // 22
-    {557072ULL, "token_embd.weight", "token_embd.weight", 0, 8, 2, {256, 2048, 0, 0}, 557056ULL},  // 23
-    {524288ULL, "KV cache", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 24
-    {524288ULL, "KV cache", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 25
-    {524288ULL, "KV cache", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 26
-    {524288ULL, "KV cache", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 27
-    {8ULL, "attention tickets", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 28
-    {21760ULL, "step arena", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 29
-    {9216ULL, "step inputs and outputs", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 30
-    {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 31
-    {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 32
-    {24320ULL, "step arena", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 33
-    {17408ULL, "step inputs and outputs", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 34
-    {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 35
-    {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL},  // 36
+    {34832ULL, "blk.0.attn_k.weight", "blk.0.attn_k.weight", 0, 8, 2, {256, 128, 0, 0}, 34816ULL, {0, 0, 0, 0, 0}},  // 0
+    {272ULL, "blk.0.attn_k_norm.weight", "blk.0.attn_k_norm.weight", 1, 0, 1, {64, 0, 0, 0}, 256ULL, {0, 0, 0, 0, 0}},  // 1
+    {1040ULL, "blk.0.attn_norm.weight", "blk.0.attn_norm.weight", 1, 0, 1, {256, 0, 0, 0}, 1024ULL, {0, 0, 0, 0, 0}},  // 2
+    {69648ULL, "blk.0.attn_output.weight", "blk.0.attn_output.weight", 0, 8, 2, {256, 256, 0, 0}, 69632ULL, {0, 0, 0, 0, 0}},  // 3
+    {69648ULL, "blk.0.attn_q.weight", "blk.0.attn_q.weight", 0, 8, 2, {256, 256, 0, 0}, 69632ULL, {0, 0, 0, 0, 0}},  // 4
+    {272ULL, "blk.0.attn_q_norm.weight", "blk.0.attn_q_norm.weight", 1, 0, 1, {64, 0, 0, 0}, 256ULL, {0, 0, 0, 0, 0}},  // 5
+    {34832ULL, "blk.0.attn_v.weight", "blk.0.attn_v.weight", 0, 8, 2, {256, 128, 0, 0}, 34816ULL, {0, 0, 0, 0, 0}},  // 6
+    {139280ULL, "blk.0.ffn_down.weight", "blk.0.ffn_down.weight", 0, 8, 2, {512, 256, 0, 0}, 139264ULL, {0, 0, 0, 0, 0}},  // 7
+    {139280ULL, "blk.0.ffn_gate.weight", "blk.0.ffn_gate.weight", 0, 8, 2, {256, 512, 0, 0}, 139264ULL, {0, 0, 0, 0, 0}},  // 8
+    {1040ULL, "blk.0.ffn_norm.weight", "blk.0.ffn_norm.weight", 1, 0, 1, {256, 0, 0, 0}, 1024ULL, {0, 0, 0, 0, 0}},  // 9
+    {139280ULL, "blk.0.ffn_up.weight", "blk.0.ffn_up.weight", 0, 8, 2, {256, 512, 0, 0}, 139264ULL, {0, 0, 0, 0, 0}},  // 10
+    {34832ULL, "blk.1.attn_k.weight", "blk.1.attn_k.weight", 0, 8, 2, {256, 128, 0, 0}, 34816ULL, {0, 0, 0, 0, 0}},  // 11
+    {272ULL, "blk.1.attn_k_norm.weight", "blk.1.attn_k_norm.weight", 1, 0, 1, {64, 0, 0, 0}, 256ULL, {0, 0, 0, 0, 0}},  // 12
+    {1040ULL, "blk.1.attn_norm.weight", "blk.1.attn_norm.weight", 1, 0, 1, {256, 0, 0, 0}, 1024ULL, {0, 0, 0, 0, 0}},  // 13
+    {69648ULL, "blk.1.attn_output.weight", "blk.1.attn_output.weight", 0, 8, 2, {256, 256, 0, 0}, 69632ULL, {0, 0, 0, 0, 0}},  // 14
+    {69648ULL, "blk.1.attn_q.weight", "blk.1.attn_q.weight", 0, 8, 2, {256, 256, 0, 0}, 69632ULL, {0, 0, 0, 0, 0}},  // 15
+    {272ULL, "blk.1.attn_q_norm.weight", "blk.1.attn_q_norm.weight", 1, 0, 1, {64, 0, 0, 0}, 256ULL, {0, 0, 0, 0, 0}},  // 16
+    {34832ULL, "blk.1.attn_v.weight", "blk.1.attn_v.weight", 0, 8, 2, {256, 128, 0, 0}, 34816ULL, {0, 0, 0, 0, 0}},  // 17
+    {139280ULL, "blk.1.ffn_down.weight", "blk.1.ffn_down.weight", 0, 8, 2, {512, 256, 0, 0}, 139264ULL, {0, 0, 0, 0, 0}},  // 18
+    {139280ULL, "blk.1.ffn_gate.weight", "blk.1.ffn_gate.weight", 0, 8, 2, {256, 512, 0, 0}, 139264ULL, {0, 0, 0, 0, 0}},  // 19
+    {1040ULL, "blk.1.ffn_norm.weight", "blk.1.ffn_norm.weight", 1, 0, 1, {256, 0, 0, 0}, 1024ULL, {0, 0, 0, 0, 0}},  // 20
+    {139280ULL, "blk.1.ffn_up.weight", "blk.1.ffn_up.weight", 0, 8, 2, {256, 512, 0, 0}, 139264ULL, {0, 0, 0, 0, 0}},  // 21
+    {1040ULL, "output_norm.weight", "output_norm.weight", 1, 0, 1, {256, 0, 0, 0}, 1024ULL, {0, 0, 0, 0, 0}},  // 22
+    {557072ULL, "token_embd.weight", "token_embd.weight", 0, 8, 2, {256, 2048, 0, 0}, 557056ULL, {0, 0, 0, 0, 0}},  // 23
+    {524288ULL, "KV cache", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL, {0, 0, 0, 0, 0}},  // 24
+    {524288ULL, "KV cache", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL, {0, 0, 0, 0, 0}},  // 25
+    {524288ULL, "KV cache", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL, {0, 0, 0, 0, 0}},  // 26
+    {524288ULL, "KV cache", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL, {0, 0, 0, 0, 0}},  // 27
+    {8ULL, "attention tickets", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL, {0, 0, 0, 0, 0}},  // 28
+    {21760ULL, "step arena", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL, {0, 0, 0, 0, 0}},  // 29
+    {9216ULL, "step inputs and outputs", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL, {0, 0, 0, 0, 0}},  // 30
+    {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL, {0, 0, 0, 0, 0}},  // 31
+    {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL, {0, 0, 0, 0, 0}},  // 32
+    {24320ULL, "step arena", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL, {0, 0, 0, 0, 0}},  // 33
+    {17408ULL, "step inputs and outputs", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL, {0, 0, 0, 0, 0}},  // 34
+    {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL, {0, 0, 0, 0, 0}},  // 35
+    {256ULL, "rope frequencies", nullptr, 0, 0, 0, {0, 0, 0, 0}, 0ULL, {0, 0, 0, 0, 0}},  // 36
 };
 static const int kBufferCount = 37;
 static const Fill kFills[] = {
@@ -633,6 +693,14 @@ struct Program {
       if (t->offset > ckpt.size - ckpt.data || b.n_bytes > ckpt.size - ckpt.data - t->offset)
         die(std::string("tensor ") + b.weight + " lies outside the file");
       const unsigned char* src = ckpt.bytes + ckpt.data + t->offset;
+      if (b.relay.on) {  // a constant the plan re-lays at load: the same bytes, formed here
+        std::vector<uint8_t> r(src, src + b.n_bytes);
+        if (b.relay.f > 0) r = lathe_relay::down_stack_by_slices(r.data(), b.relay.experts, b.relay.e, b.relay.f);
+        if (b.relay.group > 0) r = lathe_relay::levels(r.data(), r.size(), b.relay.group);
+        if (r.size() > b.bytes) die(std::string("re-laying ") + b.weight + ": more bytes than its buffer");
+        check(cudaMemcpy(p, r.data(), r.size(), cudaMemcpyHostToDevice), b.weight);
+        continue;
+      }
       std::vector<float> f32;
       const void* up = src;
       unsigned long long n = b.n_bytes;
