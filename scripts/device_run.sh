@@ -621,6 +621,10 @@
 #   os6     (thirty-sixth session) o_split with a thread a row: its kernel test, the launch alone at
 #           R 16, 8 and 4 (with and without its adds), tg128 of qwen3-0.6b held back and with it at R 16
 #           and R 8, twice
+#   os7     (thirty-sixth session; not yet run) o_split's cluster form (LATHE_O_SPLIT=cluster): the
+#           kernel tests (both forms), the launch alone at positions 8, 80, 127 (the attention, R 16,
+#           the cluster), the lane's OSplit test, `lathe check` of qwen3-0.6b with it, tg128 of
+#           qwen3-0.6b held back / cluster / R 8, twice
 #   em1     (thirty-sixth session; not yet run; needs EMITTED_SYNTH="qwen3-0.6b q8_0 0" at
 #           device_prepare.sh) the emitted program for qwen3-0.6b Q8_0, which now runs ffn_split's
 #           launches with their re-laid constants formed at its load: its text against `lathe run`'s,
@@ -1966,6 +1970,20 @@ for part in "$@"; do
       for probe in 0 2 4 8 14; do
         echo "== R $r probe $probe"; LATHE_O_SPLIT_PROBE=$probe LATHE_O_SPLIT_BLOCKS=$r timeout 100 $C/test_attention_o_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED"
       done
+    done ;;
+  os7)  # o_split's cluster form (see the list above)
+    gpu_tests test_attention_o_split_gpu
+    timeout 150 $C/test_attention_o_split_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "^attention_o_|^  h"
+    for pos in 8 80 127; do
+      O_SPLIT_TIMING_POSITION=$pos timeout 100 $C/test_attention_o_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED"
+    done
+    timeout 200 $C/test_gpu_lane_gpu --gtest_filter='*OSplit*' 2>&1 | grep -E "^\[ lane \]|PASSED|FAILED|Failure"
+    f=$(synth qwen3-0.6b q8_0)
+    echo "== check qwen3-0.6b q8_0 cluster"; with_env LATHE_O_SPLIT=cluster timeout 100 $L check $f --steps 16 2>&1 | tail -2
+    for rep in 1 2; do
+      echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f
+      echo "== tg128 qwen3-0.6b q8_0 o_split cluster"; with_env LATHE_O_SPLIT=cluster tg_short $f
+      echo "== tg128 qwen3-0.6b q8_0 o_split R 8"; with_env "LATHE_O_SPLIT=1 LATHE_O_SPLIT_BLOCKS=8" tg_short $f
     done ;;
   em1)  # the emitted qwen3-0.6b Q8_0 with ffn_split (see the list above)
     f=$M/qwen3-0.6b-q8_0-0.gguf

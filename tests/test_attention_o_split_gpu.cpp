@@ -35,8 +35,8 @@ struct OCase {
   bool norm;
 };
 
-TEST(AttentionOSplitGpu, MatchesTheHeldBackAttentionAndRepeatsItsBits) {
-  REQUIRE_GPU();
+// cluster: the cluster form (attention_o_cluster) instead of R blocks each computing the attention.
+void matches_held_back(bool cluster) {
   const OCase cases[] = {
       {16, 8, 128, 1024, 77, kernels::Activations::int8x2, true},  // qwen3-0.6b
       {16, 8, 128, 1024, 127, kernels::Activations::int8, true},
@@ -49,7 +49,8 @@ TEST(AttentionOSplitGpu, MatchesTheHeldBackAttentionAndRepeatsItsBits) {
   };
   const int64_t n_ctx = 512;
   uint32_t seed = 3600;
-  std::printf("attention_o_split: |s_io - s0 - o a| / max |o a| (bound int8x2 %.0e, int8 %.0e)\n", 2e-4, 3e-2);
+  std::printf("attention_o_%s: |s_io - s0 - o a| / max |o a| (bound int8x2 %.0e, int8 %.0e)\n",
+              cluster ? "cluster" : "split", 2e-4, 3e-2);
   for (const OCase& c : cases) {
     const int64_t slot = c.n_head_kv * c.d, k_in = c.n_head * c.d;
     const std::vector<int32_t> sequences{0}, positions{c.position};
@@ -82,7 +83,9 @@ TEST(AttentionOSplitGpu, MatchesTheHeldBackAttentionAndRepeatsItsBits) {
     const kernels::WeightMatrix ow{GgmlType::Q8_0, dob.ptr(), c.e, k_in};
     const std::string what = fmt::format("h{}/{} d{} e{} at {} {}{}", c.n_head, c.n_head_kv, c.d, c.e, c.position,
                                          kernels::activations_name(c.a), c.norm ? " normed" : "");
-    ASSERT_TRUE(kernels::attention_o_split_applies(shape, ow, c.a)) << what;
+    ASSERT_TRUE(cluster ? kernels::attention_o_cluster_applies(shape, ow, c.a)
+                        : kernels::attention_o_split_applies(shape, ow, c.a))
+        << what;
     cuda::Stream s;
 
     // Held back: the attention alone, its output in f32.
@@ -107,7 +110,10 @@ TEST(AttentionOSplitGpu, MatchesTheHeldBackAttentionAndRepeatsItsBits) {
       f.sequences = dseq.ptr();
       f.positions = dpos.ptr();
       f.s_io = sio.ptr();
-      kernels::attention_o_split(shape, opt, rope, ow, c.a, f, s.handle());
+      if (cluster)
+        kernels::attention_o_cluster(shape, opt, rope, ow, c.a, f, s.handle());
+      else
+        kernels::attention_o_split(shape, opt, rope, ow, c.a, f, s.handle());
       s.synchronize();
       EXPECT_EQ(from_device<uint16_t>(kcb, kbits.size()), from_device<uint16_t>(kca, kbits.size())) << what << ": k cache";
       EXPECT_EQ(from_device<uint16_t>(vcb, vbits.size()), from_device<uint16_t>(vca, vbits.size())) << what << ": v cache";
@@ -129,6 +135,17 @@ TEST(AttentionOSplitGpu, MatchesTheHeldBackAttentionAndRepeatsItsBits) {
                 worst / scale);
     EXPECT_LE(worst, bound * scale) << what;
   }
+}
+
+TEST(AttentionOSplitGpu, MatchesTheHeldBackAttentionAndRepeatsItsBits) {
+  REQUIRE_GPU();
+  matches_held_back(false);
+}
+
+// The cluster form (written in the thirty-sixth session; device_run.sh os7): the same cases.
+TEST(AttentionOSplitGpu, ClusterFormMatchesTheHeldBackAttentionAndRepeatsItsBits) {
+  REQUIRE_GPU();
+  matches_held_back(true);
 }
 
 // The launch at qwen3-0.6b's shapes (16/8 heads of 128, o 1024 x 2048, position 80 or
@@ -184,9 +201,21 @@ TEST(AttentionOSplitGpu, TimingAgainstTheAttentionAlone) {
     kernels::attention_o_split(shape, opt, rope, kernels::WeightMatrix{GgmlType::Q8_0, o[l].ptr(), e, k_in},
                                kernels::Activations::int8x2, f, s.handle());
   });
+  const double clustered = kernels::test::graph_median_us(s, static_cast<int>(layers), [&](int l) {
+    kernels::AttentionOSplit f;
+    f.q = dq.ptr();
+    f.k_cache = kc[l].ptr();
+    f.v_cache = vc[l].ptr();
+    f.sequences = dseq.ptr();
+    f.positions = dpos.ptr();
+    f.s_io = sio.ptr();
+    kernels::attention_o_cluster(shape, opt, rope, kernels::WeightMatrix{GgmlType::Q8_0, o[l].ptr(), e, k_in},
+                                 kernels::Activations::int8x2, f, s.handle());
+  });
   std::printf("qwen3-0.6b attention at position %d, a layer in a graph of %lld: alone (%lld split) %.2f us, with o "
-              "split along its input %.2f us\n",
-              positions[0], static_cast<long long>(layers), static_cast<long long>(split.n_split), alone, fused);
+              "split along its input %.2f us, its cluster form %.2f us\n",
+              positions[0], static_cast<long long>(layers), static_cast<long long>(split.n_split), alone, fused,
+              clustered);
 }
 
 TEST(AttentionOSplitGpu, RefusesWhatItDoesNotTake) {

@@ -42,6 +42,7 @@ std::string tiny(int64_t layers, const std::string& shape = "qwen3-tiny") {
 struct Launched {
   std::string kernel;
   std::vector<std::vector<unsigned char>> args;
+  cuda::Dim3 grid;
   uint64_t pointer(size_t i) const {
     uint64_t v = 0;
     std::memcpy(&v, args.at(i).data(), 8);
@@ -79,7 +80,7 @@ Recorded record_decode(const std::string& path, const plan::PlanOptions& po, siz
     rec.clear_ops();
     l.run(nullptr);
     for (const cuda::RecordedOp& op : rec.ops())
-      if (op.kind == cuda::RecordedOp::Kind::launch) out.ops.push_back({op.kernel, op.args});
+      if (op.kind == cuda::RecordedOp::Kind::launch) out.ops.push_back({op.kernel, op.args, op.grid});
   }
   return out;
 }
@@ -238,7 +239,25 @@ TEST(FfnSplitPlan, OSplitRunsOInTheAttentionsLaunchBelowLongFrom) {
   EXPECT_EQ(h.ops.size(), r.ops.size() + 2);
   // Without range forms (long_from 0) never.
   EXPECT_EQ(count(record_decode(four, {}).plan, "split along its input into the residual's"), 0u);
+  // The cluster form (LATHE_O_SPLIT=cluster): grid (8, n_head_kv), the same sums (s_io its 25th parameter).
+  ASSERT_EQ(setenv("LATHE_O_SPLIT", "cluster", 1), 0);
+  po.held.clear();
+  const Recorded c = record_decode(four, po, 0, plan::StepForm::short_positions);
   unsetenv("LATHE_O_SPLIT");
+  EXPECT_EQ(count(c.plan, "the attention split over a cluster of 8 blocks a kv head"), 2u) << c.plan;
+  std::vector<uint64_t> c_read, c_added;
+  for (const Launched& op : c.ops) {
+    if (op.kernel.ends_with("_fixed_early")) last_read = op.pointer(18);
+    if (op.kernel.starts_with("lathe_attn_o_cluster_")) {
+      c_read.push_back(last_read);
+      c_added.push_back(op.pointer(24));
+      EXPECT_EQ(op.grid.x, 8u);
+      EXPECT_EQ(op.grid.y, 2u);  // qwen3-tiny's kv heads
+    }
+  }
+  EXPECT_EQ(c_added.size(), 2u);
+  EXPECT_EQ(c_added, c_read);
+  EXPECT_EQ(c.ops.size(), r.ops.size());
 }
 
 // Each re-laid constant's recipe (StepPlan::relays(), which `lathe emit`'s program follows at its load,

@@ -288,12 +288,16 @@ TEST(GpuLaneFfnSplit, AgreesWithHeldBackAndInterpreter) {
 TEST(GpuLaneOSplit, AgreesWithHeldBackAndInterpreter) {
   std::string why;
   if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
-  ASSERT_EQ(setenv("LATHE_O_SPLIT", "1", 1), 0);  // taken only under it (slower so far)
-  for (const std::string shape : {"qwen3-tiny", "llama-tiny"}) {
-    const GgufFile f = synthetic(shape, "o-split-" + shape, 4);
+  for (const std::string shape : {"qwen3-tiny", "llama-tiny", "qwen3-tiny cluster"}) {
+    // taken only under LATHE_O_SPLIT (slower so far): 1, or cluster for the cluster form
+    const bool cluster = shape.ends_with(" cluster");
+    ASSERT_EQ(setenv("LATHE_O_SPLIT", cluster ? "cluster" : "1", 1), 0);
+    const std::string model = cluster ? shape.substr(0, shape.size() - 8) : shape;
+    const GgufFile f = synthetic(model, "o-split-" + model, 4);
     const AgainstHeld r = against_held(f, "o_split");
-    std::printf("[ lane ] %-14s attention and o in one launch: vs held back %.2e, vs interpreter %.2e\n", shape.c_str(),
-                r.vs_held, r.vs_cpu);
+    std::printf("[ lane ] %-18s attention and o in one launch: vs held back %.2e, vs interpreter %.2e\n",
+                shape.c_str(), r.vs_held, r.vs_cpu);
+    if (cluster) EXPECT_NE(r.plan.find("cluster of 8 blocks a kv head"), std::string::npos) << r.plan;
     const std::string marker = "split along its input into the residual's fixed-point sum";
     size_t taken = 0;
     for (size_t at = r.plan.find(marker); at != std::string::npos; at = r.plan.find(marker, at + 1)) ++taken;

@@ -187,7 +187,11 @@ struct attd_no_prologue {
 
 // OutShared (rope_attention_o_split.cuh): a row's only split leaves its block's heads' outputs in
 // shared memory (out_sh [heads here][D]) instead of `out` and `qout`, for the block's own product.
-template <int D, int W = ATTD_WARPS, class Prologue = attd_no_prologue, bool OutShared = false, int Stages = 0>
+// PartShared (rope_attention_o_cluster.cuh): every split, its row's only one too, leaves its partial
+// there instead (out_sh: the unnormalized outputs [heads here][D], then (m, l) [heads here] as float2),
+// for its cluster's merge.
+template <int D, int W = ATTD_WARPS, class Prologue = attd_no_prologue, bool OutShared = false, int Stages = 0,
+          bool PartShared = false>
 __device__ void attd_decode(const float* __restrict__ q, const __half* __restrict__ k_cache,
                             const __half* __restrict__ v_cache, const int* __restrict__ sequences,
                             const int* __restrict__ positions, float* __restrict__ out,
@@ -418,6 +422,13 @@ __device__ void attd_decode(const float* __restrict__ q, const __half* __restric
     }
     const int h = head0 + hi;
     const long long head_row = (long long)row * n_head + h;
+    if constexpr (PartShared) {
+      if (mine) {
+        *reinterpret_cast<float4*>(out_sh + idx) = make_float4(o[0], o[1], o[2], o[3]);
+        if (dim == 0) reinterpret_cast<float2*>(out_sh + n_heads_here * D)[hi] = make_float2(m, l);
+      }
+      continue;
+    }
     if (finish) {
       if (sinks) {
         const float sk = sinks[h] * ATTD_LOG2E, m_all = fmaxf(m, sk), f = exp2f(m - m_all);

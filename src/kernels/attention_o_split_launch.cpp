@@ -97,4 +97,55 @@ void attention_o_split(const AttentionShape& shape, const AttentionOptionsGpu& o
                "launching a decode attention with o split along its input");
 }
 
+namespace {
+
+constexpr int64_t kCluster = 8;  // LATHE_ATTN_O_CLUSTER in rope_attention_o_cluster.cuh
+
+// rope_attention_o_cluster.cuh's layout but the slice: a one-chunk ring for 8 warps, the rope's floats,
+// the partial (outputs, (m, l) a head, padded to 16 bytes), the merged outputs, their levels, scales.
+int64_t cluster_shared_bytes(const AttentionShape& s) {
+  const int64_t d = s.d, g = group_of(s), gd = g * d, nb = blocks_a_row(s);
+  return 8 * (d / 8) * 32 * 16 + (10 + 8) * d * 4 + 4 * (gd + 2 * g + (2 * g) % 4) + 4 * gd + 2 * gd + 16 * nb;
+}
+
+}  // namespace
+
+bool attention_o_cluster_applies(const AttentionShape& s, const WeightMatrix& o, Activations a) {
+  if (a != Activations::int8 && a != Activations::int8x2) return false;
+  if (s.rows != 1 || (s.d != 64 && s.d != 128) || s.n_head_kv <= 0 || s.n_head % s.n_head_kv != 0) return false;
+  const int64_t nb = blocks_a_row(s);
+  if (nb < 2 || nb > 32 || 32 % nb != 0 || s.n_head / s.n_head_kv > 8) return false;
+  if (o.type != GgmlType::Q8_0 || o.n_expert != 1 || o.k != s.n_head * s.d || o.n_out <= 0 || o.n_out % kCluster != 0)
+    return false;
+  const int64_t slice = (34 * (o.n_out / kCluster) * nb + 15) / 16 * 16;
+  return s.n_head_kv * kCluster <= 65535 && cluster_shared_bytes(s) + slice <= shared_optin_bytes();
+}
+
+void attention_o_cluster(const AttentionShape& shape, const AttentionOptionsGpu& options, const AttentionRope& rope,
+                         const WeightMatrix& o, Activations a, const AttentionOSplit& f, CUstream stream) {
+  if (!attention_o_cluster_applies(shape, o, a))
+    internal_fail("attention_o_cluster: the launch does not take {} heads ({} kv) of {} and o [{} x {}]", shape.n_head,
+                  shape.n_head_kv, shape.d, o.n_out, o.k);
+  LATHE_CHECK(o.data % 16 == 0 && f.q % 16 == 0 && f.k_cache % 16 == 0 && f.v_cache % 16 == 0 && f.s_io % 8 == 0);
+  LATHE_CHECK(f.s_io != 0 && rope.table && rope.table->n_rot <= shape.d && rope.table->n_rot % 2 == 0 && rope.k &&
+              rope.v);
+  CUdeviceptr q = f.q, kc = f.k_cache, vc = f.v_cache, seqs = f.sequences, pos = f.positions, sinks = options.sinks;
+  CUdeviceptr k = rope.k, v = rope.v, freq = rope.table->freq.ptr(), qw = rope.q_weight, kw = rope.k_weight;
+  CUdeviceptr ow = o.data, s_io = f.s_io;
+  int n_head = static_cast<int>(shape.n_head), n_head_kv = static_cast<int>(shape.n_head_kv);
+  int n_ctx = static_cast<int>(shape.n_ctx), window = static_cast<int>(options.window);
+  float scale = options.scale != 0 ? options.scale : static_cast<float>(1.0 / std::sqrt(double(shape.d)));
+  float cap = options.cap, eps = rope.eps;
+  double position_scale = rope.table->position_scale;
+  int n_rot = static_cast<int>(rope.table->n_rot), neox = rope.order == RopeOrder::neox ? 1 : 0;
+  int norm = rope.norm ? 1 : 0, e = static_cast<int>(o.n_out);
+  const int64_t slice = (34 * (o.n_out / kCluster) * blocks_a_row(shape) + 15) / 16 * 16;
+  const std::string name = "lathe_attn_o_cluster_" + std::to_string(shape.d) + "_q8_0_" + std::string(activations_name(a));
+  cuda::launch(kernel(name), {static_cast<unsigned>(kCluster), static_cast<unsigned>(shape.n_head_kv), 1}, {256, 1, 1},
+               static_cast<unsigned>(cluster_shared_bytes(shape) + slice), stream,
+               {&q, &kc, &vc, &seqs, &pos, &n_head, &n_head_kv, &n_ctx, &window, &scale, &cap, &sinks, &k, &v, &freq,
+                &position_scale, &n_rot, &neox, &qw, &kw, &norm, &eps, &ow, &e, &s_io},
+               "launching a decode attention split over a cluster with o split along its input");
+}
+
 }  // namespace lathe::kernels

@@ -40,4 +40,14 @@ int64_t o_split_blocks_per_head(const AttentionShape& shape, const WeightMatrix&
 void attention_o_split(const AttentionShape& shape, const AttentionOptionsGpu& options, const AttentionRope& rope,
                        const WeightMatrix& o, Activations a, const AttentionOSplit& f, CUstream stream);
 
+// The cluster form (rope_attention_o_cluster.cuh; LATHE_O_SPLIT=cluster): grid (8, n_head_kv) in
+// clusters of 8, kv head g's attention split along its span over its cluster (each slot read and the
+// row's slot appended once), the partials merged through the cluster's shared memory, each block then
+// adding its E / 8 rows of o at g's columns into s_io. The same sum as attention_o_split within the
+// contract (the attention's splits merged in f32). Takes what attention_o_split takes with at most 8
+// query heads a kv head and E a multiple of 8 (blocks_per_head unused).
+bool attention_o_cluster_applies(const AttentionShape& shape, const WeightMatrix& o, Activations a);
+void attention_o_cluster(const AttentionShape& shape, const AttentionOptionsGpu& options, const AttentionRope& rope,
+                         const WeightMatrix& o, Activations a, const AttentionOSplit& f, CUstream stream);
+
 }  // namespace lathe::kernels

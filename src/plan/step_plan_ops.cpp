@@ -437,15 +437,21 @@ void StepPlan::Builder::emit(int gi) {
         f.positions = at.pos;
         f.s_io = ffn_sum(os->second.sum);
         const k::Activations a = o.activations;
+        const bool cluster = os->second.cluster;
         add(fmt::format("attention with rope{} and the cache append [{} x {} x {}] over {} slots, below position {} with "
-                        "o [{} x {}] split along its input into the residual's fixed-point sum ({} blocks a kv head); "
+                        "o [{} x {}] split along its input into the residual's fixed-point sum ({}); "
                         "from it in {} splits{}{}",
                         norm ? ", head norms" : "", at.shape.rows, at.shape.n_head, at.shape.d, at.shape.n_ctx,
-                        p.long_from_, ow.n_out, ow.k, k::o_split_blocks_per_head(at.shape, ow), at.split.n_split,
-                        forms_note(at), qout.q ? ", quantized" : ""),
+                        p.long_from_, ow.n_out, ow.k,
+                        cluster ? std::string("the attention split over a cluster of 8 blocks a kv head")
+                                : fmt::format("{} blocks a kv head", k::o_split_blocks_per_head(at.shape, ow)),
+                        at.split.n_split, forms_note(at), qout.q ? ", quantized" : ""),
             an, [=, form = &p.form_](CUstream s) {
               if (*form == StepForm::short_positions) {
-                k::attention_o_split(at.shape, at.opt, rope, ow, a, f, s);
+                if (cluster)
+                  k::attention_o_cluster(at.shape, at.opt, rope, ow, a, f, s);
+                else
+                  k::attention_o_split(at.shape, at.opt, rope, ow, a, f, s);
                 return;
               }
               k::decode_attention(at.out, q_in, at.kc, at.vc, at.seqs, at.pos, at.shape, at.opt, at.split_in(*form),

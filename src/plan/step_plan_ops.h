@@ -25,6 +25,8 @@ bool moe_kernels_enabled();     // the mixture's decode kernels (LATHE_MOE_KERNE
 bool moe_one_launch_enabled();  // mixture_one_launch honoured (LATHE_MOE_ONE_LAUNCH=1)
 bool moe_by_slot_enabled();    // experts_by_slot honoured (LATHE_MOE_BY_SLOT=1)
 bool moe_split_enabled();      // ffn_split honoured on a mixture (LATHE_MOE_SPLIT=1: slower so far)
+enum class OSplitForm { none, redundant, cluster };
+OSplitForm o_split_form();     // o_split honoured, and how (LATHE_O_SPLIT=1 or cluster: step_plan_osplit.cpp)
 // LATHE_EPILOGUE_SKIP=attention,swiglu,moe (a measuring knob): those producers leave quantize_epilogue's
 // int8 form to the product that reads it.
 bool epilogue_skipped(std::string_view kind);
@@ -137,7 +139,8 @@ struct StepPlan::Builder {
   // assign_ffn_splits. In the long form the two launches run as before.
   struct OSplitTaken {
     int o_group = -1;
-    int sum = 0;  // the fixed-point sum (ffn_sums_'s slot)
+    int sum = 0;           // the fixed-point sum (ffn_sums_'s slot)
+    bool cluster = false;  // the cluster form (attention_o_cluster)
   };
   void assign_o_splits();
   std::map<int, OSplitTaken> o_split_of_attention;  // attention group -> what its launch takes

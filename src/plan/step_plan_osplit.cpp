@@ -25,17 +25,21 @@ namespace k = kernels;
 // whole span (R times its bytes, from L2 after the first).
 constexpr int64_t kOSplitMaxSpan = 256;
 
-// Taken only under LATHE_O_SPLIT=1: slower so far (qwen3-0.6b Q8_0 tg128 1,470-1,488 against 1,512
-// held back; its launch alone 8.5 us against the attention's 3.7: docs/perf.md, thirty-sixth session).
-bool o_split_enabled() {
-  const char* v = std::getenv("LATHE_O_SPLIT");
-  return v && std::string(v) == "1";
-}
-
 }  // namespace
 
+// Taken only under LATHE_O_SPLIT=1 (each of a kv head's R blocks computing its attention: slower so far,
+// qwen3-0.6b Q8_0 tg128 1,470-1,488 against 1,512 held back; its launch alone 8.5 us against the
+// attention's 3.7: docs/perf.md, thirty-sixth session) or LATHE_O_SPLIT=cluster (the attention split
+// over a cluster of 8 blocks a kv head: written in the thirty-sixth session, not yet run on a GPU).
+OSplitForm o_split_form() {
+  const char* v = std::getenv("LATHE_O_SPLIT");
+  const std::string s = v ? v : "";
+  return s == "1" ? OSplitForm::redundant : s == "cluster" ? OSplitForm::cluster : OSplitForm::none;
+}
+
 void StepPlan::Builder::assign_o_splits() {
-  if (!o_split_enabled() || p.long_from_ <= 0 || p.long_from_ > kOSplitMaxSpan || ffn_split_of_ffn.empty() ||
+  const OSplitForm form = o_split_form();
+  if (form == OSplitForm::none || p.long_from_ <= 0 || p.long_from_ > kOSplitMaxSpan || ffn_split_of_ffn.empty() ||
       g.rows != 1)
     return;
   for (const auto& [o_node, attention_node] : p.fusion_.o_splits) {
@@ -55,8 +59,12 @@ void StepPlan::Builder::assign_o_splits() {
     const graph::Tensor& q = g.tensor(an.args[0].tensor);
     const k::AttentionShape shape{q.shape[0], q.shape[1], m.cache_shape().n_head_kv, q.shape[2],
                                   m.cache_shape().n_ctx, m.cache_shape().n_ctx};
-    if (!k::attention_o_split_applies(shape, weight_of(m, wt), o.activations)) continue;
-    o_split_of_attention[ga] = {go, sum->second};
+    const k::WeightMatrix ow = weight_of(m, wt);
+    const bool cluster = form == OSplitForm::cluster;
+    if (cluster ? !k::attention_o_cluster_applies(shape, ow, o.activations)
+                : !k::attention_o_split_applies(shape, ow, o.activations))
+      continue;
+    o_split_of_attention[ga] = {go, sum->second, cluster};
     o_split_of_ffn[gf] = sum->second;
     o_split_os.insert(go);
   }
