@@ -190,7 +190,7 @@ TEST(AttentionOSplitGpu, TimingAgainstTheAttentionAlone) {
     kernels::decode_attention(out.ptr(), dq.ptr(), kc[l].ptr(), vc[l].ptr(), dseq.ptr(), dpos.ptr(), shape, opt, split, 0,
                               s.handle(), tickets.ptr(), {}, &rope);
   });
-  const double fused = kernels::test::graph_median_us(s, static_cast<int>(layers), [&](int l) {
+  const auto operands = [&](int l) {
     kernels::AttentionOSplit f;
     f.q = dq.ptr();
     f.k_cache = kc[l].ptr();
@@ -198,19 +198,15 @@ TEST(AttentionOSplitGpu, TimingAgainstTheAttentionAlone) {
     f.sequences = dseq.ptr();
     f.positions = dpos.ptr();
     f.s_io = sio.ptr();
+    return f;
+  };
+  const double fused = kernels::test::graph_median_us(s, static_cast<int>(layers), [&](int l) {
     kernels::attention_o_split(shape, opt, rope, kernels::WeightMatrix{GgmlType::Q8_0, o[l].ptr(), e, k_in},
-                               kernels::Activations::int8x2, f, s.handle());
+                               kernels::Activations::int8x2, operands(l), s.handle());
   });
   const double clustered = kernels::test::graph_median_us(s, static_cast<int>(layers), [&](int l) {
-    kernels::AttentionOSplit f;
-    f.q = dq.ptr();
-    f.k_cache = kc[l].ptr();
-    f.v_cache = vc[l].ptr();
-    f.sequences = dseq.ptr();
-    f.positions = dpos.ptr();
-    f.s_io = sio.ptr();
     kernels::attention_o_cluster(shape, opt, rope, kernels::WeightMatrix{GgmlType::Q8_0, o[l].ptr(), e, k_in},
-                                 kernels::Activations::int8x2, f, s.handle());
+                                 kernels::Activations::int8x2, operands(l), s.handle());
   });
   std::printf("qwen3-0.6b attention at position %d, a layer in a graph of %lld: alone (%lld split) %.2f us, with o "
               "split along its input %.2f us, its cluster form %.2f us\n",

@@ -58,18 +58,33 @@ struct Recorded {
 
 // The decode step of the checkpoint at `path`, planned and run on a virtual H200 (of at most `cap`
 // bytes where cap > 0, as --gpu-memory), in `form` (a range form needs po.long_from > 0).
+// A checkpoint's decode cut and its device model (64 slots of cache; at most `cap` bytes where cap > 0).
+struct DecodeCut {
+  GgufFile f;
+  ModelSpec spec;
+  ModelProgram mp;
+  graph::Graph g;
+  plan::DeviceModel model;
+  DecodeCut(const std::string& path, size_t cap)
+      : f(GgufFile::open(path)),
+        spec(read_model_spec(f)),
+        mp(model_program(f, spec, 64)),
+        g(lift_cut(f, mp, 1)),
+        model(f, constants_of(g), {spec.n_layer, 1, 64, spec.n_head_kv, spec.head_dim}, 0, cap) {}
+  static std::set<std::string> constants_of(const graph::Graph& g) {
+    std::set<std::string> constants;
+    for (const graph::Tensor& t : g.tensors)
+      if (t.role == graph::Role::constant) constants.insert(t.checkpoint_name);
+    return constants;
+  }
+};
+
 Recorded record_decode(const std::string& path, const plan::PlanOptions& po, size_t cap = 0,
                        plan::StepForm form = plan::StepForm::any_position) {
   cuda::Recorder rec(test::virtual_h200(), test::library_param_sizes());
-  const GgufFile f = GgufFile::open(path);
-  const ModelSpec spec = read_model_spec(f);
-  const ModelProgram mp = model_program(f, spec, 64);
-  const graph::Graph g = lift_cut(f, mp, 1);
-  std::set<std::string> constants;
-  for (const graph::Tensor& t : g.tensors)
-    if (t.role == graph::Role::constant) constants.insert(t.checkpoint_name);
-  const plan::DeviceModel model(f, constants, {spec.n_layer, 1, 64, spec.n_head_kv, spec.head_dim}, 0, cap);
-  plan::StepPlan p(g, model, po);
+  const DecodeCut cut(path, cap);
+  const plan::DeviceModel& model = cut.model;
+  plan::StepPlan p(cut.g, model, po);
   if (form != plan::StepForm::any_position) p.set_form(form);
   Recorded out;
   out.plan = p.describe();
@@ -267,15 +282,9 @@ TEST(FfnSplitPlan, OSplitRunsOInTheAttentionsLaunchBelowLongFrom) {
 TEST(FfnSplitPlan, RelayRecipesGiveTheBytesThePlanUploads) {
   const std::string four = tiny(4);
   cuda::Recorder rec(test::virtual_h200(), test::library_param_sizes());
-  const GgufFile f = GgufFile::open(four);
-  const ModelSpec spec = read_model_spec(f);
-  const ModelProgram mp = model_program(f, spec, 64);
-  const graph::Graph g = lift_cut(f, mp, 1);
-  std::set<std::string> constants;
-  for (const graph::Tensor& t : g.tensors)
-    if (t.role == graph::Role::constant) constants.insert(t.checkpoint_name);
-  const plan::DeviceModel model(f, constants, {spec.n_layer, 1, 64, spec.n_head_kv, spec.head_dim}, 0);
-  const plan::StepPlan p(g, model, {});
+  const DecodeCut cut(four, 0);
+  const GgufFile& f = cut.f;
+  const plan::StepPlan p(cut.g, cut.model, {});
   ASSERT_EQ(p.relays().size(), 9u);
   size_t downs = 0;
   for (const plan::Relay& r : p.relays()) {

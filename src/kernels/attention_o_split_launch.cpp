@@ -46,6 +46,32 @@ int64_t shared_bytes(const AttentionShape& s, int64_t rows) {
          group_of(s) * d * (4 + 2) + 16 * nb;
 }
 
+// The parameters both forms' kernels share, as their launches pass them (by address), checked.
+struct CommonArgs {
+  CUdeviceptr q, kc, vc, seqs, pos, sinks, k, v, freq, qw, kw, ow, s_io;
+  int n_head, n_head_kv, n_ctx, window, n_rot, neox, norm, e;
+  float scale, cap, eps;
+  double position_scale;
+};
+CommonArgs common_args(const AttentionShape& shape, const AttentionOptionsGpu& options, const AttentionRope& rope,
+                       const WeightMatrix& o, const AttentionOSplit& f) {
+  LATHE_CHECK(o.data % 16 == 0 && f.q % 16 == 0 && f.k_cache % 16 == 0 && f.v_cache % 16 == 0 && f.s_io % 8 == 0);
+  LATHE_CHECK(f.s_io != 0 && rope.table && rope.table->n_rot <= shape.d && rope.table->n_rot % 2 == 0 && rope.k &&
+              rope.v);
+  CommonArgs c;
+  c.q = f.q, c.kc = f.k_cache, c.vc = f.v_cache, c.seqs = f.sequences, c.pos = f.positions, c.sinks = options.sinks;
+  c.k = rope.k, c.v = rope.v, c.freq = rope.table->freq.ptr(), c.qw = rope.q_weight, c.kw = rope.k_weight;
+  c.ow = o.data, c.s_io = f.s_io;
+  c.n_head = static_cast<int>(shape.n_head), c.n_head_kv = static_cast<int>(shape.n_head_kv);
+  c.n_ctx = static_cast<int>(shape.n_ctx), c.window = static_cast<int>(options.window);
+  c.n_rot = static_cast<int>(rope.table->n_rot), c.neox = rope.order == RopeOrder::neox ? 1 : 0;
+  c.norm = rope.norm ? 1 : 0, c.e = static_cast<int>(o.n_out);
+  c.scale = options.scale != 0 ? options.scale : static_cast<float>(1.0 / std::sqrt(double(shape.d)));
+  c.cap = options.cap, c.eps = rope.eps;
+  c.position_scale = rope.table->position_scale;
+  return c;
+}
+
 }  // namespace
 
 int64_t o_split_blocks_per_head(const AttentionShape& s, const WeightMatrix& o) {
@@ -74,26 +100,15 @@ void attention_o_split(const AttentionShape& shape, const AttentionOptionsGpu& o
                   shape.n_head_kv, shape.d, o.n_out, o.k);
   const int64_t r = f.blocks_per_head > 0 ? f.blocks_per_head : o_split_blocks_per_head(shape, o);
   LATHE_CHECK(r > 0 && o.n_out % r == 0 && shared_bytes(shape, o.n_out / r) <= shared_optin_bytes());
-  LATHE_CHECK(o.data % 16 == 0 && f.q % 16 == 0 && f.k_cache % 16 == 0 && f.v_cache % 16 == 0 && f.s_io % 8 == 0);
-  LATHE_CHECK(f.s_io != 0 && rope.table && rope.table->n_rot <= shape.d && rope.table->n_rot % 2 == 0 && rope.k &&
-              rope.v);
-  CUdeviceptr q = f.q, kc = f.k_cache, vc = f.v_cache, seqs = f.sequences, pos = f.positions, sinks = options.sinks;
-  CUdeviceptr k = rope.k, v = rope.v, freq = rope.table->freq.ptr(), qw = rope.q_weight, kw = rope.k_weight;
-  CUdeviceptr ow = o.data, s_io = f.s_io;
-  int n_head = static_cast<int>(shape.n_head), n_head_kv = static_cast<int>(shape.n_head_kv);
-  int n_ctx = static_cast<int>(shape.n_ctx), window = static_cast<int>(options.window);
-  int split_min = static_cast<int>(kSplitMin);
-  float scale = options.scale != 0 ? options.scale : static_cast<float>(1.0 / std::sqrt(double(shape.d)));
-  float cap = options.cap, eps = rope.eps;
-  double position_scale = rope.table->position_scale;
-  int n_rot = static_cast<int>(rope.table->n_rot), neox = rope.order == RopeOrder::neox ? 1 : 0;
-  int norm = rope.norm ? 1 : 0, e = static_cast<int>(o.n_out), rr = static_cast<int>(r), bulk = kBulkRows;
+  CommonArgs c = common_args(shape, options, rope, o, f);
+  int split_min = static_cast<int>(kSplitMin), rr = static_cast<int>(r), bulk = kBulkRows;
   const std::string name = "lathe_attn_o_split_" + std::to_string(shape.d) + "_q8_0_" + std::string(activations_name(a)) +
                            "_w" + std::to_string(kWarps) + "s" + std::to_string(kStages);
   cuda::launch(kernel(name), {1, static_cast<unsigned>(shape.n_head_kv * r), 1}, {32 * static_cast<unsigned>(kWarps), 1, 1},
                static_cast<unsigned>(shared_bytes(shape, o.n_out / r)), stream,
-               {&q, &kc, &vc, &seqs, &pos, &n_head, &n_head_kv, &n_ctx, &window, &split_min, &scale, &cap, &sinks, &k,
-                &v, &freq, &position_scale, &n_rot, &neox, &qw, &kw, &norm, &eps, &ow, &e, &rr, &s_io, &bulk},
+               {&c.q, &c.kc, &c.vc, &c.seqs, &c.pos, &c.n_head, &c.n_head_kv, &c.n_ctx, &c.window, &split_min, &c.scale,
+                &c.cap, &c.sinks, &c.k, &c.v, &c.freq, &c.position_scale, &c.n_rot, &c.neox, &c.qw, &c.kw, &c.norm,
+                &c.eps, &c.ow, &c.e, &rr, &c.s_io, &bulk},
                "launching a decode attention with o split along its input");
 }
 
@@ -126,25 +141,14 @@ void attention_o_cluster(const AttentionShape& shape, const AttentionOptionsGpu&
   if (!attention_o_cluster_applies(shape, o, a))
     internal_fail("attention_o_cluster: the launch does not take {} heads ({} kv) of {} and o [{} x {}]", shape.n_head,
                   shape.n_head_kv, shape.d, o.n_out, o.k);
-  LATHE_CHECK(o.data % 16 == 0 && f.q % 16 == 0 && f.k_cache % 16 == 0 && f.v_cache % 16 == 0 && f.s_io % 8 == 0);
-  LATHE_CHECK(f.s_io != 0 && rope.table && rope.table->n_rot <= shape.d && rope.table->n_rot % 2 == 0 && rope.k &&
-              rope.v);
-  CUdeviceptr q = f.q, kc = f.k_cache, vc = f.v_cache, seqs = f.sequences, pos = f.positions, sinks = options.sinks;
-  CUdeviceptr k = rope.k, v = rope.v, freq = rope.table->freq.ptr(), qw = rope.q_weight, kw = rope.k_weight;
-  CUdeviceptr ow = o.data, s_io = f.s_io;
-  int n_head = static_cast<int>(shape.n_head), n_head_kv = static_cast<int>(shape.n_head_kv);
-  int n_ctx = static_cast<int>(shape.n_ctx), window = static_cast<int>(options.window);
-  float scale = options.scale != 0 ? options.scale : static_cast<float>(1.0 / std::sqrt(double(shape.d)));
-  float cap = options.cap, eps = rope.eps;
-  double position_scale = rope.table->position_scale;
-  int n_rot = static_cast<int>(rope.table->n_rot), neox = rope.order == RopeOrder::neox ? 1 : 0;
-  int norm = rope.norm ? 1 : 0, e = static_cast<int>(o.n_out);
+  CommonArgs c = common_args(shape, options, rope, o, f);
   const int64_t slice = (34 * (o.n_out / kCluster) * blocks_a_row(shape) + 15) / 16 * 16;
   const std::string name = "lathe_attn_o_cluster_" + std::to_string(shape.d) + "_q8_0_" + std::string(activations_name(a));
   cuda::launch(kernel(name), {static_cast<unsigned>(kCluster), static_cast<unsigned>(shape.n_head_kv), 1}, {256, 1, 1},
                static_cast<unsigned>(cluster_shared_bytes(shape) + slice), stream,
-               {&q, &kc, &vc, &seqs, &pos, &n_head, &n_head_kv, &n_ctx, &window, &scale, &cap, &sinks, &k, &v, &freq,
-                &position_scale, &n_rot, &neox, &qw, &kw, &norm, &eps, &ow, &e, &s_io},
+               {&c.q, &c.kc, &c.vc, &c.seqs, &c.pos, &c.n_head, &c.n_head_kv, &c.n_ctx, &c.window, &c.scale, &c.cap,
+                &c.sinks, &c.k, &c.v, &c.freq, &c.position_scale, &c.n_rot, &c.neox, &c.qw, &c.kw, &c.norm, &c.eps,
+                &c.ow, &c.e, &c.s_io},
                "launching a decode attention split over a cluster with o split along its input");
 }
 

@@ -43,6 +43,24 @@ __device__ __forceinline__ void lathe_cluster_arrive() {
 }
 __device__ __forceinline__ void lathe_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
 
+// A block's o slice by cp.async (shared address ss; rows of `share` bytes at row_bytes apart from src):
+// 16-byte requests where a row's share is whole 16-byte lines, else 8 or 4, committed as one group.
+__device__ __forceinline__ void lathe_o_slice_cp_async(unsigned ss, const uint8_t* src, int rows, int share,
+                                                       long long row_bytes, int threads) {
+  const int unit = share % 16 == 0 ? 16 : share % 8 == 0 ? 8 : 4, per_row = share / unit;
+  for (int i = threadIdx.x; i < rows * per_row; i += threads) {
+    const unsigned dst = ss + static_cast<unsigned>(unit * i);
+    const uint8_t* from = src + (i / per_row) * row_bytes + unit * (i % per_row);
+    if (unit == 16)
+      lathe_ffns_copy16(dst, from);
+    else if (unit == 8)
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(from) : "memory");
+    else
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(from) : "memory");
+  }
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
 template <int D, int W, int C>
 __device__ __forceinline__ void lathe_attn_o_cluster_body(
     const float* q, const __half* k_cache, const __half* v_cache, const int* sequences, const int* positions,
@@ -67,21 +85,9 @@ __device__ __forceinline__ void lathe_attn_o_cluster_body(
   int8_t* xq2 = xq1 + gd;
   float4* xd = reinterpret_cast<float4*>(xq2 + gd);
   const unsigned ss = static_cast<unsigned>(__cvta_generic_to_shared(slice));
-  {  // the slice, before the wait (a group before the ring's)
-    const uint8_t* src = o_w + static_cast<long long>(r0) * row_bytes + 34LL * nb * kvh;
-    const int share = 34 * nb, unit = share % 16 == 0 ? 16 : share % 8 == 0 ? 8 : 4, per_row = share / unit;
-    for (int i = threadIdx.x; i < rows * per_row; i += 32 * W) {
-      const unsigned dst = ss + static_cast<unsigned>(unit * i);
-      const uint8_t* from = src + (i / per_row) * row_bytes + unit * (i % per_row);
-      if (unit == 16)
-        lathe_ffns_copy16(dst, from);
-      else if (unit == 8)
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(from) : "memory");
-      else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(from) : "memory");
-    }
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-  }
+  // the slice, before the wait (a group before the ring's)
+  lathe_o_slice_cp_async(ss, o_w + static_cast<long long>(r0) * row_bytes + 34LL * nb * kvh, rows, 34 * nb, row_bytes,
+                         32 * W);
   // Split r of the row's visible slots (attd_decode's rule).
   const int pos = positions[0];
   const int first = window > 0 ? max(0, pos - window + 1) : 0;

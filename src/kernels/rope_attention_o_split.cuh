@@ -68,18 +68,7 @@ __device__ __forceinline__ void lathe_attn_o_split_body(
                                     static_cast<unsigned>(share), bar);
       }
     } else {
-      const int unit = share % 16 == 0 ? 16 : share % 8 == 0 ? 8 : 4, per_row = share / unit;
-      for (int i = threadIdx.x; i < rows * per_row; i += 32 * W) {
-        const unsigned dst = ss + static_cast<unsigned>(unit * i);
-        const uint8_t* from = src + (i / per_row) * row_bytes + unit * (i % per_row);
-        if (unit == 16)
-          lathe_ffns_copy16(dst, from);
-        else if (unit == 8)
-          asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(from) : "memory");
-        else
-          asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(from) : "memory");
-      }
-      asm volatile("cp.async.commit_group;\n" ::: "memory");
+      lathe_o_slice_cp_async(ss, src, rows, share, row_bytes, 32 * W);  // (rope_attention_o_cluster.cuh)
     }
   }
   const attd_rope_prologue<D, W> rope{q,        k,         v,      sequences, freq,  position_scale,
