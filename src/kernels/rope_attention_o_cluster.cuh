@@ -97,6 +97,7 @@ __device__ __forceinline__ void lathe_attn_o_cluster_body(
     if (LATHE_ATTD_RELEASE == 1) lathe_pdl_release();
     for (int i = threadIdx.x; i < group; i += 32 * W)
       reinterpret_cast<float2*>(part + gd)[i] = make_float2(ATTD_NEG_INF, 0.0f);
+    for (int i = threadIdx.x; i < gd; i += 32 * W) part[i] = 0.0f;  // (0 e_s times whatever was there: NaN)
   } else {
     const attd_rope_prologue<D, W> rope{q,        k,        v,   sequences, freq,      position_scale,
                                         n_rot,    neox,     norm, n_head,   n_head_kv, n_ctx,
