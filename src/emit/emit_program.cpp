@@ -66,7 +66,8 @@ std::string write_program(const GgufFile& file, const EmitOptions& options, cons
 
   // The re-lays of the constants the plan forms at load (kernels/q8_0_relay.h), as the program's own.
   std::string relay(relay_source());
-  if (const size_t once = relay.find("#pragma once\n"); once != std::string::npos) relay.erase(once, 13);
+  constexpr std::string_view kOnce = "#pragma once\n";
+  if (const size_t once = relay.find(kOnce); once != std::string::npos) relay.erase(once, kOnce.size());
   out += "// ---- src/kernels/q8_0_relay.h\n" + relay + "\n";
 
   const std::string_view host = host_main_template();

@@ -17,8 +17,6 @@
 // sum rounded to 2^-32 (docs/numerics.md).
 #include "fuse/fusion.h"
 
-#include <algorithm>
-
 namespace lathe::fuse {
 
 namespace {
@@ -39,10 +37,7 @@ int mixture_before_products(const graph::Graph& g, const FusionPlan& plan, size_
   if (next_add.kind != lang::OpKind::add || !next_add.args[0].is_tensor() || !next_add.args[1].is_tensor()) return -1;
   if (next_add.args[0].tensor != add.output || next_add.args[1].tensor != mix.output) return -1;
   if (only_consumer(g, mix.output) != next_add.id) return -1;
-  const std::vector<int>& readers = g.tensor(add.output).consumers;
-  const bool only_those = std::all_of(readers.begin(), readers.end(),
-                                      [&](int c) { return c == mg.nodes[1] || c == next_add.id; });
-  return only_those ? mix.id : -1;
+  return read_only_by(g, add.output, {mg.nodes[1], next_add.id}) ? mix.id : -1;
 }
 
 }  // namespace
@@ -69,10 +64,7 @@ void ffn_split_pass(const graph::Graph& g, FusionPlan& plan) {
     const graph::Node& add = g.nodes[static_cast<size_t>(ffn.nodes[0])];
     const graph::Node& next_add = g.nodes[static_cast<size_t>(next.nodes[0])];
     if (!next_add.args[0].is_tensor() || next_add.args[0].tensor != add.output) continue;
-    const std::vector<int>& readers = g.tensor(add.output).consumers;
-    const bool only_those = std::all_of(readers.begin(), readers.end(),
-                                        [&](int c) { return c == ffn.nodes[1] || c == next_add.id; });
-    if (!only_those) continue;
+    if (!read_only_by(g, add.output, {ffn.nodes[1], next_add.id})) continue;
     plan.ffn_splits[down->id] = next_add.id;
   }
 }

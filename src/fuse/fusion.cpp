@@ -89,6 +89,12 @@ int only_consumer(const graph::Graph& g, int tensor) {
   return c[0];
 }
 
+bool read_only_by(const graph::Graph& g, int tensor, std::initializer_list<int> nodes) {
+  const std::vector<int>& readers = g.tensor(tensor).consumers;
+  return std::all_of(readers.begin(), readers.end(),
+                     [&](int c) { return std::find(nodes.begin(), nodes.end(), c) != nodes.end(); });
+}
+
 const graph::Node* product_added_by(const graph::Graph& g, const FusionPlan& plan, size_t gi) {
   if (gi == 0 || gi >= plan.groups.size()) return nullptr;
   const graph::Node& add = g.nodes[static_cast<size_t>(plan.groups[gi].nodes[0])];

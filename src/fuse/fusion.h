@@ -9,6 +9,7 @@
 
 #include "graph/graph.h"
 
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
@@ -71,6 +72,8 @@ int epilogue_output(const graph::Graph& g, const Group& grp);
 
 // Helpers for the rules: the single consumer of a tensor, or -1 when it has none or several.
 int only_consumer(const graph::Graph& g, int tensor);
+// Whether every reader of a tensor is one of `nodes`.
+bool read_only_by(const graph::Graph& g, int tensor, std::initializer_list<int> nodes);
 
 // router_epilogue's and norm_epilogue's match: the product of a checkpoint matrix that is group gi - 1
 // alone, when group gi opens with an add whose second operand is that product's result, read by

@@ -16,19 +16,7 @@
 // Numerics: o's output rounded to 2^-32 (docs/numerics.md).
 #include "fuse/fusion.h"
 
-#include <algorithm>
-
 namespace lathe::fuse {
-
-namespace {
-
-bool reads_only(const graph::Graph& g, int tensor, std::initializer_list<int> nodes) {
-  const std::vector<int>& readers = g.tensor(tensor).consumers;
-  return std::all_of(readers.begin(), readers.end(),
-                     [&](int c) { return std::find(nodes.begin(), nodes.end(), c) != nodes.end(); });
-}
-
-}  // namespace
 
 void o_split_pass(const graph::Graph& g, FusionPlan& plan) {
   if (g.rows != 1) return;
@@ -65,7 +53,7 @@ void o_split_pass(const graph::Graph& g, FusionPlan& plan) {
     const Group& qkv = plan.groups[static_cast<size_t>(gq)];
     if (qkv.rule != "norm_prologue" || qkv.nodes.size() < 4 || qkv.nodes[0] != producer) continue;
     if (node(qkv.nodes.back()).kind == lang::OpKind::mixture) continue;
-    if (!reads_only(g, add.args[0].tensor, {qkv.nodes[1], add.id})) continue;
+    if (!read_only_by(g, add.args[0].tensor, {qkv.nodes[1], add.id})) continue;
     plan.o_splits[o.id] = an.id;
   }
 }

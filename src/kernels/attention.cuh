@@ -50,8 +50,8 @@
 #define LATHE_ATTD_RELEASE 1
 #endif
 
-// Stages: the chunks a warp's ring holds (0: by D, the launchers' count; rope_attention_o_split.cuh's
-// kernels take 1, a short span's chunks one a warp).
+// Stages: the chunks a warp's ring holds (0: by D, the launchers' count; the o_split kernels,
+// rope_attention_o_split.cuh and rope_attention_o_cluster.cuh, take 1: a short span's chunks one a warp).
 template <int D, int W = ATTD_WARPS, int Stages = 0>
 struct AttdShape {
   static constexpr int warps = W;

@@ -7,7 +7,6 @@
 #include "kernels/q8_0_relay.h"
 #include "runtime/cuda_driver.h"
 
-#include <cstring>
 #include <string>
 
 namespace lathe::kernels {
