@@ -629,6 +629,10 @@
 #           device_prepare.sh) the emitted program for qwen3-0.6b Q8_0, which now runs ffn_split's
 #           launches with their re-laid constants formed at its load: its text against `lathe run`'s,
 #           its speed against lathe bench's
+#   ah1     (thirty-seventh session; not yet run) the attention half in one launch
+#           (LATHE_ATTENTION_HALF=1): its kernel test, the launch alone against q/k/v + the attention
+#           at positions 8, 80, 127, the lane's AttentionHalf test, `lathe check` of qwen3-0.6b with
+#           it, tg128 of qwen3-0.6b held back / the attention half / o_split's cluster form, twice
 #   fin36   (thirty-sixth session) the session's defaults: the GPU tests, `lathe check` of qwen3-0.6b,
 #           tg128 of qwen3-0.6b, qwen3-8b Q8_0 and Q4_K_M, qwen3-30b-a3b Q8_0
 #   lv1     (thirty-sixth session) the split launch's levels layout (the _lv kernels, the default since;
@@ -1984,6 +1988,20 @@ for part in "$@"; do
       echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f
       echo "== tg128 qwen3-0.6b q8_0 o_split cluster"; with_env LATHE_O_SPLIT=cluster tg_short $f
       echo "== tg128 qwen3-0.6b q8_0 o_split R 8"; with_env "LATHE_O_SPLIT=1 LATHE_O_SPLIT_BLOCKS=8" tg_short $f
+    done ;;
+  ah1)  # the attention half in one launch (see the list above)
+    gpu_tests test_attention_half_gpu
+    timeout 150 $C/test_attention_half_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "^attention_half|^  h"
+    for pos in 8 80 127; do
+      O_SPLIT_TIMING_POSITION=$pos timeout 100 $C/test_attention_half_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED"
+    done
+    timeout 200 $C/test_gpu_lane_gpu --gtest_filter='*AttentionHalf*' 2>&1 | grep -E "^\[ lane \]|PASSED|FAILED|Failure"
+    f=$(synth qwen3-0.6b q8_0)
+    echo "== check qwen3-0.6b q8_0 attention half"; with_env LATHE_ATTENTION_HALF=1 timeout 100 $L check $f --steps 16 2>&1 | tail -2
+    for rep in 1 2; do
+      echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f
+      echo "== tg128 qwen3-0.6b q8_0 attention half"; with_env LATHE_ATTENTION_HALF=1 tg_short $f
+      echo "== tg128 qwen3-0.6b q8_0 o_split cluster"; with_env LATHE_O_SPLIT=cluster tg_short $f
     done ;;
   em1)  # the emitted qwen3-0.6b Q8_0 with ffn_split (see the list above)
     f=$M/qwen3-0.6b-q8_0-0.gguf

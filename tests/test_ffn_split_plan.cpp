@@ -275,6 +275,60 @@ TEST(FfnSplitPlan, OSplitRunsOInTheAttentionsLaunchBelowLongFrom) {
   EXPECT_EQ(c.ops.size(), r.ops.size());
 }
 
+// attention_half (under LATHE_ATTENTION_HALF=1): in the short form, the attention's launch of layers 1
+// and 2 of 4 (o_split's layers) runs their q/k/v and o too: grid (8, n_head_kv); it reads the sum the
+// feed-forward launch before made (s_in, its 4th parameter), adds into a sum of its own (its 28th),
+// which that layer's feed-forward launch then reads (its 7th), and zeroes the other taken launch's sum
+// (its 29th). Neither layer's q/k/v nor o has a launch of its own there; the long form and held back
+// keep them.
+TEST(FfnSplitPlan, AttentionHalfRunsQkvAndOInTheAttentionsLaunchBelowLongFrom) {
+  const std::string four = tiny(4);
+  plan::PlanOptions po;
+  po.long_from = 128;
+  EXPECT_EQ(count(record_decode(four, po, 0, plan::StepForm::short_positions).plan, "attention half in one launch"), 0u)
+      << "taken without LATHE_ATTENTION_HALF=1";
+  ASSERT_EQ(setenv("LATHE_ATTENTION_HALF", "1", 1), 0);
+  const Recorded r = record_decode(four, po, 0, plan::StepForm::short_positions);
+  const Recorded l = record_decode(four, po, 0, plan::StepForm::long_positions);
+  po.held = {"attention_half"};
+  const Recorded h = record_decode(four, po, 0, plan::StepForm::short_positions);
+  unsetenv("LATHE_ATTENTION_HALF");
+  EXPECT_EQ(count(r.plan, "attention half in one launch"), 2u) << r.plan;
+  EXPECT_EQ(count(h.plan, "attention half in one launch"), 0u) << h.plan;
+  std::vector<uint64_t> made, read, added, zeroed, ffn_read;
+  uint64_t last_made = 0;
+  size_t fixed = 0, long_fixed = 0, long_halves = 0;
+  for (const Launched& op : r.ops) {
+    if (op.kernel.starts_with("lathe_ffn_split_")) {
+      if (op.pointer(6) != 0) ffn_read.push_back(op.pointer(6));
+      last_made = op.pointer(9);
+    }
+    fixed += op.kernel.ends_with("_fixed_early");
+    if (op.kernel.starts_with("lathe_attn_half_")) {
+      read.push_back(op.pointer(3));
+      made.push_back(last_made);
+      added.push_back(op.pointer(27));
+      zeroed.push_back(op.pointer(28));
+      EXPECT_EQ(op.grid.x, 8u);
+      EXPECT_EQ(op.grid.y, 2u);  // qwen3-tiny's kv heads
+    }
+  }
+  ASSERT_EQ(added.size(), 2u);
+  EXPECT_EQ(read, made) << "each reads the sum the feed-forward launch before it made";
+  EXPECT_EQ(ffn_read, added) << "the feed-forward launch after each reads the sum it made";
+  EXPECT_NE(added[0], added[1]);
+  EXPECT_EQ(zeroed[0], added[1]);
+  EXPECT_EQ(zeroed[1], added[0]);
+  EXPECT_EQ(fixed, 1u) << "layer 3's q/k/v alone reads a fixed-point sum in its own launch";
+  for (const Launched& op : l.ops) {
+    long_fixed += op.kernel.ends_with("_fixed_early");
+    long_halves += op.kernel.starts_with("lathe_attn_half_");
+  }
+  EXPECT_EQ(long_fixed, 3u);
+  EXPECT_EQ(long_halves, 0u);
+  EXPECT_EQ(h.ops.size(), r.ops.size() + 4) << "held back: q/k/v's and o's own launches in layers 1 and 2";
+}
+
 // Each re-laid constant's recipe (StepPlan::relays(), which `lathe emit`'s program follows at its load,
 // kernels/q8_0_relay.h) applied to the checkpoint tensor's bytes gives exactly the bytes the plan
 // uploaded: 3 taken launches of a 4-layer qwen3-tiny, each down by slices in the levels layout, its

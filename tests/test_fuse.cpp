@@ -284,6 +284,27 @@ TEST(Fuse, OSplitMarksEveryOAfterASumOfTheResidual) {
   }
 }
 
+// attention_half: o_split's marks where the q/k/v group is the residual's add, its norm and three
+// products that the attention's group alone reads: every one of qwen3's and llama's; none of qwen2's
+// (its q/k/v biases are added between); none held back, or in a prefill cut; o_split's marks unchanged.
+TEST(Fuse, AttentionHalfMarksOSplitsWhoseQkvTheAttentionAloneReads) {
+  for (const char* shape : {"qwen3-tiny", "llama-tiny", "qwen2-tiny"}) {
+    const graph::Graph g = lift_shape(shape, "decode");
+    const fuse::FusionPlan all = fuse::fuse(g);
+    if (std::string(shape) == "qwen2-tiny") {
+      EXPECT_FALSE(all.o_splits.empty()) << "qwen2-tiny takes o_split: the case below must be the biases";
+      EXPECT_TRUE(all.attention_halves.empty());
+      continue;
+    }
+    EXPECT_EQ(all.attention_halves, all.o_splits) << shape;
+    EXPECT_FALSE(all.attention_halves.empty()) << shape;
+    EXPECT_TRUE(fuse::fuse(g, {"attention_half"}).attention_halves.empty());
+    EXPECT_EQ(fuse::fuse(g, {"attention_half"}).o_splits, all.o_splits);
+    EXPECT_TRUE(fuse::fuse(g, {"rope_attention"}).attention_halves.empty());
+    EXPECT_TRUE(fuse::fuse(lift_shape(shape, "prefill:16")).attention_halves.empty());
+  }
+}
+
 TEST(Fuse, FfnSplitMarksEveryDownButTheLast) {
   for (const char* shape : {"qwen3-tiny", "llama-tiny", "qwen2-tiny"}) {
     const graph::Graph g = lift_shape(shape, "decode");
@@ -410,7 +431,8 @@ TEST(Fuse, UnknownRuleIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("unknown fusion rule 'add_nrom' (rules: norm_prologue, add_norm, rope_append, rope_attention, qk_norm_rope, "
                                          "kv_append, "
                                          "gate_up_swiglu, merged_products, elementwise_run, quantize_epilogue, mixture_one_launch, "
-                                         "experts_by_slot, router_epilogue, norm_epilogue, ffn_split, o_split)"),
+                                         "experts_by_slot, router_epilogue, norm_epilogue, ffn_split, o_split, "
+                                         "attention_half)"),
               std::string::npos) << e.what();
   }
 }

@@ -309,6 +309,29 @@ TEST(GpuLaneOSplit, AgreesWithHeldBackAndInterpreter) {
   unsetenv("LATHE_O_SPLIT");
 }
 
+// attention_half (LATHE_ATTENTION_HALF=1): in the short form the attention's launch of layers 1 and 2
+// of 4 runs their q/k/v and o too, into a sum of its own that the feed-forward launch then reads;
+// against held back (o_split's layers as q/k/v, the attention and o) and the interpreter.
+TEST(GpuLaneAttentionHalf, AgreesWithHeldBackAndInterpreter) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  ASSERT_EQ(setenv("LATHE_ATTENTION_HALF", "1", 1), 0);
+  for (const std::string shape : {"qwen3-tiny", "llama-tiny"}) {
+    const GgufFile f = synthetic(shape, "attention-half-" + shape, 4);
+    const AgainstHeld r = against_held(f, "attention_half");
+    std::printf("[ lane ] %-18s attention half in one launch: vs held back %.2e, vs interpreter %.2e\n", shape.c_str(),
+                r.vs_held, r.vs_cpu);
+    const std::string marker = "attention half in one launch";
+    size_t taken = 0;
+    for (size_t at = r.plan.find(marker); at != std::string::npos; at = r.plan.find(marker, at + 1)) ++taken;
+    EXPECT_EQ(taken, 2u) << r.plan;
+    EXPECT_EQ(r.held_plan.find(marker), std::string::npos) << r.held_plan;
+    EXPECT_LT(r.vs_held, 2.5e-4);  // as o_split's: q/k/v's sums in another order, o's rows in fixed point
+    EXPECT_LT(r.vs_cpu, 2e-3);
+  }
+  unsetenv("LATHE_ATTENTION_HALF");
+}
+
 TEST(GpuLaneDecodeForms, ShortAndLongFormsAgreeWithTheOneForm) {
   std::string why;
   if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;

@@ -22,6 +22,7 @@ void router_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 void norm_epilogue_pass(const graph::Graph& g, FusionPlan& plan);
 void ffn_split_pass(const graph::Graph& g, FusionPlan& plan);
 void o_split_pass(const graph::Graph& g, FusionPlan& plan);
+void attention_half_pass(const graph::Graph& g, FusionPlan& plan);
 
 const std::vector<Rule>& fusion_rules() {
   static const std::vector<Rule> rules = {
@@ -60,6 +61,10 @@ const std::vector<Rule>& fusion_rules() {
        "a decode row's attention and its o product split along its input by kv head, o's output added into the "
        "residual's fixed-point sum, in one launch",
        nullptr, o_split_pass},
+      {"attention_half",
+       "a decode row's attention half (the residual's norm, q/k/v, the attention, o split along its input) in one "
+       "launch, o's output and the residual added into the next fixed-point sum",
+       nullptr, attention_half_pass},
   };
   return rules;
 }

@@ -37,6 +37,7 @@ struct FusionPlan {
   std::map<int, int> norm_epilogues;    // product node -> the add (of a norm_prologue group) its launch may form
   std::map<int, int> ffn_splits;        // down product (or mixture) node -> the next add whose sum its feed-forward launch may form
   std::map<int, int> o_splits;          // o product node -> the attention whose launch may run it, o split along its input
+  std::map<int, int> attention_halves;  // o product node -> the attention whose launch may also run the q/k/v before it
   int count(std::string_view rule) const;
 };
 
@@ -74,6 +75,14 @@ int epilogue_output(const graph::Graph& g, const Group& grp);
 int only_consumer(const graph::Graph& g, int tensor);
 // Whether every reader of a tensor is one of `nodes`.
 bool read_only_by(const graph::Graph& g, int tensor, std::initializer_list<int> nodes);
+
+// o_split's match at group gi (o_split.cpp): a rope_attention group, its o product alone two groups on,
+// a feed-forward norm_prologue group adding o's result to the residual, which the q/k/v norm_prologue
+// group `qkv_group` formed. All -1 where it does not hold. attention_half builds on it.
+struct OSplitMatch {
+  int o = -1, attention = -1, qkv_group = -1;
+};
+OSplitMatch match_o_split(const graph::Graph& g, const FusionPlan& plan, size_t gi);
 
 // router_epilogue's and norm_epilogue's match: the product of a checkpoint matrix that is group gi - 1
 // alone, when group gi opens with an add whose second operand is that product's result, read by

@@ -18,44 +18,47 @@
 
 namespace lathe::fuse {
 
-void o_split_pass(const graph::Graph& g, FusionPlan& plan) {
-  if (g.rows != 1) return;
+OSplitMatch match_o_split(const graph::Graph& g, const FusionPlan& plan, size_t gi) {
+  if (g.rows != 1 || gi + 3 >= plan.groups.size()) return {};
   auto node = [&](int id) -> const graph::Node& { return g.nodes[static_cast<size_t>(id)]; };
-  for (size_t gi = 0; gi + 3 < plan.groups.size(); ++gi) {
-    const Group& att = plan.groups[gi];
-    if (att.rule != "rope_attention") continue;
-    const graph::Node& an = node(att.nodes.back());
-    const Group& join = plan.groups[gi + 1];
-    const Group& og = plan.groups[gi + 2];
-    const Group& ffn = plan.groups[gi + 3];
-    if (an.kind != lang::OpKind::attention || !join.rule.empty() || join.nodes.size() != 1 || !og.rule.empty() ||
-        og.nodes.size() != 1)
-      continue;
-    const graph::Node& jn = node(join.nodes[0]);
-    if (jn.kind != lang::OpKind::join_heads || jn.args[0].tensor != an.output || only_consumer(g, an.output) != jn.id)
-      continue;
-    const graph::Node& o = node(og.nodes[0]);
-    if (o.kind != lang::OpKind::product || o.args[0].tensor != jn.output || only_consumer(g, jn.output) != o.id ||
-        !o.args[1].is_tensor() || g.tensor(o.args[1].tensor).role != graph::Role::constant)
-      continue;
-    if (ffn.rule != "norm_prologue" || ffn.nodes.size() != 5 || node(ffn.nodes.back()).kind != lang::OpKind::swiglu)
-      continue;
-    const graph::Node& add = node(ffn.nodes[0]);
-    if (add.kind != lang::OpKind::add || !add.args[0].is_tensor() || !add.args[1].is_tensor() ||
-        add.args[1].tensor != o.output || only_consumer(g, o.output) != add.id)
-      continue;
-    // The residual: the sum a norm_prologue group of products formed, read by that group's norm and
-    // this add alone (the launch adds o into its fixed-point form).
-    const int producer = g.tensor(add.args[0].tensor).producer;
-    if (producer < 0) continue;
-    const int gq = plan.group_of[static_cast<size_t>(producer)];
-    if (gq < 0) continue;
-    const Group& qkv = plan.groups[static_cast<size_t>(gq)];
-    if (qkv.rule != "norm_prologue" || qkv.nodes.size() < 4 || qkv.nodes[0] != producer) continue;
-    if (node(qkv.nodes.back()).kind == lang::OpKind::mixture) continue;
-    if (!read_only_by(g, add.args[0].tensor, {qkv.nodes[1], add.id})) continue;
-    plan.o_splits[o.id] = an.id;
-  }
+  const Group& att = plan.groups[gi];
+  if (att.rule != "rope_attention") return {};
+  const graph::Node& an = node(att.nodes.back());
+  const Group& join = plan.groups[gi + 1];
+  const Group& og = plan.groups[gi + 2];
+  const Group& ffn = plan.groups[gi + 3];
+  if (an.kind != lang::OpKind::attention || !join.rule.empty() || join.nodes.size() != 1 || !og.rule.empty() ||
+      og.nodes.size() != 1)
+    return {};
+  const graph::Node& jn = node(join.nodes[0]);
+  if (jn.kind != lang::OpKind::join_heads || jn.args[0].tensor != an.output || only_consumer(g, an.output) != jn.id)
+    return {};
+  const graph::Node& o = node(og.nodes[0]);
+  if (o.kind != lang::OpKind::product || o.args[0].tensor != jn.output || only_consumer(g, jn.output) != o.id ||
+      !o.args[1].is_tensor() || g.tensor(o.args[1].tensor).role != graph::Role::constant)
+    return {};
+  if (ffn.rule != "norm_prologue" || ffn.nodes.size() != 5 || node(ffn.nodes.back()).kind != lang::OpKind::swiglu)
+    return {};
+  const graph::Node& add = node(ffn.nodes[0]);
+  if (add.kind != lang::OpKind::add || !add.args[0].is_tensor() || !add.args[1].is_tensor() ||
+      add.args[1].tensor != o.output || only_consumer(g, o.output) != add.id)
+    return {};
+  // The residual: the sum a norm_prologue group of products formed, read by that group's norm and
+  // this add alone (the launch adds o into its fixed-point form).
+  const int producer = g.tensor(add.args[0].tensor).producer;
+  if (producer < 0) return {};
+  const int gq = plan.group_of[static_cast<size_t>(producer)];
+  if (gq < 0) return {};
+  const Group& qkv = plan.groups[static_cast<size_t>(gq)];
+  if (qkv.rule != "norm_prologue" || qkv.nodes.size() < 4 || qkv.nodes[0] != producer) return {};
+  if (node(qkv.nodes.back()).kind == lang::OpKind::mixture) return {};
+  if (!read_only_by(g, add.args[0].tensor, {qkv.nodes[1], add.id})) return {};
+  return {o.id, an.id, gq};
+}
+
+void o_split_pass(const graph::Graph& g, FusionPlan& plan) {
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi)
+    if (const OSplitMatch m = match_o_split(g, plan, gi); m.o >= 0) plan.o_splits[m.o] = m.attention;
 }
 
 }  // namespace lathe::fuse

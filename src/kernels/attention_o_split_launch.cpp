@@ -152,4 +152,55 @@ void attention_o_cluster(const AttentionShape& shape, const AttentionOptionsGpu&
                "launching a decode attention split over a cluster with o split along its input");
 }
 
+// rope_attention_qkv_o.cuh's layout past the cluster form's, o slice included: the block's (G + 2) d / 8
+// rows of q/k/v, the norm's weights, x, h's levels (two words), their scales, the rows' values, 32 floats.
+int64_t attention_half_shared_bytes(const AttentionShape& s, int64_t e) {
+  const int64_t rows = (group_of(s) + 2) * s.d / kCluster, nb = e / 32;
+  const int64_t slice = (34 * (e / kCluster) * blocks_a_row(s) + 15) / 16 * 16;
+  return cluster_shared_bytes(s) + slice + 34 * nb * rows + 4 * e + 4 * e + 2 * e + 16 * nb + 4 * ((rows + 3) / 4 * 4) +
+         4 * 32;
+}
+
+bool attention_half_applies(const AttentionShape& s, const WeightMatrix& wq, const WeightMatrix& wk,
+                            const WeightMatrix& wv, const WeightMatrix& o, Activations a) {
+  if (!attention_o_cluster_applies(s, o, a)) return false;
+  const int64_t e = o.n_out;
+  if (e % 256 != 0 || ((group_of(s) + 2) * s.d) % kCluster != 0) return false;
+  const int64_t rows[3] = {s.n_head * s.d, s.n_head_kv * s.d, s.n_head_kv * s.d};
+  const WeightMatrix* ws[3] = {&wq, &wk, &wv};
+  for (int i = 0; i < 3; ++i)
+    if (ws[i]->type != GgmlType::Q8_0 || ws[i]->n_expert != 1 || ws[i]->k != e || ws[i]->n_out != rows[i] ||
+        ws[i]->data % 16 != 0)
+      return false;
+  return attention_half_shared_bytes(s, e) <= shared_optin_bytes();
+}
+
+void attention_half(const AttentionShape& shape, const AttentionOptionsGpu& options, const AttentionRope& rope,
+                    const WeightMatrix& o, Activations a, const AttentionHalf& f, CUstream stream) {
+  if (!attention_half_applies(shape, f.wq, f.wk, f.wv, o, a))
+    internal_fail("attention_half: the launch does not take {} heads ({} kv) of {}, q/k/v of {} columns and o [{} x {}]",
+                  shape.n_head, shape.n_head_kv, shape.d, f.wq.k, o.n_out, o.k);
+  LATHE_CHECK(o.data % 16 == 0 && f.k_cache % 16 == 0 && f.v_cache % 16 == 0 && f.norm_w % 16 == 0);
+  LATHE_CHECK(f.s_in % 8 == 0 && f.s_out % 8 == 0 && f.zero % 8 == 0 && f.s_in && f.s_out && f.zero &&
+              f.s_out != f.s_in && f.s_out != f.zero && f.zero != f.s_in);
+  LATHE_CHECK(rope.table && rope.table->n_rot <= shape.d && rope.table->n_rot % 2 == 0);
+  CUdeviceptr wq = f.wq.data, wk = f.wk.data, wv = f.wv.data, s_in = f.s_in, norm_w = f.norm_w, kc = f.k_cache,
+              vc = f.v_cache, seqs = f.sequences, pos = f.positions, sinks = options.sinks,
+              freq = rope.table->freq.ptr(), qw = rope.q_weight, kw = rope.k_weight, ow = o.data, s_out = f.s_out,
+              zero = f.zero;
+  float norm_eps = f.norm_eps, eps = rope.eps, cap = options.cap;
+  float scale = options.scale != 0 ? options.scale : static_cast<float>(1.0 / std::sqrt(double(shape.d)));
+  int e = static_cast<int>(o.n_out), n_head = static_cast<int>(shape.n_head), n_head_kv = static_cast<int>(shape.n_head_kv),
+      n_ctx = static_cast<int>(shape.n_ctx), window = static_cast<int>(options.window),
+      n_rot = static_cast<int>(rope.table->n_rot), neox = rope.order == RopeOrder::neox ? 1 : 0, norm = rope.norm ? 1 : 0;
+  double position_scale = rope.table->position_scale;
+  const std::string name = "lathe_attn_half_" + std::to_string(shape.d) + "_q8_0_" + std::string(activations_name(a));
+  cuda::launch(kernel(name), {static_cast<unsigned>(kCluster), static_cast<unsigned>(shape.n_head_kv), 1}, {256, 1, 1},
+               static_cast<unsigned>(attention_half_shared_bytes(shape, o.n_out)), stream,
+               {&wq, &wk, &wv, &s_in, &norm_w, &norm_eps, &e, &kc, &vc, &seqs, &pos, &n_head, &n_head_kv, &n_ctx,
+                &window, &scale, &cap, &sinks, &freq, &position_scale, &n_rot, &neox, &qw, &kw, &norm, &eps, &ow,
+                &s_out, &zero},
+               "launching a decode row's attention half (q/k/v, the attention, o) in one launch");
+}
+
 }  // namespace lathe::kernels

@@ -50,4 +50,32 @@ bool attention_o_cluster_applies(const AttentionShape& shape, const WeightMatrix
 void attention_o_cluster(const AttentionShape& shape, const AttentionOptionsGpu& options, const AttentionRope& rope,
                          const WeightMatrix& o, Activations a, const AttentionOSplit& f, CUstream stream);
 
+// The attention half in one launch (rope_attention_qkv_o.cuh; fusion rule attention_half): the cluster
+// form with the layer's q/k/v product in front, for one row under an int8 contract:
+//   x = s_in 2^-32;  h = x rsqrt(sum x^2 / E + eps) norm_w, quantized as the contract's x
+//   q, k, v = wq h, wk h, wv h                       (Q8_0 [n_head d][E], [n_head_kv d][E], [n_head_kv d][E])
+//   a = the attention of q over the caches with rope_attention's prologue (head norms, rope, k and v
+//       appended at the row's slot), split over a cluster of 8 blocks a kv head and merged as
+//       attention_o_cluster does
+//   s_out[i] += s_in[i] + sum over kv heads g of fix(o[i][g's columns] . quant(a_g));   zero[i] = 0
+// for every i < E. s_out must be zero before the launch and differ from s_in and zero; the attention's
+// output, q, k and v are not written (but k and v into the caches).
+struct AttentionHalf {
+  WeightMatrix wq, wk, wv;
+  CUdeviceptr s_in = 0;    // int64 [E]: the residual in fixed point
+  CUdeviceptr norm_w = 0;  // f32 [E]: the attention norm's weights
+  float norm_eps = 1e-6f;
+  CUdeviceptr s_out = 0, zero = 0;  // int64 [E] each
+  CUdeviceptr k_cache = 0, v_cache = 0, sequences = 0, positions = 0;
+};
+// Whether the launch takes the attention `shape` (one row), o and the three matrices under contract
+// a: what attention_o_cluster takes, with wq, wk and wv Q8_0 of E = o's rows columns (E % 256 == 0) and
+// n_head d, n_head_kv d and n_head_kv d rows, each 16-byte aligned, within shared memory.
+bool attention_half_applies(const AttentionShape& shape, const WeightMatrix& wq, const WeightMatrix& wk,
+                            const WeightMatrix& wv, const WeightMatrix& o, Activations a);
+// The launch's shared memory (bytes a block).
+int64_t attention_half_shared_bytes(const AttentionShape& shape, int64_t e);
+void attention_half(const AttentionShape& shape, const AttentionOptionsGpu& options, const AttentionRope& rope,
+                    const WeightMatrix& o, Activations a, const AttentionHalf& f, CUstream stream);
+
 }  // namespace lathe::kernels

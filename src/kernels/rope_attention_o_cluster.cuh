@@ -61,52 +61,48 @@ __device__ __forceinline__ void lathe_o_slice_cp_async(unsigned ss, const uint8_
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
-template <int D, int W, int C>
-__device__ __forceinline__ void lathe_attn_o_cluster_body(
-    const float* q, const __half* k_cache, const __half* v_cache, const int* sequences, const int* positions,
-    int n_head, int n_head_kv, int n_ctx, int window, float scale, float cap, const float* sinks, const float* k,
-    const float* v, const double* freq, double position_scale, int n_rot, int neox, const float* q_weight,
-    const float* k_weight, int norm, float eps, const uint8_t* o_w, int E, long long* s_io) {
-  constexpr int R = LATHE_ATTN_O_CLUSTER, SPLIT_MIN = ATTD_CHUNK;
-  typedef AttdShape<D, W, 1> S;
-  extern __shared__ float4 attd_shared4[];
-  unsigned char* base = reinterpret_cast<unsigned char*>(attd_shared4);
-  const int group = n_head / n_head_kv, nb = group * D / 32, gd = group * D;
-  const int r = blockIdx.x, kvh = blockIdx.y, rows = E / R, r0 = r * rows;
-  const long long row_bytes = 34LL * (n_head * D / 32);
-  // Past the ring (one chunk a warp) and the rope's floats: the slice [rows][nb][34], the partial
-  // (outputs [G D], then (m, l) [G] as float2), the merged outputs [G D], their levels (two words),
-  // their scales [nb] float4.
-  float* rope_sm = reinterpret_cast<float*>(base + S::warps * S::warp_bytes);
-  uint8_t* slice = reinterpret_cast<uint8_t*>(rope_sm + (10 + W) * D);
-  float* part = reinterpret_cast<float*>(slice + ((34 * rows * nb + 15) & ~15));
-  float* xo = part + gd + 2 * group + (2 * group) % 4;  // 16-byte aligned
-  int8_t* xq1 = reinterpret_cast<int8_t*>(xo + gd);
-  int8_t* xq2 = xq1 + gd;
-  float4* xd = reinterpret_cast<float4*>(xq2 + gd);
-  const unsigned ss = static_cast<unsigned>(__cvta_generic_to_shared(slice));
-  // the slice, before the wait (a group before the ring's)
-  lathe_o_slice_cp_async(ss, o_w + static_cast<long long>(r0) * row_bytes + 34LL * nb * kvh, rows, 34 * nb, row_bytes,
-                         32 * W);
-  // Split r of the row's visible slots (attd_decode's rule).
-  const int pos = positions[0];
-  const int first = window > 0 ? max(0, pos - window + 1) : 0;
-  const int len = attd_split_len(pos - first + 1, R, SPLIT_MIN);
-  if (first + r * len > pos) {  // nothing to see: an empty partial, after the wait all the same
-    lathe_step_wait(nullptr, LATHE_ATTD_RELEASE == 0);
-    if (LATHE_ATTD_RELEASE == 1) lathe_pdl_release();
-    for (int i = threadIdx.x; i < group; i += 32 * W)
-      reinterpret_cast<float2*>(part + gd)[i] = make_float2(ATTD_NEG_INF, 0.0f);
-    for (int i = threadIdx.x; i < gd; i += 32 * W) part[i] = 0.0f;  // (0 e_s times whatever was there: NaN)
-  } else {
-    const attd_rope_prologue<D, W> rope{q,        k,        v,   sequences, freq,      position_scale,
-                                        n_rot,    neox,     norm, n_head,   n_head_kv, n_ctx,
-                                        q_weight, k_weight, eps, const_cast<__half*>(k_cache),
-                                        const_cast<__half*>(v_cache), rope_sm};
-    attd_decode<D, W, attd_rope_prologue<D, W>, false, 1, true>(
-        q, k_cache, v_cache, sequences, positions, nullptr, nullptr, nullptr, n_head, n_head_kv, n_ctx, window,
-        SPLIT_MIN, R, scale, cap, sinks, nullptr, nullptr, C, 1, r, kvh, 0, gridDim.y, 1, rope, part);
+// The cluster form's shared memory past the ring (one chunk a warp) and the rope's floats: the o slice
+// [rows][nb][34], the partial (outputs [G D], then (m, l) [G] as float2), the merged outputs [G D],
+// their levels (two words), their scales [nb] float4; `end` is past them (16-byte aligned).
+template <int D, int W>
+struct lathe_o_cluster_layout {
+  float* rope_sm;
+  uint8_t* slice;
+  float* part;
+  float* xo;
+  int8_t* xq1;
+  int8_t* xq2;
+  float4* xd;
+  unsigned char* end;
+  __device__ __forceinline__ lathe_o_cluster_layout(unsigned char* base, int group, int rows) {
+    typedef AttdShape<D, W, 1> S;
+    const int gd = group * D, nb = gd / 32;
+    rope_sm = reinterpret_cast<float*>(base + S::warps * S::warp_bytes);
+    slice = reinterpret_cast<uint8_t*>(rope_sm + (10 + W) * D);
+    part = reinterpret_cast<float*>(slice + ((34 * rows * nb + 15) & ~15));
+    xo = part + gd + 2 * group + (2 * group) % 4;  // 16-byte aligned
+    xq1 = reinterpret_cast<int8_t*>(xo + gd);
+    xq2 = xq1 + gd;
+    xd = reinterpret_cast<float4*>(xq2 + gd);
+    end = reinterpret_cast<unsigned char*>(xd + nb);
   }
+};
+
+// From each block's partial in place in its shared memory (the block synced after writing it) to the
+// end: the cluster barrier, the merge of kv head kvh's 8 partials, their levels, and the block's `rows`
+// rows of o from r0 (its slice, asked for with cp.async: waited for here) added into s_io; the block
+// waits on the second barrier before it returns (no block leaves while another reads its memory).
+template <int D, int W, int C>
+__device__ __forceinline__ void lathe_o_cluster_finish(const lathe_o_cluster_layout<D, W>& L, int group, int kvh,
+                                                       const float* sinks, int rows, int r0, long long* s_io) {
+  constexpr int R = LATHE_ATTN_O_CLUSTER;
+  const int gd = group * D, nb = gd / 32;
+  float* part = L.part;
+  float* xo = L.xo;
+  int8_t* xq1 = L.xq1;
+  int8_t* xq2 = L.xq2;
+  float4* xd = L.xd;
+  const unsigned ss = static_cast<unsigned>(__cvta_generic_to_shared(L.slice));
   __syncthreads();
   lathe_cluster_arrive();  // the partial in place
   lathe_cluster_wait();
@@ -165,6 +161,47 @@ __device__ __forceinline__ void lathe_attn_o_cluster_body(
     atomicAdd(reinterpret_cast<unsigned long long*>(s_io + r0 + i), lathe_ffns_fix(p));
   }
   lathe_cluster_wait();
+}
+
+
+template <int D, int W, int C>
+__device__ __forceinline__ void lathe_attn_o_cluster_body(
+    const float* q, const __half* k_cache, const __half* v_cache, const int* sequences, const int* positions,
+    int n_head, int n_head_kv, int n_ctx, int window, float scale, float cap, const float* sinks, const float* k,
+    const float* v, const double* freq, double position_scale, int n_rot, int neox, const float* q_weight,
+    const float* k_weight, int norm, float eps, const uint8_t* o_w, int E, long long* s_io) {
+  constexpr int R = LATHE_ATTN_O_CLUSTER, SPLIT_MIN = ATTD_CHUNK;
+  extern __shared__ float4 attd_shared4[];
+  unsigned char* base = reinterpret_cast<unsigned char*>(attd_shared4);
+  const int group = n_head / n_head_kv, nb = group * D / 32, gd = group * D;
+  const int r = blockIdx.x, kvh = blockIdx.y, rows = E / R, r0 = r * rows;
+  const long long row_bytes = 34LL * (n_head * D / 32);
+  const lathe_o_cluster_layout<D, W> L(base, group, rows);
+  float* part = L.part;
+  const unsigned ss = static_cast<unsigned>(__cvta_generic_to_shared(L.slice));
+  // the slice, before the wait (a group before the ring's)
+  lathe_o_slice_cp_async(ss, o_w + static_cast<long long>(r0) * row_bytes + 34LL * nb * kvh, rows, 34 * nb, row_bytes,
+                         32 * W);
+  // Split r of the row's visible slots (attd_decode's rule).
+  const int pos = positions[0];
+  const int first = window > 0 ? max(0, pos - window + 1) : 0;
+  const int len = attd_split_len(pos - first + 1, R, SPLIT_MIN);
+  if (first + r * len > pos) {  // nothing to see: an empty partial, after the wait all the same
+    lathe_step_wait(nullptr, LATHE_ATTD_RELEASE == 0);
+    if (LATHE_ATTD_RELEASE == 1) lathe_pdl_release();
+    for (int i = threadIdx.x; i < group; i += 32 * W)
+      reinterpret_cast<float2*>(part + gd)[i] = make_float2(ATTD_NEG_INF, 0.0f);
+    for (int i = threadIdx.x; i < gd; i += 32 * W) part[i] = 0.0f;  // (0 e_s times whatever was there: NaN)
+  } else {
+    const attd_rope_prologue<D, W> rope{q,        k,        v,   sequences, freq,      position_scale,
+                                        n_rot,    neox,     norm, n_head,   n_head_kv, n_ctx,
+                                        q_weight, k_weight, eps, const_cast<__half*>(k_cache),
+                                        const_cast<__half*>(v_cache), L.rope_sm};
+    attd_decode<D, W, attd_rope_prologue<D, W>, false, 1, true>(
+        q, k_cache, v_cache, sequences, positions, nullptr, nullptr, nullptr, n_head, n_head_kv, n_ctx, window,
+        SPLIT_MIN, R, scale, cap, sinks, nullptr, nullptr, C, 1, r, kvh, 0, gridDim.y, 1, rope, part);
+  }
+  lathe_o_cluster_finish<D, W, C>(L, group, kvh, sinks, rows, r0, s_io);
 }
 
 // Kernels lathe_attn_o_cluster_<D>_q8_0_<contract>: 8 warps, a one-chunk ring.

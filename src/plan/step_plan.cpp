@@ -161,6 +161,7 @@ void StepPlan::Builder::assign_storage() {
     }
   }
   assign_ffn_splits();
+  assign_attention_halves();
   assign_o_splits();
   assign_norm_epilogues();
 }

@@ -129,6 +129,7 @@ class StepPlan {
   std::vector<cuda::DeviceBuffer> ffn_gate_up_;  // the levels layout's gate and up, a pair a launch
   std::vector<Relay> relays_;  // how each re-laid constant above was formed
   cuda::DeviceBuffer ffn_sums_;  // ffn_split's fixed-point sums, int64 [n_embd] each: zero between their launches
+  cuda::DeviceBuffer half_sums_;  // attention_half's, one a taken launch, int64 [n_embd] each (step_plan_osplit.cpp)
   std::vector<int32_t> staging_;
   friend struct Builder;
 };

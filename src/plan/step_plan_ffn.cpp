@@ -193,10 +193,11 @@ void StepPlan::Builder::emit_ffn_split(int gf) {
     w[1].data = lv->second.second;
   }
   const k::Activations a = o.activations;
-  // o_split: below long_from the attention's launch added o's output into the residual's sum, which
-  // this launch then reads (s_in) in place of the residual and o's output.
+  // o_split, attention_half: below long_from the attention's launch added o's output into the
+  // residual's sum (or a sum of its own), which this launch then reads (s_in) in place of the residual
+  // and o's output.
   const auto os = o_split_of_ffn.find(gf);
-  const CUdeviceptr s_short = os != o_split_of_ffn.end() ? ffn_sum(os->second) : 0;
+  const CUdeviceptr s_short = os != o_split_of_ffn.end() ? os->second : 0;
   add(fmt::format("feed-forward in one launch {} gate, up [{} x {}] and down [{} x {}] by slices{} {}, the next sum "
                   "in fixed point{}",
                   ggml_type_name(gu[0].type), gu[0].n_out, gu[0].k, dw.n_out, dw.k,

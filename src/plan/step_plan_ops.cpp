@@ -297,9 +297,35 @@ std::string StepPlan::Builder::forms_note(const AttentionLaunch& at) const {
                      p.long_from_, at.split_short.n_split, at.split_long.n_split, at.split_long.split_len);
 }
 
+StepPlan::Builder::RopeParts StepPlan::Builder::rope_parts(const fuse::Group& grp) const {
+  std::vector<const graph::Node*> ropes, norms;
+  RopeParts r;
+  for (int id : grp.nodes) {
+    const graph::Node& x = g.nodes[static_cast<size_t>(id)];
+    if (x.kind == OpKind::rope) ropes.push_back(&x);
+    if (x.kind == OpKind::rms_norm) norms.push_back(&x);
+    if (x.kind == OpKind::append_keys) r.append_k = &x;
+    if (x.kind == OpKind::append_values) r.append_v = &x;
+  }
+  if (ropes.size() != 2 || !r.append_k || !r.append_v) internal_fail("a rope group without two ropes and two appends");
+  // The rope whose result the key append reads is k's; the other is q's.
+  r.k_rope_second = ropes[1]->output == r.append_k->args[0].tensor;
+  r.rq = ropes[r.k_rope_second ? 0 : 1];
+  r.rk = ropes[r.k_rope_second ? 1 : 0];
+  // A rope's operand: its norm's when normed (the norm feeding q's rope is the one q's rope reads).
+  for (const graph::Node* nn : norms) {
+    if (nn->output == r.rq->args[0].tensor) r.norm_q = nn;
+    if (nn->output == r.rk->args[0].tensor) r.norm_k = nn;
+  }
+  r.q_in = r.norm_q ? r.norm_q->args[0].tensor : r.rq->args[0].tensor;
+  r.k_in = r.norm_k ? r.norm_k->args[0].tensor : r.rk->args[0].tensor;
+  r.v = r.append_v->args[0].tensor;
+  return r;
+}
+
 void StepPlan::Builder::emit(int gi) {
   if (ffn_split_downs.count(gi)) return;  // ffn_split: the feed-forward launch before ran this product
-  if (o_split_os.count(gi) && !emitting_long_only) {  // o_split: the attention's launch runs it in the short form
+  if (short_form_by_attention.count(gi) && !emitting_long_only) {  // the attention's launch runs it in the short form
     const size_t first = p.launches_.size();
     emitting_long_only = true;
     emit(gi);
@@ -379,42 +405,22 @@ void StepPlan::Builder::emit(int gi) {
     return;
   }
   if (grp.rule == "rope_append" || grp.rule == "rope_attention") {
-    std::vector<const graph::Node*> ropes, norms;
-    const graph::Node* appends[2] = {nullptr, nullptr};
-    for (int id : grp.nodes) {
-      const graph::Node& x = g.nodes[static_cast<size_t>(id)];
-      if (x.kind == OpKind::rope) ropes.push_back(&x);
-      if (x.kind == OpKind::rms_norm) norms.push_back(&x);
-      if (x.kind == OpKind::append_keys) appends[0] = &x;
-      if (x.kind == OpKind::append_values) appends[1] = &x;
-    }
-    // The rope whose result the key append reads is k's; the other is q's.
-    const int ki = ropes[1]->output == appends[0]->args[0].tensor ? 1 : 0;
-    const graph::Node& rq = *ropes[static_cast<size_t>(1 - ki)];
-    const graph::Node& rk = *ropes[static_cast<size_t>(ki)];
+    const RopeParts parts = rope_parts(grp);
+    const graph::Node& rq = *parts.rq;
+    const graph::Node& rk = *parts.rk;
+    const int ki = parts.k_rope_second ? 1 : 0;
+    const graph::Node* appends[2] = {parts.append_k, parts.append_v};
     const std::vector<bool>& copies = rope_copies.at(gi);
-    const bool norm = !norms.empty();
-    // A rope's operand: its norm's when normed (the norm feeding q's rope is the one q's rope reads).
-    auto operand = [&](const graph::Node& r) {
-      const int t = r.args[0].tensor;
-      for (const graph::Node* nn : norms)
-        if (nn->output == t) return nn->args[0].tensor;
-      return t;
-    };
-    auto norm_of = [&](const graph::Node& r) -> const graph::Node* {
-      for (const graph::Node* nn : norms)
-        if (nn->output == r.args[0].tensor) return nn;
-      return nullptr;
-    };
+    const bool norm = parts.norm_q != nullptr;
     const graph::Tensor& qt = g.tensor(rq.output);
     const graph::Tensor& kt = g.tensor(rk.output);
     const int64_t rows = qt.shape[0], hq = qt.shape[1], hk = kt.shape[1], d = qt.shape[2];
     const CUdeviceptr q = ptr(rq.output), k = ptr(rk.output), v = ptr(appends[1]->args[0].tensor);
-    const CUdeviceptr q_in = ptr(operand(rq)), k_in = ptr(operand(rk));
+    const CUdeviceptr q_in = ptr(parts.q_in), k_in = ptr(parts.k_in);
     const bool copy_q = copies[ki == 1 ? 0 : 1], copy_k = copies[static_cast<size_t>(ki)];
-    const CUdeviceptr qw = norm ? weight_ptr(*norm_of(rq), ModKind::weighted_by) : 0;
-    const CUdeviceptr kw = norm ? weight_ptr(*norm_of(rk), ModKind::weighted_by) : 0;
-    const float eps = norm ? static_cast<float>(number(*norm_of(rq), ModKind::epsilon, 1e-6)) : 0.0f;
+    const CUdeviceptr qw = norm ? weight_ptr(*parts.norm_q, ModKind::weighted_by) : 0;
+    const CUdeviceptr kw = norm ? weight_ptr(*parts.norm_k, ModKind::weighted_by) : 0;
+    const float eps = norm ? static_cast<float>(number(*parts.norm_q, ModKind::epsilon, 1e-6)) : 0.0f;
     const k::RopeTable& table = rope_table(rq, d);
     const RopeOrder order = order_of(rq);
     const CUdeviceptr kc = ptr(appends[0]->state[0]), vc = ptr(appends[1]->state[0]);
@@ -425,6 +431,45 @@ void StepPlan::Builder::emit(int gi) {
       const graph::Node& an = g.nodes[static_cast<size_t>(grp.nodes.back())];
       const AttentionLaunch at = attention_launch(an, gi);
       const k::AttentionRope rope{k_in, v, &table, order, norm, qw, kw, eps};
+      if (const auto ah = attention_half_of_attention.find(gi); ah != attention_half_of_attention.end()) {
+        // attention_half: below long_from this launch also runs the q/k/v group before it and o after it.
+        const AttentionHalfTaken& t = ah->second;
+        const fuse::Group& qkv = p.fusion_.groups[static_cast<size_t>(t.qkv_group)];
+        const graph::Node& qnorm = g.nodes[static_cast<size_t>(qkv.nodes[1])];
+        const graph::Node& on = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(t.o_group)].nodes[0])];
+        const k::WeightMatrix ow = weight_of(m, g.tensor(on.args[1].tensor));
+        const std::vector<k::WeightMatrix> ws = half_matrices(an, qkv);
+        k::AttentionHalf f;
+        f.wq = ws.at(0);
+        f.wk = ws.at(1);
+        f.wv = ws.at(2);
+        f.s_in = ffn_sum(t.sum_in);
+        f.norm_w = weight_ptr(qnorm, ModKind::weighted_by);
+        f.norm_eps = static_cast<float>(number(qnorm, ModKind::epsilon, 1e-6));
+        f.s_out = half_sum(t.index);
+        f.zero = half_sum(t.index + 1);
+        f.k_cache = at.kc;
+        f.v_cache = at.vc;
+        f.sequences = at.seqs;
+        f.positions = at.pos;
+        const k::Activations a = o.activations;
+        add(fmt::format("attention half in one launch below position {}: the residual's norm, q/k/v [{} x {}], the "
+                        "attention with rope{} and the cache append [{} x {} x {}] split over a cluster of 8 blocks a kv "
+                        "head, o [{} x {}] split along its input, into a fixed-point sum of its own; from it the "
+                        "attention alone in {} splits{}{}",
+                        p.long_from_, f.wq.n_out + f.wk.n_out + f.wv.n_out, f.wq.k, norm ? ", head norms" : "",
+                        at.shape.rows, at.shape.n_head, at.shape.d, ow.n_out, ow.k, at.split.n_split, forms_note(at),
+                        qout.q ? ", quantized" : ""),
+            an, [=, form = &p.form_](CUstream s) {
+              if (*form == StepForm::short_positions) {
+                k::attention_half(at.shape, at.opt, rope, ow, a, f, s);
+                return;
+              }
+              k::decode_attention(at.out, q_in, at.kc, at.vc, at.seqs, at.pos, at.shape, at.opt, at.split_in(*form),
+                                  at.ws, s, at.tickets_in(*form), qout, &rope);
+            });
+        return;
+      }
       if (const auto os = o_split_of_attention.find(gi); os != o_split_of_attention.end()) {
         // o_split: below long_from this launch also runs o into the residual's fixed-point sum.
         const graph::Node& on = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(os->second.o_group)].nodes[0])];

@@ -27,6 +27,7 @@ bool moe_by_slot_enabled();    // experts_by_slot honoured (LATHE_MOE_BY_SLOT=1)
 bool moe_split_enabled();      // ffn_split honoured on a mixture (LATHE_MOE_SPLIT=1: slower so far)
 enum class OSplitForm { none, redundant, cluster };
 OSplitForm o_split_form();     // o_split honoured, and how (LATHE_O_SPLIT=1 or cluster: step_plan_osplit.cpp)
+bool attention_half_enabled();  // attention_half honoured (LATHE_ATTENTION_HALF=1: step_plan_osplit.cpp)
 // LATHE_EPILOGUE_SKIP=attention,swiglu,moe (a measuring knob): those producers leave quantize_epilogue's
 // int8 form to the product that reads it.
 bool epilogue_skipped(std::string_view kind);
@@ -144,8 +145,34 @@ struct StepPlan::Builder {
   };
   void assign_o_splits();
   std::map<int, OSplitTaken> o_split_of_attention;  // attention group -> what its launch takes
-  std::map<int, int> o_split_of_ffn;                // feed-forward group -> the sum it reads in the short form
-  std::set<int> o_split_os;                         // o groups the attention's launch runs in the short form
+  std::map<int, CUdeviceptr> o_split_of_ffn;        // feed-forward group -> the sum it reads in the short form
+  std::set<int> short_form_by_attention;            // groups (o; q/k/v) the attention's launch runs in the short form
+  // attention_half (step_plan_osplit.cpp): the attention groups whose launch, in the short form, also runs
+  // the q/k/v group before them and the o product after them (kernels/attention_o_split_launch.h's
+  // attention_half), adding o's output and the residual into a sum of its own (half_sums_) that the
+  // feed-forward launch then reads; decided before assign_o_splits, which leaves those layers to it.
+  struct AttentionHalfTaken {
+    int qkv_group = -1, o_group = -1;
+    int sum_in = 0;  // the fixed-point sum the q/k/v group reads (ffn_sums_'s slot)
+    int index = 0;   // its place among the taken launches: it adds into half sum index, zeroes index + 1
+  };
+  void assign_attention_halves();
+  std::map<int, AttentionHalfTaken> attention_half_of_attention;  // attention group -> what its launch takes
+  CUdeviceptr half_sum(int i) const;  // attention_half's sum i (mod their count)
+  std::vector<kernels::WeightMatrix> half_matrices(const graph::Node& attention, const fuse::Group& qkv) const;
+  // A rope_append or rope_attention group's parts: q's and k's ropes, their head norms (or none), the
+  // appends, and the tensors the group reads: q and k before their norms and ropes, and v.
+  struct RopeParts {
+    const graph::Node* rq = nullptr;
+    const graph::Node* rk = nullptr;
+    const graph::Node* norm_q = nullptr;
+    const graph::Node* norm_k = nullptr;
+    const graph::Node* append_k = nullptr;
+    const graph::Node* append_v = nullptr;
+    bool k_rope_second = false;  // k's rope is the group's second (graph order)
+    int q_in = -1, k_in = -1, v = -1;
+  };
+  RopeParts rope_parts(const fuse::Group& grp) const;
   bool emitting_long_only = false;
   void long_form_only(size_t first_launch);  // launches from first_launch on run in the long form alone
   bool flash_prefill(const graph::Node& attention) const;  // the chunk's attention on tensor cores

@@ -13,8 +13,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace lathe::plan {
 namespace {
@@ -43,6 +45,7 @@ void StepPlan::Builder::assign_o_splits() {
       g.rows != 1)
     return;
   for (const auto& [o_node, attention_node] : p.fusion_.o_splits) {
+    if (attention_half_of_attention.count(p.fusion_.group_of[static_cast<size_t>(attention_node)])) continue;
     const graph::Node& on = g.nodes[static_cast<size_t>(o_node)];
     const graph::Node& an = g.nodes[static_cast<size_t>(attention_node)];
     const int add = g.tensor(on.output).consumers.at(0);
@@ -65,9 +68,91 @@ void StepPlan::Builder::assign_o_splits() {
                 : !k::attention_o_split_applies(shape, ow, o.activations))
       continue;
     o_split_of_attention[ga] = {go, sum->second, cluster};
-    o_split_of_ffn[gf] = sum->second;
-    o_split_os.insert(go);
+    o_split_of_ffn[gf] = ffn_sum(sum->second);
+    short_form_by_attention.insert(go);
   }
+}
+
+// Taken only under LATHE_ATTENTION_HALF=1: written in the thirty-seventh session, when no device was
+// lent; not yet run on a GPU (docs/perf.md).
+bool attention_half_enabled() {
+  const char* v = std::getenv("LATHE_ATTENTION_HALF");
+  return v && std::string(v) == "1";
+}
+
+// Where o_split's conditions hold for a layer (its residual the fixed-point sum an ffn_split launch
+// made, its feed-forward half an ffn_split launch, the short form), its q/k/v group is the marked
+// [add, norm, q, k, v] with the three matrices on the device and the launch takes the shapes. Launch i
+// of the n taken adds into half sum i and zeroes sum i + 1 (mod n), whose one reader (the feed-forward
+// launch after launch i + 1, in the step before; for the last, this step's after launch 0) has run:
+// as ffn_split's sums, so n >= 2 (step_plan_ffn.cpp).
+void StepPlan::Builder::assign_attention_halves() {
+  if (!attention_half_enabled() || p.long_from_ <= 0 || p.long_from_ > kOSplitMaxSpan || ffn_split_of_ffn.empty() ||
+      g.rows != 1)
+    return;
+  std::vector<std::pair<int, AttentionHalfTaken>> found;
+  for (const auto& [o_node, attention_node] : p.fusion_.attention_halves) {  // in graph order
+    const graph::Node& on = g.nodes[static_cast<size_t>(o_node)];
+    const graph::Node& an = g.nodes[static_cast<size_t>(attention_node)];
+    const int add = g.tensor(on.output).consumers.at(0);
+    const int ga = p.fusion_.group_of[static_cast<size_t>(attention_node)];
+    const int go = p.fusion_.group_of[static_cast<size_t>(o_node)];
+    const int gf = p.fusion_.group_of[static_cast<size_t>(add)];
+    const int residual = g.nodes[static_cast<size_t>(add)].args[0].tensor;
+    const int gq = p.fusion_.group_of[static_cast<size_t>(g.tensor(residual).producer)];
+    const auto ffn = ffn_split_of_ffn.find(gf);
+    const auto sum = ffn_sum_of_norm.find(gq);
+    if (ffn == ffn_split_of_ffn.end() || ffn->second.down_group < 0 || sum == ffn_sum_of_norm.end()) continue;
+    if (flash_prefill(an)) continue;
+    const fuse::Group& qkv = p.fusion_.groups[static_cast<size_t>(gq)];
+    const std::vector<k::WeightMatrix> ws = qkv.nodes.size() == 5 ? half_matrices(an, qkv) : std::vector<k::WeightMatrix>{};
+    if (ws.empty()) continue;
+    const graph::Tensor& wt = g.tensor(on.args[1].tensor);
+    bool on_device = !m.weight(wt.checkpoint_name).pinned_host;
+    for (int i = 2; i < 5; ++i)
+      on_device = on_device &&
+                  !m.weight(g.tensor(g.nodes[static_cast<size_t>(qkv.nodes[static_cast<size_t>(i)])].args[1].tensor).checkpoint_name)
+                       .pinned_host;
+    if (!on_device) continue;
+    const graph::Tensor& q = g.tensor(an.args[0].tensor);
+    const k::AttentionShape shape{q.shape[0], q.shape[1], m.cache_shape().n_head_kv, q.shape[2],
+                                  m.cache_shape().n_ctx, m.cache_shape().n_ctx};
+    if (!k::attention_half_applies(shape, ws[0], ws[1], ws[2], weight_of(m, wt), o.activations)) continue;
+    found.push_back({ga, {gq, go, sum->second, 0}});
+  }
+  if (found.size() < 2) return;  // one launch a step would zero its own sum
+  p.half_sums_ = cuda::DeviceBuffer(found.size() * static_cast<size_t>(ffn_split_embd) * 8, "attention half sums");
+  p.half_sums_.zero();
+  for (size_t i = 0; i < found.size(); ++i) {
+    auto [ga, t] = found[i];
+    t.index = static_cast<int>(i);
+    attention_half_of_attention[ga] = t;
+    const int add = g.tensor(g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(t.o_group)].nodes[0])].output)
+                        .consumers.at(0);
+    o_split_of_ffn[p.fusion_.group_of[static_cast<size_t>(add)]] = half_sum(t.index);
+    short_form_by_attention.insert(t.o_group);
+    short_form_by_attention.insert(t.qkv_group);
+  }
+}
+
+CUdeviceptr StepPlan::Builder::half_sum(int i) const {
+  const int64_t n = static_cast<int64_t>(p.half_sums_.bytes() / 8 / static_cast<size_t>(ffn_split_embd));
+  return p.half_sums_.ptr() + static_cast<CUdeviceptr>(8 * ffn_split_embd * (i % n));
+}
+
+// The q/k/v group's matrices in q, k, v order, as the attention's group reads their results (its
+// rope_parts, through their split into heads), or none where those are not the group's three products.
+std::vector<k::WeightMatrix> StepPlan::Builder::half_matrices(const graph::Node& attention, const fuse::Group& qkv) const {
+  const RopeParts r = rope_parts(p.fusion_.groups[static_cast<size_t>(p.fusion_.group_of[static_cast<size_t>(attention.id)])]);
+  std::vector<k::WeightMatrix> ws;
+  for (int t : {r.q_in, r.k_in, r.v}) {
+    int producer = t >= 0 ? g.tensor(t).producer : -1;
+    if (producer >= 0 && g.nodes[static_cast<size_t>(producer)].kind == lang::OpKind::split_heads)  // a view
+      producer = g.tensor(g.nodes[static_cast<size_t>(producer)].args[0].tensor).producer;
+    if (producer < 0 || std::find(qkv.nodes.begin() + 2, qkv.nodes.end(), producer) == qkv.nodes.end()) return {};
+    ws.push_back(weight_of(m, g.tensor(g.nodes[static_cast<size_t>(producer)].args[1].tensor)));
+  }
+  return ws;
 }
 
 void StepPlan::Builder::long_form_only(size_t first_launch) {

@@ -65,7 +65,7 @@ GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : fi
   // The persistent step's phases are rope_append's and the attention's bodies (step_persistent.cuh),
   // and the plain products' and the merged products' with the norm in their prologue (x added, not
   // a fixed-point sum: ffn_split's launch is no phase).
-  if (options_.persistent) options_.held.insert({"rope_attention", "norm_epilogue", "ffn_split", "o_split"});
+  if (options_.persistent) options_.held.insert({"rope_attention", "norm_epilogue", "ffn_split", "o_split", "attention_half"});
   const graph::Graph decode = lift_cut(file, program_, 1);
   const graph::Graph chunk = lift_cut(file, program_, options_.max_chunk);
   std::set<std::string> constants;
