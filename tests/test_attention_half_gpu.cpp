@@ -262,7 +262,7 @@ TEST(AttentionHalfGpu, TimingAgainstTheLaunchesItReplaces) {
     kernels::decode_attention(out.ptr(), q.ptr(), kc[l].ptr(), vc[l].ptr(), dseq.ptr(), dpos.ptr(), shape, opt, split, 0,
                               s.handle(), tickets.ptr(), {}, &rope);
   });
-  const double fused = kernels::test::graph_median_us(s, static_cast<int>(layers), [&](int l) {
+  const auto half_layer = [&](int l, CUdeviceptr stamps) {
     kernels::AttentionHalf f;
     kernels::WeightMatrix ms[3];
     matrices(l, ms);
@@ -277,12 +277,46 @@ TEST(AttentionHalfGpu, TimingAgainstTheLaunchesItReplaces) {
     f.v_cache = vc[l].ptr();
     f.sequences = dseq.ptr();
     f.positions = dpos.ptr();
+    f.stamps = stamps;
     kernels::attention_half(shape, opt, rope, kernels::WeightMatrix{GgmlType::Q8_0, o[l].ptr(), e, k_in}, a, f,
                             s.handle());
-  });
+  };
+  const double fused = kernels::test::graph_median_us(s, static_cast<int>(layers), [&](int l) { half_layer(l, 0); });
   std::printf("qwen3-0.6b attention half at position %d, a layer in a graph of %lld: q/k/v then the attention (two "
               "launches) %.2f us; the one launch with o too %.2f us\n",
               positions[0], static_cast<long long>(layers), held, fused);
+
+  // Its phases (the stamps of the last replay of the same graph): medians over layers 1.. and their
+  // blocks, us; the release from the layer before's last block's end to this layer's first wait.
+  const int64_t blocks = 8 * n_kv;
+  cuda::DeviceBuffer stamps(static_cast<size_t>(layers * blocks * 12 * 8), "stamps");
+  const double stamped = kernels::test::graph_median_us(s, static_cast<int>(layers), [&](int l) {
+    half_layer(l, stamps.ptr() + static_cast<CUdeviceptr>(l * blocks * 12 * 8));
+  });
+  const std::vector<unsigned long long> t = from_device<unsigned long long>(stamps, static_cast<size_t>(layers * blocks * 12));
+  auto stamp_at = [&](int64_t l, int64_t b, int p) { return static_cast<double>(t[static_cast<size_t>((l * blocks + b) * 12 + p)]); };
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2] / 1e3;
+  };
+  std::vector<double> phase[11], release, period;
+  for (int64_t l = 1; l < layers; ++l) {
+    double prev_end = 0.0, end = 0.0, first_wait = 1e300;
+    for (int64_t b = 0; b < blocks; ++b) {
+      prev_end = std::max(prev_end, stamp_at(l - 1, b, 11));
+      end = std::max(end, stamp_at(l, b, 11));
+      first_wait = std::min(first_wait, stamp_at(l, b, 2));
+      for (int p = 0; p < 11; ++p) phase[p].push_back(stamp_at(l, b, p + 1) - stamp_at(l, b, p));
+    }
+    release.push_back(first_wait - prev_end);
+    period.push_back(end - prev_end);
+  }
+  std::printf("  stamped %.2f us a layer; medians, us: ask %.2f, to the wait %.2f | release %.2f | x and h %.2f, rows "
+              "%.2f, barrier %.2f, rope %.2f, attention %.2f, barrier %.2f, merge %.2f, o's rows %.2f, last wait %.2f | "
+              "period %.2f\n",
+              stamped, median(phase[0]), median(phase[1]), median(release), median(phase[2]), median(phase[3]),
+              median(phase[4]), median(phase[5]), median(phase[6]), median(phase[7]), median(phase[8]), median(phase[9]),
+              median(phase[10]), median(period));
 }
 
 TEST(AttentionHalfGpu, RefusesWhatItDoesNotTake) {

@@ -187,7 +187,7 @@ void attention_half(const AttentionShape& shape, const AttentionOptionsGpu& opti
   CUdeviceptr wq = f.wq.data, wk = f.wk.data, wv = f.wv.data, s_in = f.s_in, norm_w = f.norm_w, kc = f.k_cache,
               vc = f.v_cache, seqs = f.sequences, pos = f.positions, sinks = options.sinks,
               freq = rope.table->freq.ptr(), qw = rope.q_weight, kw = rope.k_weight, ow = o.data, s_out = f.s_out,
-              zero = f.zero;
+              zero = f.zero, stamps = f.stamps;
   float norm_eps = f.norm_eps, eps = rope.eps, cap = options.cap;
   float scale = options.scale != 0 ? options.scale : static_cast<float>(1.0 / std::sqrt(double(shape.d)));
   int e = static_cast<int>(o.n_out), n_head = static_cast<int>(shape.n_head), n_head_kv = static_cast<int>(shape.n_head_kv),
@@ -199,7 +199,7 @@ void attention_half(const AttentionShape& shape, const AttentionOptionsGpu& opti
                static_cast<unsigned>(attention_half_shared_bytes(shape, o.n_out)), stream,
                {&wq, &wk, &wv, &s_in, &norm_w, &norm_eps, &e, &kc, &vc, &seqs, &pos, &n_head, &n_head_kv, &n_ctx,
                 &window, &scale, &cap, &sinks, &freq, &position_scale, &n_rot, &neox, &qw, &kw, &norm, &eps, &ow,
-                &s_out, &zero},
+                &s_out, &zero, &stamps},
                "launching a decode row's attention half (q/k/v, the attention, o) in one launch");
 }
 

@@ -67,6 +67,7 @@ struct AttentionHalf {
   float norm_eps = 1e-6f;
   CUdeviceptr s_out = 0, zero = 0;  // int64 [E] each
   CUdeviceptr k_cache = 0, v_cache = 0, sequences = 0, positions = 0;
+  CUdeviceptr stamps = 0;  // 0, or u64 [n_head_kv][8][12]: each block's phases (rope_attention_qkv_o.cuh), a measurement
 };
 // Whether the launch takes the attention `shape` (one row), o and the three matrices under contract
 // a: what attention_o_cluster takes, with wq, wk and wv Q8_0 of E = o's rows columns (E % 256 == 0) and

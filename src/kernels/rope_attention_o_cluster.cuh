@@ -92,9 +92,11 @@ struct lathe_o_cluster_layout {
 // end: the cluster barrier, the merge of kv head kvh's 8 partials, their levels, and the block's `rows`
 // rows of o from r0 (its slice, asked for with cp.async: waited for here) added into s_io; the block
 // waits on the second barrier before it returns (no block leaves while another reads its memory).
+// stamp: 0, or the block's stamps (rope_attention_qkv_o.cuh's 8 to 11), written by thread 0.
 template <int D, int W, int C>
 __device__ __forceinline__ void lathe_o_cluster_finish(const lathe_o_cluster_layout<D, W>& L, int group, int kvh,
-                                                       const float* sinks, int rows, int r0, long long* s_io) {
+                                                       const float* sinks, int rows, int r0, long long* s_io,
+                                                       unsigned long long* stamp = nullptr) {
   constexpr int R = LATHE_ATTN_O_CLUSTER;
   const int gd = group * D, nb = gd / 32;
   float* part = L.part;
@@ -106,6 +108,7 @@ __device__ __forceinline__ void lathe_o_cluster_finish(const lathe_o_cluster_lay
   __syncthreads();
   lathe_cluster_arrive();  // the partial in place
   lathe_cluster_wait();
+  if (stamp) stamp[8] = lathe_globaltimer();
 
   // The merge: 4 dims of one head a thread over whole warps, the 8 partials' loads in flight at once.
   const unsigned part_at = static_cast<unsigned>(__cvta_generic_to_shared(part));
@@ -138,6 +141,7 @@ __device__ __forceinline__ void lathe_o_cluster_finish(const lathe_o_cluster_lay
     if (mine) *reinterpret_cast<float4*>(xo + idx) = make_float4(o.x / l, o.y / l, o.z / l, o.w / l);
   }
   lathe_cluster_arrive();  // every partial read: the blocks may leave after the wait below
+  if (stamp) stamp[9] = lathe_globaltimer();
   asm volatile("cp.async.wait_all;\n" ::: "memory");
   __syncthreads();  // the merged outputs and the slice
 
@@ -160,7 +164,9 @@ __device__ __forceinline__ void lathe_o_cluster_finish(const lathe_o_cluster_lay
     }
     atomicAdd(reinterpret_cast<unsigned long long*>(s_io + r0 + i), lathe_ffns_fix(p));
   }
+  if (stamp) stamp[10] = lathe_globaltimer();
   lathe_cluster_wait();
+  if (stamp) stamp[11] = lathe_globaltimer();
 }
 
 

@@ -21,6 +21,9 @@
 //     itself into s_out (so s_out is the residual with o's output: the sum the feed-forward launch
 //     reads) and zero `zero` (the sum the next such launch adds into).
 // s_out must be zero before the launch and is not s_in: blocks read s_in after others have begun to add.
+// stamps (0, or [gridDim.y][gridDim.x][12] globaltimer readings by thread 0, a measurement): entry, the
+// weights asked for, the wait returned, h's levels, the rows, the first cluster barrier passed, the
+// rope done, the partial in place, the second barrier passed, the merge done, o's rows added, the end.
 
 // Past the cluster form's layout (lathe_o_cluster_layout::end): the block's rows [RB][E / 32][34], the
 // norm's weights [E], x [E], h's levels [E] and [E] (two words), their scales [E / 32] float4, the rows'
@@ -62,11 +65,13 @@ struct lathe_half_qkv {
   long long* zero;
   float eps;
   int E, rb_rows;
+  unsigned long long* stamp;  // this block's 12 stamps (thread 0), or null
 
   template <int W, int C>
   __device__ __forceinline__ void run() const {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int nb = E / 32;
+    if (stamp) stamp[2] = lathe_globaltimer();
     asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // the rows and the weights (the o slice may follow)
     float ss = 0.0f;
     for (int i = threadIdx.x; i < E; i += 32 * W) {
@@ -87,6 +92,7 @@ struct lathe_half_qkv {
       lathe_quantize_block32_part(h, C == 2, L.hq1 + 4 * i4, L.hq2 + 4 * i4, L.hd + i4 / 8);
     }
     __syncthreads();
+    if (stamp) stamp[3] = lathe_globaltimer();
     const unsigned sr = static_cast<unsigned>(__cvta_generic_to_shared(L.rows));
     const unsigned rb = 34u * static_cast<unsigned>(nb);
     for (int j = warp; j < rb_rows; j += W) {
@@ -98,8 +104,10 @@ struct lathe_half_qkv {
       p = lathe_warp_sum(p);
       if (lane == 0) L.vals[j] = p;
     }
+    if (stamp) stamp[4] = lathe_globaltimer();
     lathe_cluster_arrive();  // the rows' values in place for the cluster
     lathe_cluster_wait();
+    if (stamp) stamp[5] = lathe_globaltimer();
   }
 };
 
@@ -152,6 +160,7 @@ struct attd_half_prologue {
     }
     __threadfence_block();     // the slot's k and v before the block's cp.async reads of them
     lathe_sync_first(32 * W);  // and the rotated q heads
+    if (qkv.stamp) qkv.stamp[6] = lathe_globaltimer();
   }
 
   __device__ __forceinline__ const float* q_head(const float* q, long long row, int n_head, int head, int d) const {
@@ -165,8 +174,11 @@ __device__ __forceinline__ void lathe_attn_half_body(
     float norm_eps, int E, const __half* k_cache, const __half* v_cache, const int* sequences, const int* positions,
     int n_head, int n_head_kv, int n_ctx, int window, float scale, float cap, const float* sinks, const double* freq,
     double position_scale, int n_rot, int neox, const float* q_weight, const float* k_weight, int norm, float eps,
-    const uint8_t* o_w, long long* s_out, long long* zero) {
+    const uint8_t* o_w, long long* s_out, long long* zero, unsigned long long* stamps) {
   constexpr int R = LATHE_ATTN_O_CLUSTER, SPLIT_MIN = ATTD_CHUNK;
+  unsigned long long* stamp =
+      stamps && threadIdx.x == 0 ? stamps + 12 * (blockIdx.y * gridDim.x + blockIdx.x) : nullptr;
+  if (stamp) stamp[0] = lathe_globaltimer();
   extern __shared__ float4 attd_shared4[];
   unsigned char* base = reinterpret_cast<unsigned char*>(attd_shared4);
   const int group = n_head / n_head_kv, nb_o = group * D / 32, gd = group * D;
@@ -194,7 +206,8 @@ __device__ __forceinline__ void lathe_attn_half_body(
   lathe_o_slice_cp_async(static_cast<unsigned>(__cvta_generic_to_shared(L.slice)),
                          o_w + static_cast<long long>(r0) * o_row_bytes + 34LL * nb_o * kvh, rows, 34 * nb_o, o_row_bytes,
                          32 * W);
-  const lathe_half_qkv qkv{H, s_in, s_out, zero, norm_eps, E, rb_rows};
+  if (stamp) stamp[1] = lathe_globaltimer();
+  const lathe_half_qkv qkv{H, s_in, s_out, zero, norm_eps, E, rb_rows, stamp};
   // Split r of the row's visible slots (attd_decode's rule).
   const int pos = positions[0];
   const int first = window > 0 ? max(0, pos - window + 1) : 0;
@@ -203,6 +216,7 @@ __device__ __forceinline__ void lathe_attn_half_body(
   if (first + r * len > pos) {  // nothing to see: its rows all the same, then an empty partial
     lathe_step_wait(nullptr, LATHE_ATTD_RELEASE == 0);
     qkv.run<W, C>();
+    if (stamp) stamp[6] = lathe_globaltimer();
     if (LATHE_ATTD_RELEASE == 1) lathe_pdl_release();
     for (int i = threadIdx.x; i < group; i += 32 * W)
       reinterpret_cast<float2*>(part + gd)[i] = make_float2(ATTD_NEG_INF, 0.0f);
@@ -217,7 +231,8 @@ __device__ __forceinline__ void lathe_attn_half_body(
         nullptr, k_cache, v_cache, sequences, positions, nullptr, nullptr, nullptr, n_head, n_head_kv, n_ctx, window,
         SPLIT_MIN, R, scale, cap, sinks, nullptr, nullptr, C, 1, r, kvh, 0, gridDim.y, 1, prologue, part);
   }
-  lathe_o_cluster_finish<D, W, C>(L, group, kvh, sinks, rows, r0, s_out);
+  if (stamp) stamp[7] = lathe_globaltimer();
+  lathe_o_cluster_finish<D, W, C>(L, group, kvh, sinks, rows, r0, s_out, stamp);
 }
 
 // Kernels lathe_attn_half_<D>_q8_0_<contract>: 8 warps, a one-chunk ring.
@@ -229,10 +244,10 @@ __device__ __forceinline__ void lathe_attn_half_body(
           const int* positions, int n_head, int n_head_kv, int n_ctx, int window, float scale, float cap,        \
           const float* sinks, const double* freq, double position_scale, int n_rot, int neox,                    \
           const float* q_weight, const float* k_weight, int norm, float eps, const uint8_t* o_w, long long* s_out, \
-          long long* zero) {                                                                                      \
+          long long* zero, unsigned long long* stamps) {                                                          \
     lathe_attn_half_body<D, 8, C>(wq, wk, wv, s_in, norm_w, norm_eps, E, k_cache, v_cache, sequences, positions,  \
                                   n_head, n_head_kv, n_ctx, window, scale, cap, sinks, freq, position_scale, n_rot, \
-                                  neox, q_weight, k_weight, norm, eps, o_w, s_out, zero);                         \
+                                  neox, q_weight, k_weight, norm, eps, o_w, s_out, zero, stamps);                 \
   }
 
 LATHE_ATTN_HALF_KERNEL(64, 1, int8)
