@@ -91,6 +91,9 @@ TEST(CliProgram, GraphShowsTheLiftedOpsAndTheFusionGroups) {
   // Sums and norms: three in the merged products' prologue (norm_prologue), the output norm's alone.
   EXPECT_NE(r.out.find("norm_prologue        3 groups"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("add_norm             1 groups"), std::string::npos) << r.out;
+  // The rules that mark: every down but the last (ffn_split), every o after the first layer's (o_split).
+  EXPECT_NE(r.out.find("ffn_split            1 downs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("o_split              1 o's"), std::string::npos) << r.out;
   Ran held = run("program " + data("transformers/qwen3.gguf") + " --graph --ctx 64 --hold add_norm");
   ASSERT_EQ(held.status, 0) << held.out;
   EXPECT_NE(held.out.find("add_norm             0 groups"), std::string::npos) << held.out;

@@ -15,7 +15,10 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <string_view>
+#include <utility>
 
 namespace lathe::cli {
 namespace {
@@ -50,13 +53,20 @@ void print_lowered(const GgufFile& file, const lang::Program& cut, const lang::B
   fmt::print("{}", graph::print_graph(g));
   const fuse::FusionPlan plan = fuse::fuse(g, std::set<std::string>(hold.begin(), hold.end()));
   fmt::print("fusion: {} groups for {} ops\n", plan.groups.size(), g.nodes.size());
+  // The rules that mark rather than group: what each marks, and how many.
+  const std::map<std::string_view, std::pair<size_t, const char*>> marks = {
+      {"quantize_epilogue", {plan.quantized_by_producer.size(), "values"}},
+      {"mixture_one_launch", {plan.one_launch_mixtures.size(), "mixtures"}},
+      {"experts_by_slot", {plan.by_slot_mixtures.size(), "mixtures"}},
+      {"router_epilogue", {plan.router_epilogues.size(), "products"}},
+      {"norm_epilogue", {plan.norm_epilogues.size(), "products"}},
+      {"ffn_split", {plan.ffn_splits.size(), "downs"}},
+      {"o_split", {plan.o_splits.size(), "o's"}},
+      {"attention_half", {plan.attention_halves.size(), "o's"}},
+  };
   for (const fuse::Rule& r : fuse::fusion_rules()) {
-    if (r.name == "quantize_epilogue")  // marks tensors rather than grouping nodes
-      fmt::print("  {:<17} {:>4} values  {}\n", r.name, plan.quantized_by_producer.size(), r.what);
-    else if (r.name == "mixture_one_launch")  // marks mixtures
-      fmt::print("  {:<17} {:>4} mixtures  {}\n", r.name, plan.one_launch_mixtures.size(), r.what);
-    else if (r.name == "experts_by_slot")  // marks mixtures
-      fmt::print("  {:<17} {:>4} mixtures  {}\n", r.name, plan.by_slot_mixtures.size(), r.what);
+    if (const auto m = marks.find(r.name); m != marks.end())
+      fmt::print("  {:<17} {:>4} {}  {}\n", r.name, m->second.first, m->second.second, r.what);
     else
       fmt::print("  {:<17} {:>4} groups  {}\n", r.name, plan.count(r.name), r.what);
   }
