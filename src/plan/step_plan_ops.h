@@ -9,6 +9,7 @@
 #include "plan/step_plan.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 namespace lathe::plan {
@@ -144,6 +145,12 @@ struct StepPlan::Builder {
     bool cluster = false;  // the cluster form (attention_o_cluster)
   };
   void assign_o_splits();
+  struct OSplitLayer {  // a marked o product's layer (step_plan_osplit.cpp)
+    int ga = -1, go = -1, gf = -1, gq = -1;  // the attention's, o's, the feed-forward's and the q/k/v's groups
+    int sum = 0;                              // the fixed-point sum the q/k/v group reads (ffn_sums_'s slot)
+    kernels::AttentionShape shape;            // the attention's, one row
+  };
+  std::optional<OSplitLayer> o_split_layer(int o_node, int attention_node) const;
   std::map<int, OSplitTaken> o_split_of_attention;  // attention group -> what its launch takes
   std::map<int, CUdeviceptr> o_split_of_ffn;        // feed-forward group -> the sum it reads in the short form
   std::set<int> short_form_by_attention;            // groups (o; q/k/v) the attention's launch runs in the short form

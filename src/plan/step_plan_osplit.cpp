@@ -7,6 +7,10 @@
 // (from long_from on, where every block of a kv head would read its whole span) runs the attention
 // and o as two launches, and the feed-forward launch adds them as before. Taken only under
 // LATHE_O_SPLIT=1 (slower so far).
+// Fusion rule attention_half in the plan, on the same layers: the attention's launch in the short form
+// also runs the q/k/v group before it (kernels/attention_o_split_launch.h's attention_half), adding o's
+// output and the residual into a sum of its own, which the feed-forward launch then reads: two
+// launches a layer. Taken only under LATHE_ATTENTION_HALF=1 (not yet run on a GPU), before o_split.
 #include "plan/step_plan_ops.h"
 
 #include "kernels/attention_o_split_launch.h"
@@ -15,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,31 +51,40 @@ void StepPlan::Builder::assign_o_splits() {
     return;
   for (const auto& [o_node, attention_node] : p.fusion_.o_splits) {
     if (attention_half_of_attention.count(p.fusion_.group_of[static_cast<size_t>(attention_node)])) continue;
-    const graph::Node& on = g.nodes[static_cast<size_t>(o_node)];
-    const graph::Node& an = g.nodes[static_cast<size_t>(attention_node)];
-    const int add = g.tensor(on.output).consumers.at(0);
-    const int ga = p.fusion_.group_of[static_cast<size_t>(attention_node)];
-    const int go = p.fusion_.group_of[static_cast<size_t>(o_node)];
-    const int gf = p.fusion_.group_of[static_cast<size_t>(add)];
-    const int residual = g.nodes[static_cast<size_t>(add)].args[0].tensor;
-    const int gq = p.fusion_.group_of[static_cast<size_t>(g.tensor(residual).producer)];
-    const auto ffn = ffn_split_of_ffn.find(gf);
-    const auto sum = ffn_sum_of_norm.find(gq);
-    if (ffn == ffn_split_of_ffn.end() || ffn->second.down_group < 0 || sum == ffn_sum_of_norm.end()) continue;
-    const graph::Tensor& wt = g.tensor(on.args[1].tensor);
-    if (m.weight(wt.checkpoint_name).pinned_host || flash_prefill(an)) continue;
-    const graph::Tensor& q = g.tensor(an.args[0].tensor);
-    const k::AttentionShape shape{q.shape[0], q.shape[1], m.cache_shape().n_head_kv, q.shape[2],
-                                  m.cache_shape().n_ctx, m.cache_shape().n_ctx};
-    const k::WeightMatrix ow = weight_of(m, wt);
+    const std::optional<OSplitLayer> l = o_split_layer(o_node, attention_node);
+    if (!l) continue;
+    const k::WeightMatrix ow = weight_of(m, g.tensor(g.nodes[static_cast<size_t>(o_node)].args[1].tensor));
     const bool cluster = form == OSplitForm::cluster;
-    if (cluster ? !k::attention_o_cluster_applies(shape, ow, o.activations)
-                : !k::attention_o_split_applies(shape, ow, o.activations))
+    if (cluster ? !k::attention_o_cluster_applies(l->shape, ow, o.activations)
+                : !k::attention_o_split_applies(l->shape, ow, o.activations))
       continue;
-    o_split_of_attention[ga] = {go, sum->second, cluster};
-    o_split_of_ffn[gf] = ffn_sum(sum->second);
-    short_form_by_attention.insert(go);
+    o_split_of_attention[l->ga] = {l->go, l->sum, cluster};
+    o_split_of_ffn[l->gf] = ffn_sum(l->sum);
+    short_form_by_attention.insert(l->go);
   }
+}
+
+// The groups around a marked o product (o_split's and attention_half's marks): where the layer's
+// residual is the fixed-point sum an ffn_split launch made (its q/k/v group reads it), its own
+// feed-forward half a dense ffn_split launch, o on the device and the attention a decode row's.
+std::optional<StepPlan::Builder::OSplitLayer> StepPlan::Builder::o_split_layer(int o_node, int attention_node) const {
+  const graph::Node& on = g.nodes[static_cast<size_t>(o_node)];
+  const graph::Node& an = g.nodes[static_cast<size_t>(attention_node)];
+  const int add = g.tensor(on.output).consumers.at(0);
+  OSplitLayer l;
+  l.ga = p.fusion_.group_of[static_cast<size_t>(attention_node)];
+  l.go = p.fusion_.group_of[static_cast<size_t>(o_node)];
+  l.gf = p.fusion_.group_of[static_cast<size_t>(add)];
+  const int residual = g.nodes[static_cast<size_t>(add)].args[0].tensor;
+  l.gq = p.fusion_.group_of[static_cast<size_t>(g.tensor(residual).producer)];
+  const auto ffn = ffn_split_of_ffn.find(l.gf);
+  const auto sum = ffn_sum_of_norm.find(l.gq);
+  if (ffn == ffn_split_of_ffn.end() || ffn->second.down_group < 0 || sum == ffn_sum_of_norm.end()) return std::nullopt;
+  if (m.weight(g.tensor(on.args[1].tensor).checkpoint_name).pinned_host || flash_prefill(an)) return std::nullopt;
+  l.sum = sum->second;
+  const graph::Tensor& q = g.tensor(an.args[0].tensor);
+  l.shape = {q.shape[0], q.shape[1], m.cache_shape().n_head_kv, q.shape[2], m.cache_shape().n_ctx, m.cache_shape().n_ctx};
+  return l;
 }
 
 // Taken only under LATHE_ATTENTION_HALF=1: written in the thirty-seventh session, when no device was
@@ -92,33 +106,19 @@ void StepPlan::Builder::assign_attention_halves() {
     return;
   std::vector<std::pair<int, AttentionHalfTaken>> found;
   for (const auto& [o_node, attention_node] : p.fusion_.attention_halves) {  // in graph order
-    const graph::Node& on = g.nodes[static_cast<size_t>(o_node)];
-    const graph::Node& an = g.nodes[static_cast<size_t>(attention_node)];
-    const int add = g.tensor(on.output).consumers.at(0);
-    const int ga = p.fusion_.group_of[static_cast<size_t>(attention_node)];
-    const int go = p.fusion_.group_of[static_cast<size_t>(o_node)];
-    const int gf = p.fusion_.group_of[static_cast<size_t>(add)];
-    const int residual = g.nodes[static_cast<size_t>(add)].args[0].tensor;
-    const int gq = p.fusion_.group_of[static_cast<size_t>(g.tensor(residual).producer)];
-    const auto ffn = ffn_split_of_ffn.find(gf);
-    const auto sum = ffn_sum_of_norm.find(gq);
-    if (ffn == ffn_split_of_ffn.end() || ffn->second.down_group < 0 || sum == ffn_sum_of_norm.end()) continue;
-    if (flash_prefill(an)) continue;
-    const fuse::Group& qkv = p.fusion_.groups[static_cast<size_t>(gq)];
-    const std::vector<k::WeightMatrix> ws = qkv.nodes.size() == 5 ? half_matrices(an, qkv) : std::vector<k::WeightMatrix>{};
+    const std::optional<OSplitLayer> l = o_split_layer(o_node, attention_node);
+    if (!l) continue;
+    const fuse::Group& qkv = p.fusion_.groups[static_cast<size_t>(l->gq)];
+    const std::vector<k::WeightMatrix> ws =
+        qkv.nodes.size() == 5 ? half_matrices(g.nodes[static_cast<size_t>(attention_node)], qkv) : std::vector<k::WeightMatrix>{};
     if (ws.empty()) continue;
-    const graph::Tensor& wt = g.tensor(on.args[1].tensor);
-    bool on_device = !m.weight(wt.checkpoint_name).pinned_host;
-    for (int i = 2; i < 5; ++i)
+    bool on_device = true;
+    for (size_t i = 2; i < 5; ++i)
       on_device = on_device &&
-                  !m.weight(g.tensor(g.nodes[static_cast<size_t>(qkv.nodes[static_cast<size_t>(i)])].args[1].tensor).checkpoint_name)
-                       .pinned_host;
-    if (!on_device) continue;
-    const graph::Tensor& q = g.tensor(an.args[0].tensor);
-    const k::AttentionShape shape{q.shape[0], q.shape[1], m.cache_shape().n_head_kv, q.shape[2],
-                                  m.cache_shape().n_ctx, m.cache_shape().n_ctx};
-    if (!k::attention_half_applies(shape, ws[0], ws[1], ws[2], weight_of(m, wt), o.activations)) continue;
-    found.push_back({ga, {gq, go, sum->second, 0}});
+                  !m.weight(g.tensor(g.nodes[static_cast<size_t>(qkv.nodes[i])].args[1].tensor).checkpoint_name).pinned_host;
+    const k::WeightMatrix ow = weight_of(m, g.tensor(g.nodes[static_cast<size_t>(o_node)].args[1].tensor));
+    if (!on_device || !k::attention_half_applies(l->shape, ws[0], ws[1], ws[2], ow, o.activations)) continue;
+    found.push_back({l->ga, {l->gq, l->go, l->sum, 0}});
   }
   if (found.size() < 2) return;  // one launch a step would zero its own sum
   p.half_sums_ = cuda::DeviceBuffer(found.size() * static_cast<size_t>(ffn_split_embd) * 8, "attention half sums");
