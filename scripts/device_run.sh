@@ -633,6 +633,11 @@
 #           (LATHE_ATTENTION_HALF=1): its kernel test, the launch alone against q/k/v + the attention
 #           at positions 8, 80, 127, the lane's AttentionHalf test, `lathe check` of qwen3-0.6b with
 #           it, tg128 of qwen3-0.6b held back / the attention half / o_split's cluster form, twice
+#   next37  (thirty-seventh session; not yet run; build with EMITTED_SYNTH="qwen3-0.6b q8_0 0" at
+#           device_prepare.sh) ah1, os7, em1 and fin36 in one pass without their repeats, the most
+#           telling first: both cluster forms' kernel tests, timings (with the half's stamps) and lane
+#           tests, `lathe check` of qwen3-0.6b with each, tg128 of qwen3-0.6b held / half / cluster
+#           twice, then the emitted 0.6B against lathe run and bench, then tg128 of the 8Bs and the 30B
 #   fin36   (thirty-sixth session) the session's defaults: the GPU tests, `lathe check` of qwen3-0.6b,
 #           tg128 of qwen3-0.6b, qwen3-8b Q8_0 and Q4_K_M, qwen3-30b-a3b Q8_0
 #   lv1     (thirty-sixth session) the split launch's levels layout (the _lv kernels, the default since;
@@ -1988,6 +1993,33 @@ for part in "$@"; do
       echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f
       echo "== tg128 qwen3-0.6b q8_0 o_split cluster"; with_env LATHE_O_SPLIT=cluster tg_short $f
       echo "== tg128 qwen3-0.6b q8_0 o_split R 8"; with_env "LATHE_O_SPLIT=1 LATHE_O_SPLIT_BLOCKS=8" tg_short $f
+    done ;;
+  next37)  # ah1, os7, em1 and fin36 in one pass (see the list above)
+    gpu_tests test_attention_half_gpu test_attention_o_split_gpu test_ffn_split_gpu test_gpu_attention_gpu
+    timeout 150 $C/test_attention_half_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "^attention_half|^  h"
+    timeout 150 $C/test_attention_o_split_gpu --gtest_filter='*Cluster*' 2>&1 | grep -E "^attention_o_|^  h"
+    for pos in 8 80 127; do
+      O_SPLIT_TIMING_POSITION=$pos timeout 100 $C/test_attention_half_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|^  stamped|FAILED"
+      O_SPLIT_TIMING_POSITION=$pos timeout 100 $C/test_attention_o_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED"
+    done
+    timeout 300 $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[ lane \]|PASSED|FAILED|Failure"
+    f=$(synth qwen3-0.6b q8_0)
+    echo "== check qwen3-0.6b q8_0"; timeout 100 $L check $f --steps 16 2>&1 | tail -2
+    echo "== check qwen3-0.6b q8_0 attention half"; with_env LATHE_ATTENTION_HALF=1 timeout 100 $L check $f --steps 16 2>&1 | tail -2
+    echo "== check qwen3-0.6b q8_0 o_split cluster"; with_env LATHE_O_SPLIT=cluster timeout 100 $L check $f --steps 16 2>&1 | tail -2
+    for rep in 1 2; do
+      echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f
+      echo "== tg128 qwen3-0.6b q8_0 attention half"; with_env LATHE_ATTENTION_HALF=1 tg_short $f
+      echo "== tg128 qwen3-0.6b q8_0 o_split cluster"; with_env LATHE_O_SPLIT=cluster tg_short $f
+    done
+    e=$M/qwen3-0.6b-q8_0-0.gguf
+    if [ -x $C/emitted-qwen3-0.6b-q8_0-0 ]; then  # (EMITTED_SYNTH at device_prepare.sh)
+      $L synth --shape qwen3-0.6b --type q8_0 --layers 0 -o $e >/dev/null
+      emitted_vs_run $e emitted-qwen3-0.6b-q8_0-0 "In the beginning God created" "Blessed are the"
+      emitted_against_bench $e emitted-qwen3-0.6b-q8_0-0
+    fi
+    for spec in "qwen3-8b q8_0" "qwen3-8b q4_k_m" "qwen3-30b-a3b q8_0"; do
+      echo "== tg128 $spec"; tg_short $(synth $spec)
     done ;;
   ah1)  # the attention half in one launch (see the list above)
     gpu_tests test_attention_half_gpu
