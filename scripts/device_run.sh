@@ -637,7 +637,8 @@
 #           device_prepare.sh) ah1, os7, em1 and fin36 in one pass without their repeats, the most
 #           telling first: both cluster forms' kernel tests, timings (with the half's stamps) and lane
 #           tests, `lathe check` of qwen3-0.6b with each, tg128 of qwen3-0.6b held / half / cluster
-#           twice, then the emitted 0.6B against lathe run and bench, then tg128 of the 8Bs and the 30B
+#           twice, then the emitted 0.6B against lathe run and bench, then tg128 of the 8Bs and the 30B,
+#           and the 30B with the mixture's one-wave split (LATHE_MOE_SPLIT=ring: check, tg128 against held)
 #   fin36   (thirty-sixth session) the session's defaults: the GPU tests, `lathe check` of qwen3-0.6b,
 #           tg128 of qwen3-0.6b, qwen3-8b Q8_0 and Q4_K_M, qwen3-30b-a3b Q8_0
 #   lv1     (thirty-sixth session) the split launch's levels layout (the _lv kernels, the default since;
@@ -1997,6 +1998,7 @@ for part in "$@"; do
   next37)  # ah1, os7, em1 and fin36 in one pass (see the list above)
     gpu_tests test_attention_half_gpu test_attention_o_split_gpu test_ffn_split_gpu test_gpu_attention_gpu
     timeout 150 $C/test_attention_half_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "^attention_half|^  h"
+    timeout 150 $C/test_ffn_split_gpu --gtest_filter='*Mixture*' 2>&1 | grep -E "^moe_split|^  "
     timeout 150 $C/test_attention_o_split_gpu --gtest_filter='*Cluster*' 2>&1 | grep -E "^attention_o_|^  h"
     for pos in 8 80 127; do
       O_SPLIT_TIMING_POSITION=$pos timeout 100 $C/test_attention_half_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|^  stamped|FAILED"
@@ -2020,7 +2022,12 @@ for part in "$@"; do
     fi
     for spec in "qwen3-8b q8_0" "qwen3-8b q4_k_m" "qwen3-30b-a3b q8_0"; do
       echo "== tg128 $spec"; tg_short $(synth $spec)
-    done ;;
+    done
+    f=$(synth qwen3-30b-a3b q8_0)
+    echo "== check qwen3-30b-a3b q8_0 moe split one wave"; with_env LATHE_MOE_SPLIT=ring timeout 200 $L check $f --steps 16 2>&1 | tail -2
+    echo "== tg128 qwen3-30b-a3b q8_0 moe split one wave"; with_env LATHE_MOE_SPLIT=ring tg_short $f
+    echo "== tg128 qwen3-30b-a3b q8_0 held"; tg_short $f
+    echo "== tg128 qwen3-30b-a3b q8_0 moe split one wave"; with_env LATHE_MOE_SPLIT=ring tg_short $f ;;
   ah1)  # the attention half in one launch (see the list above)
     gpu_tests test_attention_half_gpu
     timeout 150 $C/test_attention_half_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "^attention_half|^  h"

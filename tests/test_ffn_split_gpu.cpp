@@ -177,7 +177,8 @@ TEST(FfnSplitGpu, RefusesWhatItDoesNotTake) {
 // The mixture's form (moe_split): n_expert experts, top_k kept with their weights, x's form made by the
 // quantizer from h (as the router writes it), against the f64 reference sum s + sum_k w_k down_e a_e
 // of the same bytes; the same bits in a second launch; the zeroed sum zero. The 30B's shapes (2048,
-// 768, 8 kept) among them.
+// 768, 8 kept) among them. Both forms: 32 values a block, and the one-wave form (MoeSplit::ring: 64 a
+// block, gate/up streamed) where F % 64 == 0.
 TEST(FfnSplitGpu, MixtureMatchesTheReference) {
   LATHE_NEED_GPU();
   cuda::Stream s;
@@ -222,6 +223,8 @@ TEST(FfnSplitGpu, MixtureMatchesTheReference) {
     DeviceBuffer xq(static_cast<size_t>(quantized_activation_bytes(1, e, c.a)) + 16);
     quantize_activations(hd.ptr(), 1, e, c.a, xq.ptr(), s.handle());
     DeviceBuffer sums(static_cast<size_t>(2 * e * 8));
+    for (const bool ring : {false, true}) {
+    if (ring && !moe_split_ring_applies(gw, uw, dw, c.a, k)) continue;  // (F % 64)
     std::vector<long long> first, again;
     for (int rep = 0; rep < 2; ++rep) {
       s.synchronize();
@@ -236,6 +239,7 @@ TEST(FfnSplitGpu, MixtureMatchesTheReference) {
       m.s = svd.ptr();
       m.s_out = sums.ptr();
       m.zero = sums.ptr() + 8 * e;
+      m.ring = ring;
       moe_split(gw, uw, sd.ptr(), c.a, k, m, s.handle());
       s.synchronize();
       const std::vector<long long> all = download<long long>(sums, static_cast<size_t>(2 * e));
@@ -265,9 +269,11 @@ TEST(FfnSplitGpu, MixtureMatchesTheReference) {
       worst = std::max(worst, std::fabs(first[i] / kFix - (sv[i] + out[i])));
     }
     const double bound = c.a == Activations::int8x2 ? 2e-4 : 3e-2;
-    std::printf("  %5lld x %4lld, %lld of %lld %-7s %.2e\n", static_cast<long long>(e), static_cast<long long>(f),
-                static_cast<long long>(k), static_cast<long long>(n), activations_name(c.a).data(), worst / scale);
-    EXPECT_LE(worst, bound * scale) << e << " x " << f;
+    std::printf("  %5lld x %4lld, %lld of %lld %-7s %-9s %.2e\n", static_cast<long long>(e), static_cast<long long>(f),
+                static_cast<long long>(k), static_cast<long long>(n), activations_name(c.a).data(),
+                ring ? "one wave" : "", worst / scale);
+    EXPECT_LE(worst, bound * scale) << e << " x " << f << (ring ? " one wave" : "");
+    }
   }
 }
 

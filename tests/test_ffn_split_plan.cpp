@@ -166,7 +166,8 @@ TEST(FfnSplitPlan, LevelsLayoutByDefaultPackedUnderItsKnob) {
 }
 
 // LATHE_MOE_SPLIT=1: a 4-layer qwen3moe-tiny's mixtures but the last as the router's launch, then the
-// kept experts' split launch (lathe_moe_split_*: s_out and zero its 10th and 11th parameters).
+// kept experts' split launch (lathe_moe_split_*: s_out and zero its 10th and 11th parameters); =ring
+// its one-wave form (lathe_moe_split_ring_*, the same parameters).
 TEST(FfnSplitPlan, MixtureFormUnderItsKnob) {
   const std::string moe = tiny(4, "qwen3moe-tiny");
   EXPECT_EQ(count(record_decode(moe, {}).plan, "the next sum in fixed point"), 0u) << "taken without the knob";
@@ -175,6 +176,14 @@ TEST(FfnSplitPlan, MixtureFormUnderItsKnob) {
   unsetenv("LATHE_MOE_SPLIT");
   EXPECT_EQ(count(r.plan, "down split along its input (the next sum in fixed point)"), 3u) << r.plan;
   expect_rotating_sums(r, "lathe_moe_split_", 9, 3);
+  // Its one-wave form (LATHE_MOE_SPLIT=ring): the same sums, 64 values a block (2 kept x 128 / 64 blocks).
+  ASSERT_EQ(setenv("LATHE_MOE_SPLIT", "ring", 1), 0);
+  const Recorded w = record_decode(moe, {});
+  unsetenv("LATHE_MOE_SPLIT");
+  EXPECT_EQ(count(w.plan, "down split along its input (the next sum in fixed point)"), 3u) << w.plan;
+  expect_rotating_sums(w, "lathe_moe_split_ring_", 9, 3);
+  for (const Launched& op : w.ops)
+    if (op.kernel.starts_with("lathe_moe_split_ring_")) EXPECT_EQ(op.grid.x, 4u);
 }
 
 // The re-laid down matrices only from the model's spare bytes: under a cap that holds the weights but

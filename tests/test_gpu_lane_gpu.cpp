@@ -265,6 +265,15 @@ TEST(GpuLaneFfnSplit, AgreesWithHeldBackAndInterpreter) {
       EXPECT_LT(pk.vs_held, 2.5e-4);
       EXPECT_LT(pk.vs_cpu, 2e-3);
     }
+    if (moe) {  // the one-wave form (LATHE_MOE_SPLIT=ring): the same launches, 64 values a block
+      ASSERT_EQ(setenv("LATHE_MOE_SPLIT", "ring", 1), 0);
+      const AgainstHeld wv = against_held(f, "ffn_split");
+      std::printf("[ lane ] %-14s feed-forward in one launch, one wave: vs held back %.2e, vs interpreter %.2e\n",
+                  shape.c_str(), wv.vs_held, wv.vs_cpu);
+      EXPECT_NE(wv.plan.find(marker), std::string::npos) << wv.plan;
+      EXPECT_LT(wv.vs_held, 2.5e-4);
+      EXPECT_LT(wv.vs_cpu, 2e-3);
+    }
     if (moe) {
       unsetenv("LATHE_MOE_SPLIT");
       GpuEngineOptions go;
@@ -297,7 +306,9 @@ TEST(GpuLaneOSplit, AgreesWithHeldBackAndInterpreter) {
     const AgainstHeld r = against_held(f, "o_split");
     std::printf("[ lane ] %-18s attention and o in one launch: vs held back %.2e, vs interpreter %.2e\n",
                 shape.c_str(), r.vs_held, r.vs_cpu);
-    if (cluster) EXPECT_NE(r.plan.find("cluster of 8 blocks a kv head"), std::string::npos) << r.plan;
+    if (cluster) {
+      EXPECT_NE(r.plan.find("cluster of 8 blocks a kv head"), std::string::npos) << r.plan;
+    }
     const std::string marker = "split along its input into the residual's fixed-point sum";
     size_t taken = 0;
     for (size_t at = r.plan.find(marker); at != std::string::npos; at = r.plan.find(marker, at + 1)) ++taken;

@@ -77,6 +77,19 @@ bool moe_split_applies(const WeightMatrix& gate, const WeightMatrix& up, const W
   return e % 256 == 0 && f % 32 == 0 && f > 0 && ffn_split_shared_bytes(e) <= shared_optin_bytes();
 }
 
+// moe_split_ring.cuh's layout: down's two slices, x's levels (two words' room) and scales, 16 warps'
+// two-row rings, a, its levels and scales.
+int64_t moe_split_ring_shared_bytes(int64_t e) {
+  const int64_t nb = e / 32, rb = 34 * nb;
+  return 68 * e + 2 * e + 16 * nb + 2 * 16 * rb + 64 * 4 + 2 * 64 + 2 * 16;
+}
+
+bool moe_split_ring_applies(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, Activations a,
+                            int64_t top_k) {
+  if (!moe_split_applies(gate, up, down, a, top_k) || gate.n_out % 64 != 0) return false;
+  return moe_split_ring_shared_bytes(gate.k) <= shared_optin_bytes();
+}
+
 std::vector<uint8_t> relay_down_stack_by_slices(const uint8_t* down, size_t bytes, int64_t n_expert, int64_t e,
                                                 int64_t f) {
   if (n_expert <= 0 || e <= 0 || f <= 0 || f % 32 != 0)
@@ -90,7 +103,7 @@ std::vector<uint8_t> relay_down_stack_by_slices(const uint8_t* down, size_t byte
 void moe_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr down_slices, Activations a, int64_t top_k,
                const MoeSplit& m, CUstream stream) {
   WeightMatrix down{GgmlType::Q8_0, down_slices, gate.k, gate.n_out, gate.n_expert};
-  if (!moe_split_applies(gate, up, down, a, top_k))
+  if (m.ring ? !moe_split_ring_applies(gate, up, down, a, top_k) : !moe_split_applies(gate, up, down, a, top_k))
     internal_fail("moe_split: the launch does not take {} experts of {} x {} under this contract", gate.n_expert,
                   gate.n_out, gate.k);
   LATHE_CHECK(gate.data % 16 == 0 && up.data % 16 == 0 && down_slices % 16 == 0 && m.x_q % 16 == 0);
@@ -98,10 +111,12 @@ void moe_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr dow
   CUdeviceptr g = gate.data, u = up.data, d = down_slices, xq = m.x_q, ids = m.ids, wts = m.wts, s = m.s,
               s_out = m.s_out, zero = m.zero, stamps = m.stamps;
   int e = static_cast<int>(gate.k), f = static_cast<int>(gate.n_out);
-  const std::string name = std::string("lathe_moe_split_q8_0_") + std::string(activations_name(a));
-  cuda::launch(kernel(name), {static_cast<unsigned>(top_k * (gate.n_out / 32)), 1, 1}, {512, 1, 1},
-               static_cast<unsigned>(ffn_split_shared_bytes(gate.k)), stream,
-               {&g, &u, &d, &e, &f, &xq, &ids, &wts, &s, &s_out, &zero, &stamps},
+  const std::string name =
+      std::string(m.ring ? "lathe_moe_split_ring_q8_0_" : "lathe_moe_split_q8_0_") + std::string(activations_name(a));
+  const int64_t values = m.ring ? 64 : 32;
+  cuda::launch(kernel(name), {static_cast<unsigned>(top_k * (gate.n_out / values)), 1, 1}, {512, 1, 1},
+               static_cast<unsigned>(m.ring ? moe_split_ring_shared_bytes(gate.k) : ffn_split_shared_bytes(gate.k)),
+               stream, {&g, &u, &d, &e, &f, &xq, &ids, &wts, &s, &s_out, &zero, &stamps},
                "launching the kept experts' feed-forward halves with down split along its input");
 }
 

@@ -67,12 +67,19 @@ struct MoeSplit {
   CUdeviceptr ids = 0, wts = 0;  // int32 [top_k], f32 [top_k]
   CUdeviceptr s = 0;             // f32 [E]: the residual sum before the mixture
   CUdeviceptr s_out = 0, zero = 0;  // int64 [E]
-  CUdeviceptr stamps = 0;           // 0, or u64 [top_k * F / 32][8] (ffn_split.cuh), a measurement
+  CUdeviceptr stamps = 0;           // 0, or u64 [blocks][8] (ffn_split.cuh, moe_split_ring.cuh), a measurement
+  // The one-wave form (moe_split_ring.cuh, LATHE_MOE_SPLIT=ring): 64 values a block (top_k F / 64 blocks),
+  // gate/up streamed through a ring a warp; each row's two slices rounded to 2^-32 once.
+  bool ring = false;
 };
 // gate, up: stacks [n_expert][F][E]; down: [n_expert][E][F]; all Q8_0, int8 or int8x2, E % 256 == 0,
 // F % 32 == 0, 1 <= top_k <= n_expert, and a block's rows and slice within shared memory.
 bool moe_split_applies(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, Activations a,
                        int64_t top_k);
+// The one-wave form's: F % 64 == 0 and its shared memory (moe_split_ring_shared_bytes) within the card's.
+bool moe_split_ring_applies(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, Activations a,
+                            int64_t top_k);
+int64_t moe_split_ring_shared_bytes(int64_t n_embd);
 // A stack of n_expert down matrices [E][F] Q8_0, each re-laid by relay_down_by_slices, one after another.
 std::vector<uint8_t> relay_down_stack_by_slices(const uint8_t* down, size_t bytes, int64_t n_expert, int64_t n_embd,
                                                 int64_t n_ff);

@@ -46,7 +46,7 @@ bool levels_layout() {
 // Not where the plan takes no re-laid constants (PlanOptions::relaid_constants: `lathe emit`).
 // gd < 0: the feed-forward group is a mixture's [add, norm, mixture], which
 // takes the split launch only under LATHE_MOE_SPLIT=1 (slower so far: qwen3-30b-a3b Q8_0 tg128 442
-// against 491 held back, docs/perf.md, thirty-fifth session), where its router runs in its own kernel
+// against 491 held back, docs/perf.md, thirty-fifth session) or, its one-wave form, =ring (not yet run), where its router runs in its own kernel
 // or the product's epilogue and the mixture's other measuring knobs (one launch, by slot) are off.
 bool StepPlan::Builder::takes_ffn_split(int gf, int gd, int gn) const {
   const k::Activations a = o.activations;
@@ -77,7 +77,8 @@ bool StepPlan::Builder::takes_ffn_split(int gf, int gd, int gn) const {
     if (!k::moe_route_applies(router, 1, top_k) || !k::moe_gate_up_applies(gw, uw, a, top_k) ||
         !k::moe_down_applies(dw, a, top_k))
       return false;
-    return k::moe_split_applies(gw, uw, dw, a, top_k) && ws[0].k == dw.n_out;
+    return (moe_split_ring() ? k::moe_split_ring_applies(gw, uw, dw, a, top_k) : k::moe_split_applies(gw, uw, dw, a, top_k)) &&
+           ws[0].k == dw.n_out;
   }
   const graph::Node& down = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(gd)].nodes[0])];
   for (int n : {ffn.nodes[2], ffn.nodes[3], down.id})

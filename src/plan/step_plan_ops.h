@@ -25,7 +25,8 @@ std::string base_name(const std::string& ssa);
 bool moe_kernels_enabled();     // the mixture's decode kernels (LATHE_MOE_KERNELS=0: off)
 bool moe_one_launch_enabled();  // mixture_one_launch honoured (LATHE_MOE_ONE_LAUNCH=1)
 bool moe_by_slot_enabled();    // experts_by_slot honoured (LATHE_MOE_BY_SLOT=1)
-bool moe_split_enabled();      // ffn_split honoured on a mixture (LATHE_MOE_SPLIT=1: slower so far)
+bool moe_split_enabled();      // ffn_split honoured on a mixture (LATHE_MOE_SPLIT=1: slower so far; or ring)
+bool moe_split_ring();         // ... in its one-wave form (LATHE_MOE_SPLIT=ring: not yet run on a GPU)
 enum class OSplitForm { none, redundant, cluster };
 OSplitForm o_split_form();     // o_split honoured, and how (LATHE_O_SPLIT=1 or cluster: step_plan_osplit.cpp)
 bool attention_half_enabled();  // attention_half honoured (LATHE_ATTENTION_HALF=1: step_plan_osplit.cpp)

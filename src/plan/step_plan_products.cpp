@@ -63,7 +63,12 @@ bool moe_by_slot_enabled() {
 // Read at each call (the tests set it around one engine).
 bool moe_split_enabled() {
   const char* v = std::getenv("LATHE_MOE_SPLIT");
-  return v && std::string(v) == "1";
+  return v && (std::string(v) == "1" || std::string(v) == "ring");
+}
+
+bool moe_split_ring() {
+  const char* v = std::getenv("LATHE_MOE_SPLIT");
+  return v && std::string(v) == "ring";
 }
 
 int64_t gemv_quantized_bytes(int64_t rows, int64_t k, kernels::Activations a) {
@@ -453,11 +458,15 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
     ms.s = ptr(g.nodes[static_cast<size_t>(grp.nodes[0])].output);
     ms.s_out = ffn_sum(split_taken->second.sum);
     ms.zero = ffn_sum(split_taken->second.sum + 1);
+    ms.ring = moe_split_ring();
     split_slices = p.ffn_down_slices_.at(static_cast<size_t>(split_taken->second.sum)).ptr();
   }
   const bool split = split_slices != 0;
   if (split && !three) internal_fail("ffn_split: the mixture's kernels do not take its shapes");
-  const std::string split_note = split ? ", the experts in one launch, down split along its input (the next sum in fixed point)" : "";
+  const std::string split_note =
+      split ? fmt::format(", the experts in one launch{}, down split along its input (the next sum in fixed point)",
+                          ms.ring ? " of 64 values a block (one wave)" : "")
+            : "";
   auto experts = [=](CUstream s) {
     if (split) {
       k::moe_split(gate, up, split_slices, a, top_k, ms, s);
