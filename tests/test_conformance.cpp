@@ -118,7 +118,9 @@ TEST_P(Conformance, PrefillThenDecodeMatchesTransformers) {
     double err = relative_error(logits.row(0), expected.data() + i * n_vocab, n_vocab);
     EXPECT_LE(err, 1e-4) << name << " decode position " << i;
     worst = std::max(worst, err);
-    if (i < 31) EXPECT_EQ(o.at("next").ids[0], ids[i + 1]) << name << " position " << i;
+    if (i < 31) {
+      EXPECT_EQ(o.at("next").ids[0], ids[i + 1]) << name << " position " << i;
+    }
   }
   std::printf("%s: worst relative error over 32 positions %.3g\n", name.c_str(), worst);
 }

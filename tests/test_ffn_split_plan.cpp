@@ -182,8 +182,11 @@ TEST(FfnSplitPlan, MixtureFormUnderItsKnob) {
   unsetenv("LATHE_MOE_SPLIT");
   EXPECT_EQ(count(w.plan, "down split along its input (the next sum in fixed point)"), 3u) << w.plan;
   expect_rotating_sums(w, "lathe_moe_split_ring_", 9, 3);
-  for (const Launched& op : w.ops)
-    if (op.kernel.starts_with("lathe_moe_split_ring_")) EXPECT_EQ(op.grid.x, 4u);
+  for (const Launched& op : w.ops) {
+    if (op.kernel.starts_with("lathe_moe_split_ring_")) {
+      EXPECT_EQ(op.grid.x, 4u);
+    }
+  }
 }
 
 // The re-laid down matrices only from the model's spare bytes: under a cap that holds the weights but

@@ -202,7 +202,9 @@ TEST(RopeFactors, TheInterpreterPassesTheFactorsToRope) {
       ++ropes;
       const graph::Attr* a = n.find(lang::ModKind::freq_factors);
       EXPECT_EQ(a != nullptr, with_factors);
-      if (a) EXPECT_EQ(g.tensor(a->args.at(0).tensor).checkpoint_name, "rope_freqs.weight");
+      if (a) {
+        EXPECT_EQ(g.tensor(a->args.at(0).tensor).checkpoint_name, "rope_freqs.weight");
+      }
     }
     EXPECT_EQ(ropes, 1);
   }

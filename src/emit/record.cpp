@@ -151,7 +151,12 @@ RecordedModel record_model(const GgufFile& file, const EmitOptions& options) {
     out.steps.push_back(std::move(step));
   }
 
-  for (const cuda::RecordedBuffer& b : rec.buffers()) out.buffers.push_back({b.bytes, b.what, "", false, {}});
+  for (const cuda::RecordedBuffer& b : rec.buffers()) {
+    EmitBuffer eb;
+    eb.bytes = b.bytes;
+    eb.what = b.what;
+    out.buffers.push_back(std::move(eb));
+  }
   // The re-laid constants (ffn_split's): formed by the program at its load from the checkpoint's bytes.
   for (const auto& p : plans)
     for (const plan::Relay& r : p->relays()) {
