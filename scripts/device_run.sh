@@ -633,12 +633,15 @@
 #           (LATHE_ATTENTION_HALF=1): its kernel test, the launch alone against q/k/v + the attention
 #           at positions 8, 80, 127, the lane's AttentionHalf test, `lathe check` of qwen3-0.6b with
 #           it, tg128 of qwen3-0.6b held back / the attention half / o_split's cluster form, twice
-#   next37  (thirty-seventh session; not yet run; build with EMITTED_SYNTH="qwen3-0.6b q8_0 0" at
-#           device_prepare.sh) ah1, os7, em1 and fin36 in one pass without their repeats, the most
-#           telling first: both cluster forms' kernel tests, timings (with the half's stamps) and lane
-#           tests, `lathe check` of qwen3-0.6b with each, tg128 of qwen3-0.6b held / half / cluster
-#           twice, then the emitted 0.6B against lathe run and bench, then tg128 of the 8Bs and the 30B,
-#           and the 30B with the mixture's one-wave split (LATHE_MOE_SPLIT=ring: check, tg128 against held)
+#   next37  (thirty-seventh session; not yet run; three parts, each under the tool's 10 minutes a
+#           call; build with EMITTED_SYNTH="qwen3-0.6b q8_0 0" at device_prepare.sh): ah1, os7, em1 and
+#           fin36 without their repeats, the most telling first.
+#     h37   both cluster forms' kernel tests (and the mixture's one-wave form's), timings (with the
+#           half's stamps), the lane's AttentionHalf, OSplit and FfnSplit tests, `lathe check` of
+#           qwen3-0.6b with each form, tg128 of qwen3-0.6b held / half / cluster twice
+#     e37   the emitted 0.6B against lathe run and bench; tg128 of qwen3-8b Q8_0 and Q4_K_M
+#     m37   qwen3-30b-a3b: tg128 held, `lathe check` and tg128 with the mixture's one-wave split
+#           (LATHE_MOE_SPLIT=ring), alternated twice
 #   fin36   (thirty-sixth session) the session's defaults: the GPU tests, `lathe check` of qwen3-0.6b,
 #           tg128 of qwen3-0.6b, qwen3-8b Q8_0 and Q4_K_M, qwen3-30b-a3b Q8_0
 #   lv1     (thirty-sixth session) the split launch's levels layout (the _lv kernels, the default since;
@@ -1995,35 +1998,37 @@ for part in "$@"; do
       echo "== tg128 qwen3-0.6b q8_0 o_split cluster"; with_env LATHE_O_SPLIT=cluster tg_short $f
       echo "== tg128 qwen3-0.6b q8_0 o_split R 8"; with_env "LATHE_O_SPLIT=1 LATHE_O_SPLIT_BLOCKS=8" tg_short $f
     done ;;
-  next37)  # ah1, os7, em1 and fin36 in one pass (see the list above)
-    gpu_tests test_attention_half_gpu test_attention_o_split_gpu test_ffn_split_gpu test_gpu_attention_gpu
+  h37)  # the two cluster forms on qwen3-0.6b (see the list above: next37)
+    gpu_tests test_attention_half_gpu test_attention_o_split_gpu test_ffn_split_gpu
     timeout 150 $C/test_attention_half_gpu --gtest_filter='*Matches*' 2>&1 | grep -E "^attention_half|^  h"
-    timeout 150 $C/test_ffn_split_gpu --gtest_filter='*Mixture*' 2>&1 | grep -E "^moe_split|^  "
     timeout 150 $C/test_attention_o_split_gpu --gtest_filter='*Cluster*' 2>&1 | grep -E "^attention_o_|^  h"
+    timeout 150 $C/test_ffn_split_gpu --gtest_filter='*Mixture*' 2>&1 | grep -E "^moe_split|^  "
     for pos in 8 80 127; do
-      O_SPLIT_TIMING_POSITION=$pos timeout 100 $C/test_attention_half_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|^  stamped|FAILED"
-      O_SPLIT_TIMING_POSITION=$pos timeout 100 $C/test_attention_o_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED"
+      O_SPLIT_TIMING_POSITION=$pos timeout 60 $C/test_attention_half_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|^  stamped|FAILED"
+      O_SPLIT_TIMING_POSITION=$pos timeout 60 $C/test_attention_o_split_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "^qwen3|FAILED"
     done
-    timeout 300 $C/test_gpu_lane_gpu 2>&1 | grep -E "^\[ lane \]|PASSED|FAILED|Failure"
+    timeout 200 $C/test_gpu_lane_gpu --gtest_filter='*AttentionHalf*:*OSplit*:*FfnSplit*' 2>&1 | grep -E "^\[ lane \]|PASSED|FAILED|Failure"
     f=$(synth qwen3-0.6b q8_0)
-    echo "== check qwen3-0.6b q8_0"; timeout 100 $L check $f --steps 16 2>&1 | tail -2
     echo "== check qwen3-0.6b q8_0 attention half"; with_env LATHE_ATTENTION_HALF=1 timeout 100 $L check $f --steps 16 2>&1 | tail -2
     echo "== check qwen3-0.6b q8_0 o_split cluster"; with_env LATHE_O_SPLIT=cluster timeout 100 $L check $f --steps 16 2>&1 | tail -2
     for rep in 1 2; do
       echo "== tg128 qwen3-0.6b q8_0 held"; tg_short $f
       echo "== tg128 qwen3-0.6b q8_0 attention half"; with_env LATHE_ATTENTION_HALF=1 tg_short $f
       echo "== tg128 qwen3-0.6b q8_0 o_split cluster"; with_env LATHE_O_SPLIT=cluster tg_short $f
-    done
-    e=$M/qwen3-0.6b-q8_0-0.gguf
+    done ;;
+  e37)  # the emitted qwen3-0.6b, the 8Bs (see the list above: next37)
     if [ -x $C/emitted-qwen3-0.6b-q8_0-0 ]; then  # (EMITTED_SYNTH at device_prepare.sh)
+      e=$M/qwen3-0.6b-q8_0-0.gguf
       $L synth --shape qwen3-0.6b --type q8_0 --layers 0 -o $e >/dev/null
       emitted_vs_run $e emitted-qwen3-0.6b-q8_0-0 "In the beginning God created" "Blessed are the"
       emitted_against_bench $e emitted-qwen3-0.6b-q8_0-0
     fi
-    for spec in "qwen3-8b q8_0" "qwen3-8b q4_k_m" "qwen3-30b-a3b q8_0"; do
+    for spec in "qwen3-8b q8_0" "qwen3-8b q4_k_m"; do
       echo "== tg128 $spec"; tg_short $(synth $spec)
-    done
+    done ;;
+  m37)  # qwen3-30b-a3b, held and with the mixture's one-wave split (see the list above: next37)
     f=$(synth qwen3-30b-a3b q8_0)
+    echo "== tg128 qwen3-30b-a3b q8_0 held"; tg_short $f
     echo "== check qwen3-30b-a3b q8_0 moe split one wave"; with_env LATHE_MOE_SPLIT=ring timeout 200 $L check $f --steps 16 2>&1 | tail -2
     echo "== tg128 qwen3-30b-a3b q8_0 moe split one wave"; with_env LATHE_MOE_SPLIT=ring tg_short $f
     echo "== tg128 qwen3-30b-a3b q8_0 held"; tg_short $f
