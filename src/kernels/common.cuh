@@ -12,6 +12,47 @@ typedef int int32_t;
 typedef unsigned long long uint64_t;
 typedef long long int64_t;
 
+// Thread block clusters (the cluster kernels: moe_route.cuh's router, rope_attention_o_cluster.cuh,
+// rope_attention_qkv_o.cuh): the block's rank in its cluster, the cluster barrier's two halves, and
+// distributed shared memory (an address of this block's shared memory mapped to cluster block `rank`'s,
+// loads and stores there). Like the bulk copies and the tiles' TMA, these need compute capability 9.0,
+// which the library as a whole takes (cuda_driver.h's gpu_available refuses earlier cards).
+__device__ __forceinline__ unsigned lathe_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void lathe_cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void lathe_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+__device__ __forceinline__ unsigned lathe_cluster_addr(unsigned local, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+  return remote;
+}
+__device__ __forceinline__ float lathe_cluster_ld1(unsigned remote) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
+__device__ __forceinline__ float2 lathe_cluster_ld2(unsigned remote) {
+  float2 v;
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(remote) : "memory");
+  return v;
+}
+__device__ __forceinline__ float4 lathe_cluster_ld4(unsigned remote) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(remote)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ void lathe_cluster_st1(unsigned remote, float v) {
+  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(remote), "f"(v) : "memory");
+}
+
 // The first statement of every kernel (programmatic dependent launch, runtime/cuda_driver.cpp): wait
 // until the kernel before this one has finished and its writes are visible, then let the next kernel
 // launch, so its launch and block scheduling overlap this kernel's work. Without a programmatic

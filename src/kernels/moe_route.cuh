@@ -30,26 +30,9 @@
 #define LATHE_MOE_CLUSTER_SORTED_TOP_K 0
 #endif
 
-__device__ __forceinline__ unsigned lathe_moe_ctarank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-
-__device__ __forceinline__ void lathe_moe_cluster_arrive() {
-  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
-}
-
-__device__ __forceinline__ void lathe_moe_cluster_wait() {
-  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
 // Stores v at the address `local` names in the shared memory of cluster block `rank`.
 __device__ __forceinline__ void lathe_moe_store_remote(float* local, unsigned rank, float v) {
-  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(local));
-  unsigned ra;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
-  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(ra), "f"(v) : "memory");
+  lathe_cluster_st1(lathe_cluster_addr(static_cast<unsigned>(__cvta_generic_to_shared(local)), rank), v);
 }
 
 __device__ __forceinline__ unsigned lathe_moe_warp_max_u32(unsigned v) {
@@ -351,9 +334,9 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   float* sx = reinterpret_cast<float*>(lathe_moe_route_smem);  // [rows][k]
   float* part = sx + rows * k;                                  // [rows][parts][n_expert] (block 0's)
   float* sl = part + rows * parts * n_expert;                   // [rows][n_expert] (block 0's)
-  const unsigned rank = lathe_moe_ctarank();
+  const unsigned rank = lathe_cluster_rank();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  lathe_moe_cluster_arrive();  // this block has started
+  lathe_cluster_arrive();  // this block has started
   LATHE_BLOCK_STAMPS(stamps);  // (LATHE_STAMPS) x in place, the sums written, the block's end
   const int gw = static_cast<int>(rank) * WARPS + warp;
   constexpr int n_warps = LATHE_MOE_ROUTE_CLUSTER * WARPS;
@@ -391,7 +374,7 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
   // x's int8 form: 32-value blocks dealt over the cluster's warps.
   if (q1) lathe_moe_quantize_x(sx, rows, k, gw, n_warps, two_words, q1, q2, ds);
 
-  lathe_moe_cluster_wait();  // every block of the cluster has started: block 0's shared memory is live
+  lathe_cluster_wait();  // every block of the cluster has started: block 0's shared memory is live
   for (int u = gw; u < n_expert * parts; u += n_warps) {
     const int e = u % n_expert, p = u / n_expert;
     const int first = p * per_part, end = min(pieces_row, first + per_part);
@@ -400,8 +383,8 @@ __device__ __forceinline__ void lathe_moe_route_body(const uint8_t* w, long long
     });
   }
   LATHE_STAMP_AT(stamps, 3);
-  lathe_moe_cluster_arrive();  // release: the stores above are visible to block 0 after its wait
-  lathe_moe_cluster_wait();
+  lathe_cluster_arrive();  // release: the stores above are visible to block 0 after its wait
+  lathe_cluster_wait();
   if (rank != 0) {
     LATHE_STAMP_END(stamps, w, n_expert, k);
     return;

@@ -20,29 +20,6 @@
 
 #define LATHE_ATTN_O_CLUSTER 8
 
-__device__ __forceinline__ unsigned lathe_cluster_addr(unsigned local, unsigned rank) {
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
-  return remote;
-}
-__device__ __forceinline__ float4 lathe_cluster_ld4(unsigned remote) {
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(remote)
-               : "memory");
-  return v;
-}
-__device__ __forceinline__ float2 lathe_cluster_ld2(unsigned remote) {
-  float2 v;
-  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(remote) : "memory");
-  return v;
-}
-__device__ __forceinline__ void lathe_cluster_arrive() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void lathe_cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
-
 // A block's o slice by cp.async (shared address ss; rows of `share` bytes at row_bytes apart from src):
 // 16-byte requests where a row's share is whole 16-byte lines, else 8 or 4, committed as one group.
 __device__ __forceinline__ void lathe_o_slice_cp_async(unsigned ss, const uint8_t* src, int rows, int share,

@@ -49,12 +49,6 @@ struct lathe_half_layout {
   }
 };
 
-__device__ __forceinline__ float lathe_cluster_ld1(unsigned remote) {
-  float v;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
-  return v;
-}
-
 // The q/k/v phase's parameters, and the phase (after the wait, by the block's 32 W threads): x, h's
 // levels, the block's rows times h into vals, the residual added and the next sum zeroed (its share),
 // then the first cluster barrier.

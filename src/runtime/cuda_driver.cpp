@@ -41,7 +41,7 @@ void check(CUresult r, const char* what) {
                               text ? text : "no description"));
 }
 
-bool gpu_available(std::string* why) {
+bool gpu_present(std::string* why) {
   if (!driver_api(why)) return false;
   CUresult r = D().cuInit(0);
   if (r != CUDA_SUCCESS) {
@@ -55,6 +55,29 @@ bool gpu_available(std::string* why) {
   int count = 0;
   if (D().cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
     if (why) *why = "no usable GPU: the CUDA driver sees no device";
+    return false;
+  }
+  return true;
+}
+
+bool gpu_available(std::string* why) {
+  if (!gpu_present(why)) return false;
+  // The kernel library needs compute capability 9.0 or later (thread block clusters, bulk copies with
+  // transaction barriers, the tiles' TMA): an earlier card is refused here, by name, not by NVRTC's
+  // errors when the library is compiled for it.
+  CUdevice dev = 0;
+  int major = 0, minor = 0;
+  if (D().cuDeviceGet(&dev, 0) == CUDA_SUCCESS &&
+      D().cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == CUDA_SUCCESS &&
+      D().cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) == CUDA_SUCCESS &&
+      major < kMinComputeMajor) {
+    if (why) {
+      char name[256] = {};
+      D().cuDeviceGetName(name, sizeof name, dev);
+      *why = fmt::format("no usable GPU: {} has compute capability {}.{}, and Lathe's GPU kernels need {}.0 or later "
+                         "(Hopper: H100, H200)",
+                         name, major, minor, kMinComputeMajor);
+    }
     return false;
   }
   return true;

@@ -24,8 +24,14 @@ class CudaError : public UserError {
 // Throws CudaError("<what>: <CUDA's name for the error>: <its description>") unless r is success.
 void check(CUresult r, const char* what);
 
-// Whether a usable GPU is present; `why` says what is missing when not. Never throws.
+// The earliest compute capability the kernel library compiles for (9.0: Hopper).
+constexpr int kMinComputeMajor = 9;
+
+// Whether a usable GPU is present: a driver, a device, of compute capability kMinComputeMajor.0 or
+// later; `why` says what is missing when not. Never throws.
 bool gpu_available(std::string* why = nullptr);
+// Whether a driver and a device are present, usable or not (an earlier card than gpu_available takes).
+bool gpu_present(std::string* why = nullptr);
 
 struct DeviceInfo {
   std::string name;
