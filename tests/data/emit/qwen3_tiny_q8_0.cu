@@ -909,6 +909,9 @@ int main(int argc, char** argv) {
   check(cudaSetDevice(device), "no usable GPU");
   cudaDeviceProp prop;
   check(cudaGetDeviceProperties(&prop, device), "reading the device");
+  if (prop.major < 9)  // the kernels' clusters, bulk copies and TMA (the lane's gpu_available says the same)
+    die(std::string("no usable GPU: ") + prop.name + " has compute capability " + std::to_string(prop.major) + "." +
+        std::to_string(prop.minor) + ", and this program's kernels need 9.0 or later (Hopper: H100, H200)");
   std::printf("device %s (sm_%d%d, %d SMs; planned for %d)\n", prop.name, prop.major, prop.minor,
               prop.multiProcessorCount, kPlannedSms);
   Program p;
