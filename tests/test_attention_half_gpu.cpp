@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 
 namespace lathe::test {
 namespace {
@@ -34,16 +33,6 @@ std::vector<uint8_t> q8_0_rows(const std::vector<float>& w, int64_t rows, int64_
   std::vector<uint8_t> b(static_cast<size_t>(rows) * row_bytes);
   for (int64_t i = 0; i < rows; ++i) quantize_row(GgmlType::Q8_0, w.data() + i * k, b.data() + i * row_bytes, k);
   return b;
-}
-
-float f16_bits_to_f32(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
-  if (exp == 0) return std::ldexp(static_cast<float>(man), -24) * (sign ? -1.0f : 1.0f);
-  if (exp == 31) return sign ? -INFINITY : INFINITY;
-  const uint32_t bits = sign | ((exp + 112) << 23) | (man << 13);
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 struct HalfCase {
@@ -175,8 +164,8 @@ TEST(AttentionHalfGpu, MatchesTheHeldBackLaunchesAndRepeatsItsBits) {
         continue;
       }
       for (const auto& [a, b] : {std::pair{kfirst[i], kheld[i]}, std::pair{vfirst[i], vheld[i]}}) {
-        cache_scale = std::max(cache_scale, std::fabs(double(f16_bits_to_f32(b))));
-        cache_worst = std::max(cache_worst, std::fabs(double(f16_bits_to_f32(a)) - double(f16_bits_to_f32(b))));
+        cache_scale = std::max(cache_scale, std::fabs(double(f16_to_f32(b))));
+        cache_worst = std::max(cache_worst, std::fabs(double(f16_to_f32(a)) - double(f16_to_f32(b))));
       }
     }
     EXPECT_LE(cache_worst, cache_scale / 512) << what << ": the row's slot";

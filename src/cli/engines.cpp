@@ -82,9 +82,10 @@ std::unique_ptr<Engine> make_engine(const GgufFile& file, const EngineOptions& o
   if (o.n_ctx <= 0) fail("--ctx must be positive, not {}", o.n_ctx);
   if (o.device == "gpu") return make_gpu_engine(file, o);
   std::string why;
-  if (o.device == "auto" && !cuda::gpu_available(&why) && cuda::gpu_present())
+  const bool gpu = o.device == "auto" && cuda::gpu_available(&why);
+  if (o.device == "auto" && !gpu && cuda::gpu_present())
     fmt::print(stderr, "note: {}; running on the CPU\n", why);  // a card the kernels do not take
-  if (o.device == "auto" && cuda::gpu_available()) {
+  if (gpu) {
     // auto: the GPU when the lane can run this model (its decode step plans), else the CPU, saying why.
     try {
       std::unique_ptr<Engine> e = make_gpu_engine(file, o);

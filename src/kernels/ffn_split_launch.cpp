@@ -66,15 +66,25 @@ void ffn_split(const WeightMatrix& gate, const WeightMatrix& up, CUdeviceptr dow
                "launching a feed-forward half with down split along its input");
 }
 
-bool moe_split_applies(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, Activations a,
-                       int64_t top_k) {
+namespace {
+
+// Both mixture forms' shapes: Q8_0 stacks of one expert count, int8 or int8x2, E % 256, F % 32, top_k.
+bool moe_split_shapes(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, Activations a,
+                      int64_t top_k) {
   if (a != Activations::int8 && a != Activations::int8x2) return false;
   for (const WeightMatrix* w : {&gate, &up, &down})
     if (w->type != GgmlType::Q8_0 || w->n_expert != gate.n_expert) return false;
   const int64_t e = gate.k, f = gate.n_out;
   if (up.k != e || up.n_out != f || down.n_out != e || down.k != f) return false;
   if (top_k < 1 || top_k > gate.n_expert || top_k * (f / 32) > (int64_t{1} << 20)) return false;
-  return e % 256 == 0 && f % 32 == 0 && f > 0 && ffn_split_shared_bytes(e) <= shared_optin_bytes();
+  return e % 256 == 0 && f % 32 == 0 && f > 0;
+}
+
+}  // namespace
+
+bool moe_split_applies(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, Activations a,
+                       int64_t top_k) {
+  return moe_split_shapes(gate, up, down, a, top_k) && ffn_split_shared_bytes(gate.k) <= shared_optin_bytes();
 }
 
 // moe_split_ring.cuh's layout: down's two slices, x's levels (two words' room) and scales, 16 warps'
@@ -86,7 +96,7 @@ int64_t moe_split_ring_shared_bytes(int64_t e) {
 
 bool moe_split_ring_applies(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down, Activations a,
                             int64_t top_k) {
-  if (!moe_split_applies(gate, up, down, a, top_k) || gate.n_out % 64 != 0) return false;
+  if (!moe_split_shapes(gate, up, down, a, top_k) || gate.n_out % 64 != 0) return false;
   return moe_split_ring_shared_bytes(gate.k) <= shared_optin_bytes();
 }
 

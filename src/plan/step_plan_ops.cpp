@@ -438,11 +438,10 @@ void StepPlan::Builder::emit(int gi) {
         const graph::Node& qnorm = g.nodes[static_cast<size_t>(qkv.nodes[1])];
         const graph::Node& on = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(t.o_group)].nodes[0])];
         const k::WeightMatrix ow = weight_of(m, g.tensor(on.args[1].tensor));
-        const std::vector<k::WeightMatrix> ws = half_matrices(an, qkv);
         k::AttentionHalf f;
-        f.wq = ws.at(0);
-        f.wk = ws.at(1);
-        f.wv = ws.at(2);
+        f.wq = t.wq;
+        f.wk = t.wk;
+        f.wv = t.wv;
         f.s_in = ffn_sum(t.sum_in);
         f.norm_w = weight_ptr(qnorm, ModKind::weighted_by);
         f.norm_eps = static_cast<float>(number(qnorm, ModKind::epsilon, 1e-6));

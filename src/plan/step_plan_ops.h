@@ -163,6 +163,7 @@ struct StepPlan::Builder {
     int qkv_group = -1, o_group = -1;
     int sum_in = 0;  // the fixed-point sum the q/k/v group reads (ffn_sums_'s slot)
     int index = 0;   // its place among the taken launches: it adds into half sum index, zeroes index + 1
+    kernels::WeightMatrix wq, wk, wv;  // the q/k/v group's matrices (half_matrices)
   };
   void assign_attention_halves();
   std::map<int, AttentionHalfTaken> attention_half_of_attention;  // attention group -> what its launch takes

@@ -118,7 +118,7 @@ void StepPlan::Builder::assign_attention_halves() {
                   !m.weight(g.tensor(g.nodes[static_cast<size_t>(qkv.nodes[i])].args[1].tensor).checkpoint_name).pinned_host;
     const k::WeightMatrix ow = weight_of(m, g.tensor(g.nodes[static_cast<size_t>(o_node)].args[1].tensor));
     if (!on_device || !k::attention_half_applies(l->shape, ws[0], ws[1], ws[2], ow, o.activations)) continue;
-    found.push_back({l->ga, {l->gq, l->go, l->sum, 0}});
+    found.push_back({l->ga, {l->gq, l->go, l->sum, 0, ws[0], ws[1], ws[2]}});
   }
   if (found.size() < 2) return;  // one launch a step would zero its own sum
   p.half_sums_ = cuda::DeviceBuffer(found.size() * static_cast<size_t>(ffn_split_embd) * 8, "attention half sums");
