@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command of the README: set up (once), build, run every CPU test, then the fuzzer for a
+# The test command of the README: set up (once), build, run every CPU test, then the fuzzers for a
 # bounded time. GPU tests skip themselves where there is no GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -40,6 +40,10 @@ struct HalfCase {
   int32_t position;
   kernels::Activations a;
   bool norm;
+  RopeOrder order = RopeOrder::neox;
+  int32_t sequence = 0;  // the row's sequence: its caches start at sequence * n_ctx slots
+  bool sinks = false;    // a sink logit a query head
+  float cap = 0;         // the scores' soft cap, 0 for none
 };
 
 TEST(AttentionHalfGpu, MatchesTheHeldBackLaunchesAndRepeatsItsBits) {
@@ -53,16 +57,20 @@ TEST(AttentionHalfGpu, MatchesTheHeldBackLaunchesAndRepeatsItsBits) {
       {8, 2, 64, 256, 40, kernels::Activations::int8, false},
       {4, 2, 64, 256, 33, kernels::Activations::int8x2, true},     // qwen3-tiny's heads
       {8, 8, 64, 512, 18, kernels::Activations::int8x2, true},     // one query head a kv head: 24 rows a block
+      {16, 2, 64, 256, 90, kernels::Activations::int8x2, true},    // G 8: two units a warp, 80 rows a block
+      {8, 2, 64, 256, 45, kernels::Activations::int8x2, false, RopeOrder::normal, 1, true, 30.0f},  // llama's order,
+      {8, 2, 64, 256, 200, kernels::Activations::int8, true, RopeOrder::normal, 2, true, 0.0f},     // sinks, sequence
   };
   const int64_t n_ctx = 512;
   uint32_t seed = 3700;
   std::printf("attention_half: |s_out - s_in - o a| / max |o a| (bound int8x2 %.0e, int8 %.0e); caches\n", 2e-4, 3e-2);
   for (const HalfCase& c : cases) {
     const int64_t slot = c.n_head_kv * c.d, k_in = c.n_head * c.d, e = c.e;
-    const std::vector<int32_t> sequences{0}, positions{c.position};
+    const std::vector<int32_t> sequences{c.sequence}, positions{c.position};
+    const size_t cache_values = static_cast<size_t>((c.sequence + 1) * n_ctx * slot);
     std::vector<uint16_t> kbits, vbits;
-    for (float x : random_values(static_cast<size_t>(n_ctx * slot), seed += 10, 1.0f)) kbits.push_back(f32_to_f16(x));
-    for (float x : random_values(static_cast<size_t>(n_ctx * slot), seed + 1, 1.0f)) vbits.push_back(f32_to_f16(x));
+    for (float x : random_values(cache_values, seed += 10, 1.0f)) kbits.push_back(f32_to_f16(x));
+    for (float x : random_values(cache_values, seed + 1, 1.0f)) vbits.push_back(f32_to_f16(x));
     const std::vector<uint8_t> wq = q8_0_rows(random_values(static_cast<size_t>(k_in * e), seed + 2, 0.08f), k_in, e);
     const std::vector<uint8_t> wk = q8_0_rows(random_values(static_cast<size_t>(slot * e), seed + 3, 0.08f), slot, e);
     const std::vector<uint8_t> wv = q8_0_rows(random_values(static_cast<size_t>(slot * e), seed + 4, 0.08f), slot, e);
@@ -82,9 +90,14 @@ TEST(AttentionHalfGpu, MatchesTheHeldBackLaunchesAndRepeatsItsBits) {
         mv{GgmlType::Q8_0, dwv.ptr(), slot, e}, ow{GgmlType::Q8_0, dob.ptr(), e, k_in};
     const kernels::RopeTable table = kernels::make_rope_table(c.d, 1000000.0);
     const kernels::AttentionShape shape{1, c.n_head, c.n_head_kv, c.d, n_ctx, n_ctx};
-    const kernels::AttentionOptionsGpu opt;
-    const std::string what = fmt::format("h{}/{} d{} e{} at {} {}{}", c.n_head, c.n_head_kv, c.d, e, c.position,
-                                         kernels::activations_name(c.a), c.norm ? " normed" : "");
+    auto dsinks = to_device(random_values(static_cast<size_t>(c.n_head), seed + 11, 2.0f));
+    kernels::AttentionOptionsGpu opt;
+    opt.sinks = c.sinks ? dsinks.ptr() : 0;
+    opt.cap = c.cap;
+    const std::string what = fmt::format("h{}/{} d{} e{} at {} of seq {} {}{}{}{}{}", c.n_head, c.n_head_kv, c.d, e,
+                                         c.position, c.sequence, kernels::activations_name(c.a), c.norm ? " normed" : "",
+                                         c.order == RopeOrder::normal ? " normal order" : "", c.sinks ? " sinks" : "",
+                                         c.cap != 0 ? " capped" : "");
     ASSERT_TRUE(kernels::attention_half_applies(shape, mq, mk, mv, ow, c.a)) << what;
     cuda::Stream s;
 
@@ -104,7 +117,7 @@ TEST(AttentionHalfGpu, MatchesTheHeldBackLaunchesAndRepeatsItsBits) {
     np.x_fixed = true;
     const CUdeviceptr outs[3] = {q.ptr(), k.ptr(), v.ptr()};
     kernels::gemv_multi_norm(ms, 3, c.a, np, outs, s.handle());
-    const kernels::AttentionRope rope{k.ptr(), v.ptr(), &table, RopeOrder::neox, c.norm, c.norm ? dqw.ptr() : 0,
+    const kernels::AttentionRope rope{k.ptr(), v.ptr(), &table, c.order, c.norm, c.norm ? dqw.ptr() : 0,
                                       c.norm ? dkw.ptr() : 0, 1e-6f};
     const kernels::AttentionSplit split = kernels::plan_attention_split(shape, opt);
     cuda::DeviceBuffer work(std::max<size_t>(split.workspace_bytes, 16), "attention workspace");
@@ -137,7 +150,7 @@ TEST(AttentionHalfGpu, MatchesTheHeldBackLaunchesAndRepeatsItsBits) {
       f.v_cache = vcb.ptr();
       f.sequences = dseq.ptr();
       f.positions = dpos.ptr();
-      const kernels::AttentionRope no_kv{0, 0, &table, RopeOrder::neox, c.norm, c.norm ? dqw.ptr() : 0,
+      const kernels::AttentionRope no_kv{0, 0, &table, c.order, c.norm, c.norm ? dqw.ptr() : 0,
                                          c.norm ? dkw.ptr() : 0, 1e-6f};
       kernels::attention_half(shape, opt, no_kv, ow, c.a, f, s.handle());
       s.synchronize();
@@ -157,7 +170,7 @@ TEST(AttentionHalfGpu, MatchesTheHeldBackLaunchesAndRepeatsItsBits) {
     // The caches: the row's slot within 2^-9 of its largest value (the held-back chain's), the rest untouched.
     double cache_worst = 0.0, cache_scale = 0.0;
     for (size_t i = 0; i < kbits.size(); ++i) {
-      const bool in_slot = static_cast<int64_t>(i) / slot == c.position;
+      const bool in_slot = static_cast<int64_t>(i) / slot == c.sequence * n_ctx + c.position;
       if (!in_slot) {
         ASSERT_EQ(kfirst[i], kbits[i]) << what << ": k cache outside the row's slot";
         ASSERT_EQ(vfirst[i], vbits[i]) << what << ": v cache outside the row's slot";

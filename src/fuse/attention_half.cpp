@@ -23,7 +23,9 @@ void attention_half_pass(const graph::Graph& g, FusionPlan& plan) {
     const Group& qkv = plan.groups[static_cast<size_t>(m.qkv_group)];
     if (qkv.nodes.size() != 5) continue;
     const graph::Node& norm = g.nodes[static_cast<size_t>(qkv.nodes[1])];
-    bool ok = norm.kind == lang::OpKind::rms_norm;
+    // (weighted and unshifted: the launch reads the norm's weights, and has no bias to add)
+    bool ok = norm.kind == lang::OpKind::rms_norm && norm.find(lang::ModKind::weighted_by) &&
+              !norm.find(lang::ModKind::shifted_by);
     for (size_t i = 2; i < 5 && ok; ++i) {
       const graph::Node& p = g.nodes[static_cast<size_t>(qkv.nodes[i])];
       ok = p.kind == lang::OpKind::product && p.args[0].is_tensor() && p.args[0].tensor == norm.output &&

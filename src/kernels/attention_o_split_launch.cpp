@@ -180,7 +180,7 @@ void attention_half(const AttentionShape& shape, const AttentionOptionsGpu& opti
   if (!attention_half_applies(shape, f.wq, f.wk, f.wv, o, a))
     internal_fail("attention_half: the launch does not take {} heads ({} kv) of {}, q/k/v of {} columns and o [{} x {}]",
                   shape.n_head, shape.n_head_kv, shape.d, f.wq.k, o.n_out, o.k);
-  LATHE_CHECK(o.data % 16 == 0 && f.k_cache % 16 == 0 && f.v_cache % 16 == 0 && f.norm_w % 16 == 0);
+  LATHE_CHECK(o.data % 16 == 0 && f.k_cache % 16 == 0 && f.v_cache % 16 == 0 && f.norm_w && f.norm_w % 16 == 0);
   LATHE_CHECK(f.s_in % 8 == 0 && f.s_out % 8 == 0 && f.zero % 8 == 0 && f.s_in && f.s_out && f.zero &&
               f.s_out != f.s_in && f.s_out != f.zero && f.zero != f.s_in);
   LATHE_CHECK(rope.table && rope.table->n_rot <= shape.d && rope.table->n_rot % 2 == 0);

@@ -3,10 +3,12 @@
 // lathe_moe_split_* takes 32, so qwen3-30b-a3b's 8 kept experts x 768 values are 96 blocks, one wave on
 // the H200's 132 SMs (the 32-value form's 192 blocks of ~215 KB ran as two waves: ms1, -10%). A block's
 // gate and up rows (128 of them, 278 KB at E 2048) cannot be staged whole beside its down slices, so
-// each warp streams its own rows through a two-row ring (cp.async), while the block's two slices of
-// down (slices 2j and 2j + 1 of its expert: adjacent in relay_down_stack_by_slices's stack) are staged
-// from the start and land while gate/up streams. Nothing is asked for before the wait: which rows
-// depends on the router's ids, made by the launch before.
+// each warp streams its own rows through a two-row ring (cp.async), and the block's two slices of down
+// (slices 2j and 2j + 1 of its expert: adjacent in relay_down_stack_by_slices's stack) are staged in
+// eighths, an eighth with each of the warps' rows 0..7, so they land while gate/up streams and the first
+// row waits only for x's form and an eighth (asked for in one group with x's form, the slices would hold
+// back row 0 until all 139 KB had landed). Nothing is asked for before the wait: which rows depends on
+// the router's ids, made by the launch before.
 //
 // Block b: kept slot k = b / (F / 64), values [64 j, 64 j + 64) of expert e = ids[k], j = b % (F / 64):
 //   warp w (of 16) takes values 64 j + 4 w .. + 3: rows gate_v, up_v in turn through its ring, each row's
@@ -53,23 +55,24 @@ __device__ __forceinline__ void lathe_moe_split_ring_body(const uint8_t* gate, c
   if (stamp) stamp[1] = lathe_globaltimer();
   const int e = ids[k];
   const float w = wts[k];
-  // x's form (activations.h: levels [C][E], then a float4 a 32-value block) and down's two slices: one group.
-  {
-    const uint8_t* d0 = down_slices + 34LL * E * (static_cast<long long>(e) * (F / 32) + 2LL * j);
-    for (int i = threadIdx.x; i < C * E / 16; i += 32 * LATHE_MSR_WARPS) lathe_ffns_copy16(sq + 16 * i, x_q + 16LL * i);
-    for (int i = threadIdx.x; i < nb; i += 32 * LATHE_MSR_WARPS)
-      lathe_ffns_copy16(sxd + 16 * i, x_q + static_cast<long long>(C) * E + 16LL * i);
-    for (int i = threadIdx.x; i < 68 * E / 16; i += 32 * LATHE_MSR_WARPS) lathe_ffns_copy16(sd + 16 * i, d0 + 16LL * i);
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-  }
-  // The warp's row i (0..7): value 64 j + 4 warp + i / 2, gate's (even i) or up's, into stage i % 2; an
-  // empty group past the last, so that every wait below leaves exactly the newest group in flight.
+  // x's form (activations.h: levels [C][E], then a float4 a 32-value block): a group of its own.
+  for (int i = threadIdx.x; i < C * E / 16; i += 32 * LATHE_MSR_WARPS) lathe_ffns_copy16(sq + 16 * i, x_q + 16LL * i);
+  for (int i = threadIdx.x; i < nb; i += 32 * LATHE_MSR_WARPS)
+    lathe_ffns_copy16(sxd + 16 * i, x_q + static_cast<long long>(C) * E + 16LL * i);
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+  const uint8_t* d0 = down_slices + 34LL * E * (static_cast<long long>(e) * (F / 32) + 2LL * j);
+  const int down_chunks = 68 * E / 16;  // 16-byte pieces of the two slices; E % 256 == 0, so 8 | down_chunks
+  // The warp's row i (0..7): value 64 j + 4 warp + i / 2, gate's (even i) or up's, into stage i % 2, and
+  // this thread's share of the slices' eighth i; an empty group past the last, so that every wait below
+  // leaves exactly the newest group in flight.
   auto issue = [&](int i) {
     if (i < 8) {
       const long long v = static_cast<long long>(e) * F + 64LL * j + 4 * warp + i / 2;
       const uint8_t* src = (i % 2 ? up : gate) + v * rb;
       const unsigned dst = ring + static_cast<unsigned>(i % 2) * rb;
       for (unsigned p = lane; p < rb / 16; p += 32) lathe_ffns_copy16(dst + 16u * p, src + 16LL * p);
+      for (int q = i * (down_chunks / 8) + threadIdx.x; q < (i + 1) * (down_chunks / 8); q += 32 * LATHE_MSR_WARPS)
+        lathe_ffns_copy16(sd + 16 * q, d0 + 16LL * q);
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   };
@@ -84,7 +87,7 @@ __device__ __forceinline__ void lathe_moe_split_ring_body(const uint8_t* gate, c
 
   float g = 0.0f;
   for (int i = 0; i < 8; ++i) {
-    asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // row i (and, at i = 0, x's form and the slices)
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // row i and the slices' eighth i (at i = 0 x's form too)
     if (i == 0) {
       __syncthreads();  // x's form, copied by every thread of the block
       if (stamp) stamp[4] = lathe_globaltimer();
@@ -109,7 +112,7 @@ __device__ __forceinline__ void lathe_moe_split_ring_body(const uint8_t* gate, c
   if (stamp) stamp[5] = lathe_globaltimer();
   if (warp < 2) lathe_quantize_block32(av[32 * warp + lane], lane, C == 2, aq1 + 32 * warp, aq2 + 32 * warp, ad + warp);
   asm volatile("cp.async.wait_all;\n" ::: "memory");
-  __syncthreads();  // a's levels, and the slices (every thread's copies)
+  __syncthreads();  // a's levels, and the slices (every thread's eighths)
   if (stamp) stamp[6] = lathe_globaltimer();
 
   // Down's two slices: row r's two blocks times a, the partial added into the sum.

@@ -77,7 +77,9 @@ bool StepPlan::Builder::takes_ffn_split(int gf, int gd, int gn) const {
     if (!k::moe_route_applies(router, 1, top_k) || !k::moe_gate_up_applies(gw, uw, a, top_k) ||
         !k::moe_down_applies(dw, a, top_k))
       return false;
-    return (moe_split_ring() ? k::moe_split_ring_applies(gw, uw, dw, a, top_k) : k::moe_split_applies(gw, uw, dw, a, top_k)) &&
+    // (the one-wave form where LATHE_MOE_SPLIT=ring asks for it and it takes the shapes, else the 32-value form)
+    return ((moe_split_ring() && k::moe_split_ring_applies(gw, uw, dw, a, top_k)) ||
+            k::moe_split_applies(gw, uw, dw, a, top_k)) &&
            ws[0].k == dw.n_out;
   }
   const graph::Node& down = g.nodes[static_cast<size_t>(p.fusion_.groups[static_cast<size_t>(gd)].nodes[0])];

@@ -458,7 +458,7 @@ void StepPlan::Builder::emit_mixture(int gi, bool norm_prologue) {
     ms.s = ptr(g.nodes[static_cast<size_t>(grp.nodes[0])].output);
     ms.s_out = ffn_sum(split_taken->second.sum);
     ms.zero = ffn_sum(split_taken->second.sum + 1);
-    ms.ring = moe_split_ring();
+    ms.ring = moe_split_ring() && k::moe_split_ring_applies(gate, up, down, a, top_k);  // else the 32-value form
     split_slices = p.ffn_down_slices_.at(static_cast<size_t>(split_taken->second.sum)).ptr();
   }
   const bool split = split_slices != 0;
