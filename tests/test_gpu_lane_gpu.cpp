@@ -9,7 +9,10 @@
 #include "plan/step_plan.h"
 #include "runtime/cpu_engine.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/generate.h"
 #include "runtime/gpu_engine.h"
+#include "runtime/sampler.h"
+#include "runtime/tokenizer.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -508,6 +511,40 @@ TEST(GpuLaneMixture, ThreeKernelsAgree) {
               vs_cpu);
   EXPECT_LT(vs_eight, 2.5e-4);
   EXPECT_LT(vs_cpu, 2e-3);
+}
+
+// Greedy generation asks the engine for each step's argmax (run_argmax: on the GPU the decode step's
+// `next`, formed on the device, one id copied back): the same tokens as the logits copied back and
+// their argmax taken on the host, and as the interpreter's.
+TEST(GpuLaneGreedy, TheDevicesArgmaxGeneratesWhatTheLogitsDo) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  const GgufFile f = GgufFile::open(default_model_path());
+  const Tokenizer tok = Tokenizer::from_gguf(f);
+  const std::vector<int32_t> prompt = tok.encode("In the beginning God created", true, false);
+  GpuEngineOptions go;
+  go.n_ctx = 128;
+  GpuEngine gpu(f, go);
+  CpuEngine cpu(f, 128);
+  SamplerOptions so;
+  so.temperature = 0;
+  for (Engine* e : {static_cast<Engine*>(&gpu), static_cast<Engine*>(&cpu)}) {
+    Sampler greedy(so);
+    std::vector<int32_t> by_argmax;
+    GenerateOptions g;
+    g.max_tokens = 24;
+    g.stop_at_end = false;
+    generate(*e, tok, prompt, 0, g, greedy, [](std::string_view) {}, &by_argmax);
+    by_argmax.erase(by_argmax.begin(), by_argmax.begin() + static_cast<long>(prompt.size()));
+    std::vector<int32_t> by_logits;
+    std::vector<float> logits = e->run(prompt, 0, false);  // from the start again: the cache rewinds
+    for (int i = 0; i < 24; ++i) {
+      by_logits.push_back(argmax(logits));
+      const int32_t one[1] = {by_logits.back()};
+      if (i < 23) logits = e->run(one, static_cast<int64_t>(prompt.size()) + i, false);
+    }
+    EXPECT_EQ(by_argmax, by_logits) << e->name();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuLane,

@@ -7,8 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
+#include <random>
+#include <set>
+#include <span>
 
 namespace lathe {
 namespace {
@@ -117,6 +124,135 @@ TEST(Sampler, DrawsFollowTheDistribution) {
     chi2 += (count[i] - e) * (count[i] - e) / e;
   }
   EXPECT_LT(chi2, 18.47);  // chi-square, 4 degrees of freedom, p = 0.001
+}
+
+// The filters as first written: every candidate sorted (stable, by logit), then top-k, top-p, min-p
+// and the softmax at the temperature over the sorted head. The sampler sorts only the head that can
+// survive; this is what it must equal.
+std::vector<double> full_sort_distribution(const SamplerOptions& o, std::span<const float> logits,
+                                           std::span<const int32_t> recent) {
+  const size_t n = logits.size();
+  std::vector<double> z(logits.begin(), logits.end());
+  if (o.repeat_penalty != 1.0) {
+    const size_t from = recent.size() > static_cast<size_t>(o.repeat_last_n) ? recent.size() - o.repeat_last_n : 0;
+    std::set<int32_t> seen(recent.begin() + static_cast<long>(from), recent.end());
+    for (int32_t t : seen) z[t] = z[t] > 0 ? z[t] / o.repeat_penalty : z[t] * o.repeat_penalty;
+  }
+  std::vector<double> p(n, 0.0);
+  if (o.temperature == 0) {
+    p[static_cast<size_t>(std::max_element(z.begin(), z.end()) - z.begin())] = 1.0;
+    return p;
+  }
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return z[a] > z[b]; });
+  size_t keep = o.top_k > 0 ? std::min(n, static_cast<size_t>(o.top_k)) : n;
+  auto softmax = [&](double t) {
+    std::vector<double> q(keep);
+    double sum = 0;
+    for (size_t i = 0; i < keep; ++i) sum += q[i] = std::exp((z[order[i]] - z[order[0]]) / t);
+    for (double& v : q) v /= sum;
+    return q;
+  };
+  if (o.top_p < 1.0) {
+    const std::vector<double> q = softmax(1.0);
+    double cum = 0;
+    for (size_t i = 0; i < keep; ++i)
+      if ((cum += q[i]) >= o.top_p) {
+        keep = i + 1;
+        break;
+      }
+  }
+  if (o.min_p > 0) {
+    const std::vector<double> q = softmax(1.0);
+    size_t k = 1;
+    while (k < keep && q[k] >= o.min_p * q[0]) ++k;
+    keep = k;
+  }
+  const std::vector<double> q = softmax(o.temperature);
+  for (size_t i = 0; i < keep; ++i) p[order[i]] = q[i];
+  return p;
+}
+
+// Logits of a vocabulary: normal of a given spread, every third one rounded to a quarter (ties), a
+// few at -infinity (masked tokens).
+std::vector<float> vocabulary_logits(size_t n, float spread, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, spread);
+  std::vector<float> l(n);
+  for (size_t i = 0; i < n; ++i) {
+    l[i] = normal(rng);
+    if (i % 3 == 0) l[i] = std::round(l[i] * 4) / 4;
+    if (i % 97 == 50) l[i] = -INFINITY;
+  }
+  return l;
+}
+
+TEST(Sampler, EqualsTheFullSortOverASweepOfOptions) {
+  int cases = 0;
+  for (const size_t n : {size_t{1}, size_t{7}, size_t{300}, size_t{5000}}) {
+    for (const float spread : {0.5f, 3.0f}) {
+      const std::vector<float> l = vocabulary_logits(n, spread, static_cast<uint32_t>(n * 10 + spread));
+      std::vector<int32_t> recent;
+      for (size_t i = 0; i < 80 && n > 1; ++i) recent.push_back(static_cast<int32_t>((i * 131) % n));
+      for (const double temperature : {0.0, 0.4, 1.0, 1.8})
+        for (const int top_k : {0, 1, 40, 1000})
+          for (const double top_p : {1.0, 0.9, 0.3})
+            for (const double min_p : {0.0, 0.05, 0.4})
+              for (const double penalty : {1.0, 1.3}) {
+                SamplerOptions o;
+                o.temperature = temperature;
+                o.top_k = top_k;
+                o.top_p = top_p;
+                o.min_p = min_p;
+                o.repeat_penalty = penalty;
+                const std::vector<double> want = full_sort_distribution(o, l, recent);
+                const std::vector<double> got = Sampler(o).distribution(l, recent);
+                const std::string what = fmt::format("n {} spread {} t {} k {} p {} min-p {} penalty {}", n, spread,
+                                                     temperature, top_k, top_p, min_p, penalty);
+                ASSERT_EQ(got.size(), want.size()) << what;
+                if (top_k > 0 || temperature == 0) {
+                  ASSERT_EQ(got, want) << what;  // the same sums in the same order: the same bits
+                } else {
+                  // Without top-k the sums over the whole vocabulary run in another order: rounding.
+                  for (size_t i = 0; i < n; ++i) {
+                    ASSERT_EQ(got[i] == 0, want[i] == 0) << what << ": token " << i;
+                    ASSERT_NEAR(got[i], want[i], 1e-12) << what << ": token " << i;
+                  }
+                }
+                ++cases;
+              }
+    }
+  }
+  EXPECT_EQ(cases, 4 * 2 * 4 * 4 * 3 * 3 * 2);
+}
+
+TEST(Sampler, DrawsWhatTheFullSortDrawsOnAQwenVocabulary) {
+  // 151,936 logits (Qwen's vocabulary), the defaults and two common variations; the draws of a
+  // seeded sampler against draws from the full sort's distribution with the same generator.
+  const std::vector<float> l = vocabulary_logits(151936, 2.5f, 11);
+  const std::vector<int32_t> recent{5, 17, 99, 151935, 40000};
+  SamplerOptions defaults;
+  SamplerOptions min_p_alone;
+  min_p_alone.top_k = 0;
+  min_p_alone.top_p = 1;
+  min_p_alone.min_p = 0.1;
+  SamplerOptions penalized;
+  penalized.repeat_penalty = 1.2;
+  penalized.top_p = 0.5;
+  for (const SamplerOptions& o : {defaults, min_p_alone, penalized}) {
+    const std::vector<double> want = full_sort_distribution(o, l, recent);
+    Sampler s(o);
+    std::mt19937_64 rng(o.seed);
+    for (int i = 0; i < 20; ++i) {
+      const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+      double cum = 0;
+      int32_t expect = -1;
+      for (size_t t = 0; t < want.size() && expect < 0; ++t)
+        if (want[t] != 0 && u < (cum += want[t])) expect = static_cast<int32_t>(t);
+      EXPECT_EQ(s.sample(l, recent), expect) << "draw " << i << " top-k " << o.top_k << " min-p " << o.min_p;
+    }
+  }
 }
 
 TEST(Sampler, RefusesBadOptions) {

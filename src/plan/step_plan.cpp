@@ -321,6 +321,12 @@ CUdeviceptr StepPlan::output_ptr(const std::string& name) const {
   fail("the program returns no value named '{}'", name);
 }
 
+bool StepPlan::has_output(const std::string& name) const {
+  for (const auto& [n, pv] : outputs_)
+    if (n == name) return true;
+  return false;
+}
+
 namespace {
 template <typename T>
 std::vector<T> read_output(const std::vector<std::pair<std::string, std::pair<CUdeviceptr, int64_t>>>& outputs,

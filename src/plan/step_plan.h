@@ -83,6 +83,7 @@ class StepPlan {
   std::vector<float> read_f32(const std::string& output, CUstream stream, int64_t last_values = -1) const;
   std::vector<int32_t> read_ids(const std::string& output, CUstream stream) const;
   CUdeviceptr output_ptr(const std::string& output) const;
+  bool has_output(const std::string& output) const;
   // Where set_inputs puts the rows' tokens, positions and sequences (int32 each; for `lathe emit`).
   CUdeviceptr tokens_ptr() const { return tokens_; }
   CUdeviceptr positions_ptr() const { return positions_; }

@@ -1,10 +1,16 @@
 #include "runtime/engine.h"
 
 #include "base/error.h"
+#include "runtime/sampler.h"
 
 #include <algorithm>
 
 namespace lathe {
+
+int32_t Engine::run_argmax(int32_t token, int64_t position) {
+  const int32_t one[1] = {token};
+  return argmax(run(one, position, false));
+}
 
 std::vector<int64_t> prompt_chunks(int64_t n, int64_t max_chunk) {
   std::vector<int64_t> out;

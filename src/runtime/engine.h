@@ -19,6 +19,10 @@ class Engine {
   // start; a start below what was run rewinds). Returns the logits of every row when all_logits,
   // else of the last row only, row after row ([rows or 1, n_vocab]).
   virtual std::vector<float> run(std::span<const int32_t> tokens, int64_t start, bool all_logits) = 0;
+  // One token at `position`; returns the argmax of its logits (ties to the lower index). Greedy
+  // generation's step: an engine that forms the argmax itself (the GPU's, on the device) copies no
+  // logits back.
+  virtual int32_t run_argmax(int32_t token, int64_t position);
   virtual int64_t n_ctx() const = 0;
   virtual int64_t n_vocab() const = 0;
   virtual std::string name() const = 0;  // "cpu (reference interpreter)", "gpu (NVIDIA H200)"

@@ -35,8 +35,12 @@ GenerateStats generate(Engine& engine, const Tokenizer& tokenizer, std::span<con
   StreamingDecoder decoder(tokenizer, /*skip_control=*/true);
   auto t1 = std::chrono::steady_clock::now();
   int64_t pos = end;
+  // Greedy without a penalty needs only each step's argmax, which the engine can form itself (the
+  // GPU's on the device, copying back one id instead of the vocabulary's logits).
+  const bool argmax_only = sampler.options().temperature == 0 && sampler.options().repeat_penalty == 1.0;
+  int32_t next = -1;
   while (stats.generated < options.max_tokens) {
-    const int32_t next = sampler.sample(logits, seen);
+    if (next < 0) next = sampler.sample(logits, seen);
     if (options.stop_at_end && tokenizer.is_end_of_generation(next)) {
       stats.hit_end_token = true;
       seen.push_back(next);  // the turn's end belongs to the history (chat continues after it)
@@ -50,8 +54,13 @@ GenerateStats generate(Engine& engine, const Tokenizer& tokenizer, std::span<con
       break;
     }
     if (stats.generated == options.max_tokens) break;
-    const int32_t one[1] = {next};
-    logits = engine.run(one, pos++, false);
+    if (argmax_only) {
+      next = engine.run_argmax(next, pos++);
+    } else {
+      const int32_t one[1] = {next};
+      logits = engine.run(one, pos++, false);
+      next = -1;
+    }
   }
   on_text(decoder.flush());
   stats.generate_seconds = seconds_since(t1);

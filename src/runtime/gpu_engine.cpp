@@ -187,4 +187,8 @@ int32_t GpuEngine::run_greedy(int32_t token, int64_t position) {
   return plan(1).read_ids("next", stream_->handle()).at(0);
 }
 
+int32_t GpuEngine::run_argmax(int32_t token, int64_t position) {
+  return plan(1).has_output("next") ? run_greedy(token, position) : Engine::run_argmax(token, position);
+}
+
 }  // namespace lathe

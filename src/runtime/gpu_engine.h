@@ -54,6 +54,9 @@ class GpuEngine : public Engine {
   // One decode step whose next token is the device's argmax (no logits copied back): for greedy
   // generation and for timing.
   int32_t run_greedy(int32_t token, int64_t position);
+  // The program's `next` when its decode step returns one (the built-in programs: the argmax of the
+  // logits, formed on the device), else the logits' argmax on the host.
+  int32_t run_argmax(int32_t token, int64_t position) override;
   int64_t n_ctx() const override { return options_.n_ctx; }
   int64_t n_vocab() const override { return n_vocab_; }
   std::string name() const override;

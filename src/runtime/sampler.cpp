@@ -4,16 +4,109 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
-#include <unordered_set>
+#include <utility>
 
 namespace lathe {
+namespace {
+
+// A token and its logit after the penalty.
+struct Candidate {
+  double z;
+  int32_t token;
+};
+
+// The order the filters read: largest logit first, ties to the lower token (a stable sort's order).
+bool before(const Candidate& a, const Candidate& b) { return a.z > b.z || (a.z == b.z && a.token < b.token); }
+
+// The logits after the repetition penalty: the few tokens it touched kept aside (by token, each once),
+// every other logit read in place, so a pass over the vocabulary copies nothing.
+class Penalized {
+ public:
+  Penalized(std::span<const float> logits, std::span<const int32_t> recent, const SamplerOptions& o) : logits_(logits) {
+    if (o.repeat_penalty == 1.0) return;
+    const size_t from = recent.size() > static_cast<size_t>(o.repeat_last_n)
+                            ? recent.size() - static_cast<size_t>(o.repeat_last_n) : 0;
+    for (size_t i = from; i < recent.size(); ++i)
+      if (recent[i] >= 0 && static_cast<size_t>(recent[i]) < logits.size()) touched_.push_back({0.0, recent[i]});
+    std::sort(touched_.begin(), touched_.end(), [](const Candidate& a, const Candidate& b) { return a.token < b.token; });
+    touched_.erase(std::unique(touched_.begin(), touched_.end(),
+                               [](const Candidate& a, const Candidate& b) { return a.token == b.token; }),
+                   touched_.end());
+    for (Candidate& c : touched_) {
+      const double z = logits[static_cast<size_t>(c.token)];
+      c.z = z > 0 ? z / o.repeat_penalty : z * o.repeat_penalty;
+    }
+  }
+  size_t size() const { return logits_.size(); }
+  // f(token, z) for every token, in token order.
+  template <class F>
+  void for_each(F&& f) const {
+    size_t next = 0;
+    const size_t n = logits_.size();
+    for (size_t i = 0; i < n; ++i) {
+      if (next < touched_.size() && static_cast<size_t>(touched_[next].token) == i) {
+        f(static_cast<int32_t>(i), touched_[next++].z);
+        continue;
+      }
+      f(static_cast<int32_t>(i), static_cast<double>(logits_[i]));
+    }
+  }
+
+ private:
+  std::span<const float> logits_;
+  std::vector<Candidate> touched_;
+};
+
+// The first m candidates of the order `before`, in that order: one pass keeping the m best in a heap
+// whose front is the worst kept (a later token ties below an earlier one, so only a larger logit
+// displaces it), then the heap sorted. The same m candidates, in the same order, as a full sort's.
+std::vector<Candidate> best_of(const Penalized& z, size_t m) {
+  std::vector<Candidate> heap;
+  heap.reserve(m);
+  z.for_each([&](int32_t t, double v) {
+    if (heap.size() < m) {
+      heap.push_back({v, t});
+      std::push_heap(heap.begin(), heap.end(), before);
+    } else if (v > heap.front().z) {
+      std::pop_heap(heap.begin(), heap.end(), before);
+      heap.back() = {v, t};
+      std::push_heap(heap.begin(), heap.end(), before);
+    }
+  });
+  std::sort_heap(heap.begin(), heap.end(), before);
+  return heap;
+}
+
+// Every candidate in the order `before` (what top-p alone needs when the 256 best do not reach it).
+std::vector<Candidate> all_sorted(const Penalized& z) {
+  std::vector<Candidate> all;
+  all.reserve(z.size());
+  z.for_each([&](int32_t t, double v) { all.push_back({v, t}); });
+  std::sort(all.begin(), all.end(), before);
+  return all;
+}
+
+// Every candidate whose logit is at least `floor`, in the order `before`: the head of the full order.
+std::vector<Candidate> at_least(const Penalized& z, double floor) {
+  std::vector<Candidate> head;
+  z.for_each([&](int32_t t, double v) {
+    if (v >= floor) head.push_back({v, t});
+  });
+  std::sort(head.begin(), head.end(), before);
+  return head;
+}
+
+}  // namespace
 
 int32_t argmax(std::span<const float> logits) {
   LATHE_CHECK(!logits.empty());
   int32_t best = 0;
+  float value = logits[0];
   for (size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
+    if (logits[i] > value) {
+      value = logits[i];
+      best = static_cast<int32_t>(i);
+    }
   return best;
 }
 
@@ -25,72 +118,132 @@ Sampler::Sampler(SamplerOptions options) : options_(options), rng_(options.seed)
   if (!(options_.repeat_penalty > 0)) fail("repeat penalty must be positive, not {}", options_.repeat_penalty);
 }
 
-std::vector<double> Sampler::distribution(std::span<const float> logits,
-                                          std::span<const int32_t> recent) const {
-  const size_t n = logits.size();
-  std::vector<double> z(logits.begin(), logits.end());
-  if (options_.repeat_penalty != 1.0) {
-    const size_t from = recent.size() > static_cast<size_t>(options_.repeat_last_n)
-                            ? recent.size() - static_cast<size_t>(options_.repeat_last_n) : 0;
-    std::unordered_set<int32_t> seen(recent.begin() + static_cast<long>(from), recent.end());
-    for (int32_t t : seen) {
-      if (t < 0 || static_cast<size_t>(t) >= n) continue;
-      z[static_cast<size_t>(t)] = z[static_cast<size_t>(t)] > 0 ? z[static_cast<size_t>(t)] / options_.repeat_penalty
-                                                               : z[static_cast<size_t>(t)] * options_.repeat_penalty;
+// The filters in llama.cpp's order over the candidates sorted by logit: top-k, then top-p (the
+// shortest head whose probabilities at temperature 1 reach top_p), then min-p (the head whose
+// probabilities are at least min_p times the first's), then the kept ones' softmax at the
+// temperature. Only a head that can survive is ever sorted: the top k; without top-k, the candidates
+// min-p can keep (logit within log(min_p) of the largest, a margin wider), or for top-p alone the
+// 256 best, else the head whose mass reaches top_p; with temperature alone, nothing.
+// With top-k (the default) every sum runs over the head in its order, so the probabilities are a
+// full sort's to the bit; without it, a probability over the whole vocabulary is normalized by the sum
+// in token order (a full sort's up to rounding). Best first, but in token order for temperature alone.
+std::vector<std::pair<int32_t, double>> Sampler::kept(std::span<const float> logits,
+                                                      std::span<const int32_t> recent) const {
+  LATHE_CHECK(!logits.empty());
+  const Penalized z(logits, recent, options_);
+  const size_t n = z.size();
+  double top = -INFINITY;
+  int32_t best = 0;
+  z.for_each([&](int32_t t, double v) {
+    if (v > top || t == 0) {
+      top = v;
+      best = t;
     }
-  }
-  std::vector<double> p(n, 0.0);
-  if (options_.temperature == 0) {
-    p[static_cast<size_t>(std::max_element(z.begin(), z.end()) - z.begin())] = 1.0;
-    return p;
-  }
-  // Candidates sorted by logit (ties to the lower index), then filtered.
-  std::vector<int32_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return z[a] > z[b]; });
-  size_t keep = n;
-  if (options_.top_k > 0) keep = std::min(keep, static_cast<size_t>(options_.top_k));
-  auto softmax_of_kept = [&](double temperature) {
-    std::vector<double> q(keep);
-    const double top = z[static_cast<size_t>(order[0])];
+  });
+  if (options_.temperature == 0) return {{best, 1.0}};
+  if (options_.top_k == 0 && options_.top_p == 1.0 && options_.min_p == 0) {
+    // Temperature alone: every token kept, so no order is needed.
+    std::vector<std::pair<int32_t, double>> out(n);
     double sum = 0;
-    for (size_t i = 0; i < keep; ++i) sum += q[i] = std::exp((z[static_cast<size_t>(order[i])] - top) / temperature);
+    z.for_each([&](int32_t t, double v) {
+      sum += out[static_cast<size_t>(t)].second = std::exp((v - top) / options_.temperature);
+      out[static_cast<size_t>(t)].first = t;
+    });
+    for (auto& o : out) o.second /= sum;
+    return out;
+  }
+  // Without top-k, the filters' probabilities at temperature 1 are over the whole vocabulary.
+  double total = 0;
+  if (options_.top_k == 0) z.for_each([&](int32_t, double v) { total += std::exp(v - top); });
+
+  std::vector<Candidate> head;
+  size_t keep = 0;
+  bool whole = options_.top_k == 0;  // the kept set is still the whole vocabulary (normalized by total)
+  // Probabilities at temperature t of the head's first `count` (by total while the set is whole).
+  auto softmax = [&](size_t count, double t) {
+    std::vector<double> q(count);
+    double sum = 0;
+    for (size_t i = 0; i < count; ++i) sum += q[i] = std::exp((head[i].z - top) / t);
+    if (whole && t == 1.0) sum = total;
     for (double& v : q) v /= sum;
     return q;
   };
-  if (options_.top_p < 1.0) {
-    const std::vector<double> q = softmax_of_kept(1.0);
+  // Top-p over the head: true, and keep cut, when its probabilities reach top_p.
+  auto reach_top_p = [&] {
+    const std::vector<double> q = softmax(head.size(), 1.0);
     double cum = 0;
-    for (size_t i = 0; i < keep; ++i) {
-      cum += q[i];
-      if (cum >= options_.top_p) {
+    for (size_t i = 0; i < q.size(); ++i)
+      if ((cum += q[i]) >= options_.top_p) {
         keep = i + 1;
-        break;
+        whole = false;
+        return true;
+      }
+    return false;
+  };
+  if (options_.top_k > 0) {
+    head = best_of(z, std::min(n, static_cast<size_t>(options_.top_k)));
+    keep = head.size();
+    if (options_.top_p < 1.0) reach_top_p();
+  } else if (options_.min_p > 0) {
+    // Past this head every candidate fails min-p: its logit is below the floor by the margin.
+    head = at_least(z, top + std::log(options_.min_p) - 1e-6);
+    keep = head.size();
+    if (options_.top_p < 1.0) reach_top_p();
+  } else {
+    head = best_of(z, std::min<size_t>(n, 256));
+    keep = head.size();
+    if (!reach_top_p() && head.size() < n) {
+      // A flat distribution: the head top-p needs, found by the mass in bins of 1/64 below the top
+      // logit (the bins up to the one that reaches top_p, a hair more for rounding), then sorted.
+      constexpr size_t kBins = 64 * 64;
+      std::vector<double> mass(kBins + 1, 0.0);
+      z.for_each([&](int32_t, double v) {
+        const double d = top - v;
+        mass[d < 64.0 ? static_cast<size_t>(d * 64.0) : kBins] += std::exp(-d);
+      });
+      double cum = 0;
+      size_t b = 0;
+      while (b < kBins && (cum += mass[b]) < options_.top_p * total * (1 + 1e-9)) ++b;
+      head = b < kBins ? at_least(z, top - static_cast<double>(b + 1) / 64.0) : all_sorted(z);
+      keep = head.size();
+      if (!reach_top_p() && head.size() < n) {
+        head = all_sorted(z);
+        keep = n;
+        reach_top_p();
       }
     }
   }
   if (options_.min_p > 0) {
-    const std::vector<double> q = softmax_of_kept(1.0);
+    const std::vector<double> q = softmax(keep, 1.0);
     size_t k = 1;
     while (k < keep && q[k] >= options_.min_p * q[0]) ++k;
     keep = k;
   }
-  const std::vector<double> q = softmax_of_kept(options_.temperature);
-  for (size_t i = 0; i < keep; ++i) p[static_cast<size_t>(order[i])] = q[i];
+  whole = false;
+  const std::vector<double> q = softmax(keep, options_.temperature);
+  std::vector<std::pair<int32_t, double>> out(keep);
+  for (size_t i = 0; i < keep; ++i) out[i] = {head[i].token, q[i]};
+  return out;
+}
+
+std::vector<double> Sampler::distribution(std::span<const float> logits, std::span<const int32_t> recent) const {
+  std::vector<double> p(logits.size(), 0.0);
+  for (const auto& [token, prob] : kept(logits, recent)) p[static_cast<size_t>(token)] = prob;
   return p;
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent) {
   if (options_.temperature == 0 && options_.repeat_penalty == 1.0) return argmax(logits);
-  const std::vector<double> p = distribution(logits, recent);
+  std::vector<std::pair<int32_t, double>> k = kept(logits, recent);
+  std::sort(k.begin(), k.end());  // the draw walks the kept tokens in token order
   const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
   double cum = 0;
-  int32_t last = 0;
-  for (size_t i = 0; i < p.size(); ++i) {
-    if (p[i] == 0) continue;
-    last = static_cast<int32_t>(i);
-    cum += p[i];
-    if (u < cum) return last;
+  int32_t last = k.front().first;
+  for (const auto& [token, prob] : k) {
+    if (prob == 0) continue;
+    last = token;
+    cum += prob;
+    if (u < cum) return token;
   }
   return last;  // rounding left u past the sum
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace lathe {
@@ -30,6 +31,9 @@ class Sampler {
   const SamplerOptions& options() const { return options_; }
 
  private:
+  // The tokens a draw can pick after every filter, best first, with their probabilities.
+  std::vector<std::pair<int32_t, double>> kept(std::span<const float> logits, std::span<const int32_t> recent) const;
+
   SamplerOptions options_;
   std::mt19937_64 rng_;
 };
