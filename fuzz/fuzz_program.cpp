@@ -1,7 +1,8 @@
 // libFuzzer target: any text is either a program that parses, prints canonically (and parses back to
-// the same text), checks, binds to one of three tiny checkpoints (qwen3, qwen3-MoE, llama shapes),
-// lifts, fuses and runs a decode step and a two-row prefill chunk on the interpreter; or it is refused
-// with a UserError (a LangError, a LiftError, a binding's refusal) somewhere on that way. Anything else
+// the same text), checks with the numbers of one of three tiny checkpoints (qwen3, qwen3-MoE, llama
+// shapes), lifts against its tensors, fuses, and runs a two-row prefill chunk and a decode step on the
+// interpreter; or it is refused with a UserError (a LangError, a LiftError, the interpreter's
+// refusal of a row or a tensor) somewhere on that way. Anything else
 // (an InternalError, another exception, a sanitizer report, a crash) is a finding: a user's program
 // must never get past the front door into a state the later stages do not expect.
 #include "base/error.h"
@@ -58,12 +59,29 @@ const std::vector<Checkpoint>& checkpoints() {
   return all;
 }
 
-// A program bound to the first checkpoint whose tensors and numbers it fits; nullopt when none does
-// (each refusal a UserError, which is what a program that names tensors no checkpoint has gets).
-std::optional<std::pair<const Checkpoint*, lathe::ModelProgram>> bind_to_some(const lathe::lang::Program& p) {
+// The first checkpoint whose numbers the program checks with and whose tensors it lifts against;
+// nullopt when none does (each refusal a UserError). Unlike a model's program, a fuzzed one need not
+// read every tensor of the checkpoint (model_program's refusal), so mutants that drop a statement
+// still reach the interpreter.
+struct Bound {
+  const Checkpoint* checkpoint;
+  lathe::lang::Bindings bindings;
+  lathe::graph::Graph decode;
+};
+
+std::optional<Bound> bind_to_some(const lathe::lang::Program& p, const lathe::lang::Program& decode) {
   for (const Checkpoint& c : checkpoints()) {
     try {
-      return std::make_pair(&c, lathe::bind_program(*c.file, c.spec, kCtx, p));
+      lathe::lang::Bindings b = lathe::spec_bindings(c.spec, kCtx);
+      lathe::lang::check(p, &b);
+      const lathe::GgufFile& file = *c.file;
+      lathe::graph::Graph g = lathe::graph::lift(
+          decode, b, [&file](const std::string& name) -> std::optional<lathe::graph::CheckpointTensor> {
+            const lathe::GgufTensor* t = file.find_tensor(name);
+            if (!t) return std::nullopt;
+            return lathe::graph::CheckpointTensor{t->type, t->dims};
+          });
+      return Bound{&c, std::move(b), std::move(g)};
     } catch (const lathe::UserError&) {
     }
   }
@@ -79,22 +97,14 @@ void run_program(std::string_view text) {
     std::abort();
   }
   lathe::lang::check(parsed);
-  const auto bound = bind_to_some(parsed);
+  const lathe::lang::Program decode = lathe::lang::make_cut(parsed, lathe::lang::parse_cut("decode"));
+  const auto bound = bind_to_some(parsed, decode);
   if (!bound) return;
-  const auto& [checkpoint, mp] = *bound;
-  const lathe::GgufFile& file = *checkpoint->file;
+  (void)lathe::fuse::fuse(bound->decode);
 
-  const lathe::lang::Program decode = lathe::lang::make_cut(mp.program, lathe::lang::parse_cut("decode"));
-  const lathe::graph::Graph g = lathe::graph::lift(
-      decode, mp.bindings, [&file](const std::string& name) -> std::optional<lathe::graph::CheckpointTensor> {
-        const lathe::GgufTensor* t = file.find_tensor(name);
-        if (!t) return std::nullopt;
-        return lathe::graph::CheckpointTensor{t->type, t->dims};
-      });
-  (void)lathe::fuse::fuse(g);
-
-  const lathe::Interpreter step(decode, mp.bindings, file);
-  const lathe::Interpreter chunk(lathe::lang::make_cut(mp.program, lathe::lang::parse_cut("prefill:2")), mp.bindings, file);
+  const lathe::GgufFile& file = *bound->checkpoint->file;
+  const lathe::Interpreter step(decode, bound->bindings, file);
+  const lathe::Interpreter chunk(lathe::lang::make_cut(parsed, lathe::lang::parse_cut("prefill:2")), bound->bindings, file);
   lathe::KvState state = chunk.new_state();
   (void)chunk.step({{1, 2}, {0, 1}, {0, 0}}, state);
   (void)step.step({{3}, {2}, {0}}, state);

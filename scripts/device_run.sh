@@ -2026,6 +2026,17 @@ for part in "$@"; do
     for spec in "qwen3-8b q8_0" "qwen3-8b q4_k_m"; do
       echo "== tg128 $spec"; tg_short $(synth $spec)
     done ;;
+  r38)  # `lathe run`'s generation speed against `lathe bench`'s tg (thirty-eighth session: greedy by the
+        # device's argmax, sampling with the heap-pass sampler), and the greedy lane test
+    timeout 200 $C/test_gpu_lane_gpu --gtest_filter='*Greedy*' 2>&1 | grep -E "PASSED|FAILED|Failure|SKIPPED"
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0"; do
+      f=$(synth $spec)
+      echo "== $spec: tg128"; tg_short $f
+      for opts in "--temp 0" "" "--top-k 0 --min-p 0.05" "--repeat-penalty 1.1"; do
+        echo "== $spec: lathe run -n 256 $opts"
+        timeout 120 $L run $f -p "In the beginning God created" -n 256 $opts 2>&1 >/dev/null | grep -E "generated"
+      done
+    done ;;
   m37)  # qwen3-30b-a3b, held and with the mixture's one-wave split (see the list above: next37)
     f=$(synth qwen3-30b-a3b q8_0)
     echo "== tg128 qwen3-30b-a3b q8_0 held"; tg_short $f

@@ -25,7 +25,7 @@ build-fuzz/fuzz/fuzz_gguf_reader -max_total_time="$seconds" -max_len=65536 -rss_
 programs="build-fuzz/corpus_programs"
 mkdir -p "$programs"
 cp models/*.lathe tests/data/lang/*.lathe tests/data/programs/*.lathe "$programs"/
-echo "fuzzing the language's front door (parse, check, bind, lift, fuse, interpret) for ${seconds}s"
+echo "fuzzing the language's front door (parse, check, lift, fuse, interpret) for ${seconds}s"
 build-fuzz/fuzz/fuzz_program -max_total_time="$seconds" -max_len=16384 -rss_limit_mb=2048 -timeout=20 \
   -dict=fuzz/program.dict -print_final_stats=1 "$programs" 2>&1 | tail -n 12
 

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <functional>
 #include <set>
-#include <utility>
 
 namespace lathe {
 namespace {
@@ -124,20 +123,14 @@ lang::Bindings spec_bindings(const ModelSpec& spec, int64_t n_ctx) {
   return b;
 }
 
-ModelProgram bind_program(const GgufFile& file, const ModelSpec& spec, int64_t n_ctx, lang::Program program) {
-  if (n_ctx < 1) fail("the context length is {}; it is at least 1", n_ctx);
-  ModelProgram out{std::move(program), spec_bindings(spec, n_ctx)};
-  lang::check(out.program, &out.bindings);
-  check_program_fits(file, spec, out.program, out.bindings);
-  return out;
-}
-
 ModelProgram model_program(const GgufFile& file, const ModelSpec& spec, int64_t n_ctx,
                            const std::string& program_file) {
   if (n_ctx < 1) fail("the context length is {}; it is at least 1", n_ctx);
-  return bind_program(file, spec, n_ctx,
-                      program_file.empty() ? program_for_architecture(spec.arch_name)
-                                           : lang::parse_program_file(program_file));
+  ModelProgram out{program_file.empty() ? program_for_architecture(spec.arch_name) : lang::parse_program_file(program_file),
+                   spec_bindings(spec, n_ctx)};
+  lang::check(out.program, &out.bindings);
+  check_program_fits(file, spec, out.program, out.bindings);
+  return out;
 }
 
 }  // namespace lathe

@@ -40,8 +40,4 @@ struct ModelProgram {
 ModelProgram model_program(const GgufFile& file, const ModelSpec& spec, int64_t n_ctx,
                            const std::string& program_file = "");
 
-// The same for a program already parsed (the program fuzzer's, a test's): checked with the spec's
-// numbers and against the checkpoint's tensors.
-ModelProgram bind_program(const GgufFile& file, const ModelSpec& spec, int64_t n_ctx, lang::Program program);
-
 }  // namespace lathe
