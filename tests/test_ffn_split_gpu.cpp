@@ -225,7 +225,9 @@ TEST(FfnSplitGpu, MixtureMatchesTheReference) {
     DeviceBuffer sums(static_cast<size_t>(2 * e * 8));
     for (const bool ring : {false, true}) {
     if (ring && f % 64 != 0) continue;  // the one-wave form takes 64 values a block
-    if (ring) ASSERT_TRUE(moe_split_ring_applies(gw, uw, dw, c.a, k)) << e << " x " << f;  // never skipped quietly
+    if (ring) {
+      ASSERT_TRUE(moe_split_ring_applies(gw, uw, dw, c.a, k)) << e << " x " << f;  // never skipped quietly
+    }
     std::vector<long long> first, again;
     for (int rep = 0; rep < 2; ++rep) {
       s.synchronize();

@@ -30,7 +30,7 @@ constexpr double kBoundF32 = 1e-5;     // f32: rounding of f32 sums
 constexpr double kBoundInt8 = 2e-2;    // int8: x to 8 bits per block of 32 (~0.5% noise per product)
 constexpr double kBoundInt8x2 = 5e-4;  // int8x2: x to ~14 bits (~127x under int8)
 
-const GgmlType kFormats[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
+const GgmlType kFormats[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
                              GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::F16,  GgmlType::BF16, GgmlType::F32};
 const Activations kContracts[] = {Activations::f32, Activations::int8, Activations::int8x2};
 

@@ -6,9 +6,12 @@
 #include "gguf/gguf_writer.h"
 #include "model/model_spec.h"
 #include "model/synth.h"
+#include "model/synth_blocks.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 namespace lathe {
@@ -109,7 +112,7 @@ TEST(ModelSpec, PromptFlopsFollowTheArchitecture) {
 
 TEST(ModelSpec, TinyShapesOfEveryArchitectureAndType) {
   for (const char* shape : {"qwen3-tiny", "qwen3moe-tiny", "qwen2-tiny", "llama-tiny"}) {
-    for (const char* type : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}) {
+    for (const char* type : {"f32", "f16", "bf16", "q8_0", "q4_0", "q2_k", "q3_k_m", "q4_k_m", "q5_k_m"}) {
       SCOPED_TRACE(std::string(shape) + " " + type);
       const std::string path = synth(shape, type, false);
       const GgufFile f = GgufFile::open(path);
@@ -145,6 +148,65 @@ TEST(ModelSpec, Q4KMixFollowsLlamaCpp) {
   EXPECT_EQ(synth_tensor_type("q4_k_m", "token_embd.weight", -1, n, 4096, true), GgmlType::Q6_K);
   EXPECT_EQ(synth_tensor_type("q4_k_m", "token_embd.weight", -1, n, 4096, false), GgmlType::Q4_K);
   EXPECT_THROW(synth_tensor_type("q3_xs", "output.weight", -1, n, 4096, false), UserError);
+}
+
+TEST(ModelSpec, LowerKMixesFollowLlamaCpp) {
+  const int64_t n = 32;
+  auto type = [&](const char* file, const char* name, int64_t l, int64_t gqa = 4) {
+    return synth_tensor_type(file, name, l, n, 4096, false, gqa);
+  };
+  for (int64_t l = 0; l < n; ++l) {
+    // q3_k_m: attn_v Q5_K below layer 2, ffn_down Q5_K below n / 16, both Q4_K after; attn_output Q4_K
+    EXPECT_EQ(type("q3_k_m", "blk.x.attn_v.weight", l), l < 2 ? GgmlType::Q5_K : GgmlType::Q4_K);
+    EXPECT_EQ(type("q3_k_m", "blk.x.ffn_down.weight", l), l < n / 16 ? GgmlType::Q5_K : GgmlType::Q4_K);
+    EXPECT_EQ(type("q3_k_m", "blk.x.ffn_down_exps.weight", l), l < n / 16 ? GgmlType::Q5_K : GgmlType::Q4_K);
+    EXPECT_EQ(type("q3_k_m", "blk.x.attn_output.weight", l), GgmlType::Q4_K);
+    for (const char* other : {"blk.x.attn_q.weight", "blk.x.attn_k.weight", "blk.x.ffn_gate.weight", "blk.x.ffn_up.weight"}) {
+      EXPECT_EQ(type("q3_k_m", other, l), GgmlType::Q3_K) << other;
+      EXPECT_EQ(type("q2_k", other, l), GgmlType::Q2_K) << other;
+    }
+    // q2_k: attn_v by the grouping, ffn_down and attn_output Q3_K
+    EXPECT_EQ(type("q2_k", "blk.x.attn_v.weight", l, 4), GgmlType::Q4_K);
+    EXPECT_EQ(type("q2_k", "blk.x.attn_v.weight", l, 2), GgmlType::Q3_K);
+    EXPECT_EQ(type("q2_k", "blk.x.ffn_down.weight", l), GgmlType::Q3_K);
+    EXPECT_EQ(type("q2_k", "blk.x.attn_output.weight", l), GgmlType::Q3_K);
+    // q5_k_m: q4_k_m's layers with Q5_K
+    const GgmlType v = type("q5_k_m", "blk.x.attn_v.weight", l);
+    EXPECT_EQ(v, type("q4_k_m", "blk.x.attn_v.weight", l) == GgmlType::Q6_K ? GgmlType::Q6_K : GgmlType::Q5_K);
+    EXPECT_EQ(type("q5_k_m", "blk.x.attn_q.weight", l), GgmlType::Q5_K);
+  }
+  for (const char* file : {"q2_k", "q3_k_m", "q5_k_m"}) {
+    EXPECT_EQ(type(file, "output.weight", -1), GgmlType::Q6_K) << file;
+    EXPECT_EQ(synth_tensor_type(file, "token_embd.weight", -1, n, 4096, true), GgmlType::Q6_K) << file;
+  }
+  // Rows of 64 values cannot hold 256-value blocks: llama.cpp's 32-value fallbacks (Q4_0 where it takes IQ4_NL).
+  EXPECT_EQ(synth_tensor_type("q3_k_m", "blk.x.attn_q.weight", 5, n, 64, false), GgmlType::Q4_0);
+  EXPECT_EQ(synth_tensor_type("q2_k", "blk.x.attn_q.weight", 5, n, 64, false), GgmlType::Q4_0);
+  EXPECT_EQ(synth_tensor_type("q5_k_m", "blk.x.attn_q.weight", 5, n, 64, false), GgmlType::Q5_1);
+}
+
+// The block writers that fill a synthetic checkpoint without quantizing: every value within the
+// bound and finite, and the levels used (not all one value).
+TEST(ModelSpec, RandomBlocksOfEveryDirectFormatStayWithinTheBound) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                     GgmlType::Q6_K, GgmlType::F16, GgmlType::BF16, GgmlType::F32}) {
+    const int64_t n = 4096;
+    const double bound = 0.03;
+    std::vector<uint8_t> row(static_cast<size_t>(row_bytes(t, n)));
+    SynthRng rng{7};
+    ASSERT_TRUE(write_random_blocks(t, rng, bound, row.data(), n)) << ggml_type_name(t);
+    std::vector<float> v(static_cast<size_t>(n));
+    dequantize_row(t, row.data(), v.data(), n);
+    double lo = 0, hi = 0;
+    for (float x : v) {
+      ASSERT_TRUE(std::isfinite(x)) << ggml_type_name(t);
+      ASSERT_LE(std::fabs(x), bound * 1.01) << ggml_type_name(t);
+      lo = std::min<double>(lo, x);
+      hi = std::max<double>(hi, x);
+    }
+    EXPECT_LT(lo, -bound / 4) << ggml_type_name(t);
+    EXPECT_GT(hi, bound / 4) << ggml_type_name(t);
+  }
 }
 
 TEST(ModelSpec, ReadsPyPIGgufCheckpoint) {

@@ -96,6 +96,8 @@ std::vector<uint8_t> random_matrix(GgmlType t, int64_t rows, int64_t k, Rng& rng
   std::vector<int> d_at, m_at;  // offsets of the f16 scales (d) and mins (m) in a block
   switch (t) {
     case GgmlType::Q4_1: case GgmlType::Q5_1: d_at = {0}; m_at = {2}; break;
+    case GgmlType::Q2_K: d_at = {80}; m_at = {82}; break;
+    case GgmlType::Q3_K: d_at = {108}; break;
     case GgmlType::Q4_K: case GgmlType::Q5_K: d_at = {0, 2}; break;
     case GgmlType::Q6_K: d_at = {208}; break;
     default: d_at = {0}; break;

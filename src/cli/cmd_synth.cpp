@@ -16,7 +16,7 @@ Action add_synth_command(CLI::App& app) {
   std::string shapes;
   for (const ModelShape& s : model_shapes()) shapes += (shapes.empty() ? "" : ", ") + s.name;
   cmd->add_option("--shape", opts->shape, "model shape: " + shapes)->required();
-  cmd->add_option("--type", opts->type, "f32, f16, bf16, q8_0, q4_0, q4_k_m")->capture_default_str();
+  cmd->add_option("--type", opts->type, "f32, f16, bf16, q8_0, q4_0, q2_k, q3_k_m, q4_k_m, q5_k_m")->capture_default_str();
   cmd->add_option("-o,--output", *out, "the GGUF file to write")->required();
   cmd->add_option("--layers", opts->layers, "keep only the first N layers (0: all)");
   cmd->add_option("--seed", opts->seed, "random seed")->capture_default_str();

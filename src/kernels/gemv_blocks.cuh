@@ -160,6 +160,50 @@ struct lathe_gemv_q5_k {  // d:f16, dmin:f16, scales:uint8[12], qh:uint8[32], qs
   }
 };
 
+// Q2_K and Q3_K: value v = 128 h + 32 j + l (l < 32) has its low 2 bits at bits 2 j of qs[32 h + l]
+// and belongs to sub-block 8 h + 2 j + l / 16; a piece (8 values from l = 8 (p % 4)) shares h, j and
+// its sub-block.
+// Q2_K: the low nibble of scales[s] scales sub-block s, its high nibble is its min;
+// x = (d * sc) * q - dmin * m.
+struct lathe_gemv_q2_k {  // scales:uint8[16], qs:uint8[64], d:f16, dmin:f16
+  static constexpr int unit_values = 256, unit_bytes = 84, pieces = 32;
+  static constexpr bool is_float = false, has_offset = true;
+  static __device__ __forceinline__ void piece(const uint8_t* u, int p, int& q0, int& q1, float& scale, float& offset) {
+    const int h = p >> 4, j = (p >> 2) & 3, l = 8 * (p & 3);
+    const uint8_t* qs = u + 16 + 32 * h + l;
+    const int sc = u[8 * h + 2 * j + (l >> 4)];
+    scale = __fmul_rn(lathe_f16(u + 80), static_cast<float>(sc & 0xF));
+    offset = -__fmul_rn(lathe_f16(u + 82), static_cast<float>(sc >> 4));
+    q0 = static_cast<int>((lathe_gemv_ld32(qs) >> (2 * j)) & 0x03030303u);
+    q1 = static_cast<int>((lathe_gemv_ld32(qs + 4) >> (2 * j)) & 0x03030303u);
+  }
+};
+
+// Q3_K: 6-bit scales stored minus 32 (scale s: low 4 bits the low nibble of scales[s] for s < 8, else
+// the high nibble of scales[s - 8]; top 2 bits at bits 2 (s / 4) of scales[8 + s % 4]); bit 4 h + j of
+// hmask[l] clear takes 4 off the level; x = (d * (scale - 32)) * q.
+struct lathe_gemv_q3_k {  // hmask:uint8[32], qs:uint8[64], scales:uint8[12], d:f16
+  static constexpr int unit_values = 256, unit_bytes = 110, pieces = 32;
+  static constexpr bool is_float = false, has_offset = false;
+  static __device__ __forceinline__ void piece(const uint8_t* u, int p, int& q0, int& q1, float& scale, float& offset) {
+    const int h = p >> 4, j = (p >> 2) & 3, l = 8 * (p & 3);
+    const int s = 8 * h + 2 * j + (l >> 4);
+    const uint8_t* scales = u + 96;
+    const int low = s < 8 ? (scales[s] & 0xF) : (scales[s - 8] >> 4);
+    const int high = (scales[8 + (s & 3)] >> (2 * (s >> 2))) & 3;
+    scale = __fmul_rn(lathe_f16(u + 108), static_cast<float>((low | (high << 4)) - 32));
+    offset = 0.0f;
+    const uint8_t* qs = u + 32 + 32 * h + l;
+    const int hb = 4 * h + j;  // the hmask bit of these values
+    // levels 0..7 (the low 2 bits, and 4 where the hmask bit is set), less 4
+    const uint32_t a = ((lathe_gemv_ld32(qs) >> (2 * j)) & 0x03030303u) | (((lathe_gemv_ld32(u + l) >> hb) & 0x01010101u) << 2);
+    const uint32_t b =
+        ((lathe_gemv_ld32(qs + 4) >> (2 * j)) & 0x03030303u) | (((lathe_gemv_ld32(u + l + 4) >> hb) & 0x01010101u) << 2);
+    q0 = lathe_gemv_bias(a, 4);
+    q1 = lathe_gemv_bias(b, 4);
+  }
+};
+
 // Q6_K: value v = 128 h + 32 kk + l has its low 4 bits in ql[64 h + 32 (kk % 2) + l] (low nibble for
 // kk < 2), its high 2 bits at bits 2 kk of qh[32 h + l]; scale index 8 h + 2 kk + l / 16;
 // x = (d * scale) * (q - 32).

@@ -25,7 +25,8 @@ struct Unit {
 
 const Unit* unit_of(GgmlType type) {
   static const Unit q8_0{"q8_0", 32, 34}, q4_0{"q4_0", 32, 18}, q4_1{"q4_1", 32, 20}, q5_0{"q5_0", 32, 22},
-      q5_1{"q5_1", 32, 24}, q4_k{"q4_k", 256, 144}, q5_k{"q5_k", 256, 176}, q6_k{"q6_k", 256, 210},
+      q5_1{"q5_1", 32, 24}, q2_k{"q2_k", 256, 84}, q3_k{"q3_k", 256, 110}, q4_k{"q4_k", 256, 144},
+      q5_k{"q5_k", 256, 176}, q6_k{"q6_k", 256, 210},
       f32{"f32", 8, 32}, f16{"f16", 8, 16}, bf16{"bf16", 8, 16};
   switch (type) {
     case GgmlType::Q8_0: return &q8_0;
@@ -33,6 +34,8 @@ const Unit* unit_of(GgmlType type) {
     case GgmlType::Q4_1: return &q4_1;
     case GgmlType::Q5_0: return &q5_0;
     case GgmlType::Q5_1: return &q5_1;
+    case GgmlType::Q2_K: return &q2_k;
+    case GgmlType::Q3_K: return &q3_k;
     case GgmlType::Q4_K: return &q4_k;
     case GgmlType::Q5_K: return &q5_k;
     case GgmlType::Q6_K: return &q6_k;

@@ -5,7 +5,7 @@
 //
 // Weights are read in place in their GGUF block format: a matrix W has n_out rows of k values (ggml:
 // row o is output o), rows contiguous and row_bytes(type, k) apart; a stack of experts is n_expert
-// such matrices back to back. Formats: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K.
+// such matrices back to back. Formats: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K.
 // Shapes: k % 32 == 0 (k % 256 == 0 for the K formats); weights 16-byte aligned and readable up to
 // the next 16-byte boundary past their end (device allocations are); f32 activations 16-byte aligned.
 //

@@ -40,6 +40,8 @@ const char* route_format(GgmlType t) {
     case GgmlType::Q4_1: return "q4_1";
     case GgmlType::Q5_0: return "q5_0";
     case GgmlType::Q5_1: return "q5_1";
+    case GgmlType::Q2_K: return "q2_k";
+    case GgmlType::Q3_K: return "q3_k";
     case GgmlType::Q4_K: return "q4_k";
     case GgmlType::Q5_K: return "q5_k";
     case GgmlType::Q6_K: return "q6_k";

@@ -16,11 +16,14 @@ bool use_more_bits(int64_t layer, int64_t n_layer) {
   return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
 }
 
-// A K-quant needs rows of whole 256-value blocks; like llama.cpp, fall back to a 32-value format.
+// A K-quant needs rows of whole 256-value blocks; like llama.cpp, fall back to a 32-value format
+// (for Q2_K and Q3_K llama.cpp takes IQ4_NL, which Lathe does not read: Q4_0, the nearest).
 GgmlType fit_row(GgmlType type, int64_t row_length) {
   if (row_length % block_format(type).block_size == 0) return type;
   switch (type) {
+    case GgmlType::Q2_K: case GgmlType::Q3_K: return GgmlType::Q4_0;
     case GgmlType::Q4_K: return GgmlType::Q5_0;
+    case GgmlType::Q5_K: return GgmlType::Q5_1;
     case GgmlType::Q6_K: return GgmlType::Q8_0;
     default: return GgmlType::F16;
   }
@@ -40,16 +43,19 @@ int file_type_code(const std::string& type) {
   if (type == "f16") return 1;
   if (type == "q4_0") return 2;
   if (type == "q8_0") return 7;
+  if (type == "q2_k") return 10;
+  if (type == "q3_k_m") return 12;
   if (type == "q4_k_m") return 15;
+  if (type == "q5_k_m") return 17;
   if (type == "bf16") return 32;
-  fail("unknown checkpoint type '{}' (known: f32, f16, bf16, q8_0, q4_0, q4_k_m)", type);
+  fail("unknown checkpoint type '{}' (known: f32, f16, bf16, q8_0, q4_0, q2_k, q3_k_m, q4_k_m, q5_k_m)", type);
 }
 
 std::vector<PlannedTensor> plan_tensors(const ModelSpec& s, const std::string& type) {
   std::vector<PlannedTensor> out;
   const int64_t qw = s.n_head * s.head_dim, kvw = s.n_head_kv * s.head_dim;
   auto matrix = [&](const std::string& name, std::vector<int64_t> dims, int64_t layer) {
-    const GgmlType t = synth_tensor_type(type, name, layer, s.n_layer, dims[0], s.tied_output);
+    const GgmlType t = synth_tensor_type(type, name, layer, s.n_layer, dims[0], s.tied_output, s.n_head / s.n_head_kv);
     out.push_back({name, std::move(dims), t, Fill::matrix});
   };
   auto vector = [&](const std::string& name, int64_t n, Fill fill) {
@@ -130,19 +136,30 @@ void set_metadata(GgufWriter& w, const ModelSpec& s, const ModelShape& shape, co
 }  // namespace
 
 GgmlType synth_tensor_type(const std::string& file_type, const std::string& name, int64_t layer,
-                           int64_t n_layer, int64_t row_length, bool tied_output) {
+                           int64_t n_layer, int64_t row_length, bool tied_output, int64_t n_gqa) {
+  const bool is_output = name == "output.weight" || (tied_output && name == "token_embd.weight");
+  const bool is_v = name.find("attn_v.") != std::string::npos, is_down = name.find("ffn_down") != std::string::npos;
+  const bool is_o = name.find("attn_output.") != std::string::npos;
   GgmlType t;
   if (file_type == "f32") t = GgmlType::F32;
   else if (file_type == "f16") t = GgmlType::F16;
   else if (file_type == "bf16") t = GgmlType::BF16;
   else if (file_type == "q8_0") t = GgmlType::Q8_0;
   else if (file_type == "q4_0") t = GgmlType::Q4_0;
-  else if (file_type == "q4_k_m") {
-    const bool is_output = name == "output.weight" || (tied_output && name == "token_embd.weight");
-    const bool more_bits = (name.find("attn_v.") != std::string::npos ||
-                            name.find("ffn_down") != std::string::npos) &&
-                           use_more_bits(layer, n_layer);
-    t = is_output || more_bits ? GgmlType::Q6_K : GgmlType::Q4_K;
+  else if (file_type == "q4_k_m" || file_type == "q5_k_m") {
+    const bool more_bits = (is_v || is_down) && use_more_bits(layer, n_layer);
+    t = is_output || more_bits ? GgmlType::Q6_K : file_type == "q4_k_m" ? GgmlType::Q4_K : GgmlType::Q5_K;
+  } else if (file_type == "q3_k_m") {
+    if (is_output) t = GgmlType::Q6_K;
+    else if (is_v) t = layer < 2 ? GgmlType::Q5_K : GgmlType::Q4_K;
+    else if (is_down) t = layer < n_layer / 16 ? GgmlType::Q5_K : GgmlType::Q4_K;
+    else if (is_o) t = GgmlType::Q4_K;
+    else t = GgmlType::Q3_K;
+  } else if (file_type == "q2_k") {
+    if (is_output) t = GgmlType::Q6_K;
+    else if (is_v) t = n_gqa >= 4 ? GgmlType::Q4_K : GgmlType::Q3_K;
+    else if (is_down || is_o) t = GgmlType::Q3_K;
+    else t = GgmlType::Q2_K;
   } else {
     file_type_code(file_type);  // throws the message listing the known types
     t = GgmlType::F32;

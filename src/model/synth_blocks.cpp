@@ -37,6 +37,49 @@ void q4_0(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
   }
 }
 
+// Q2_K: scales[16] (low nibble the sub-block's scale, high nibble its min), qs[64] 2-bit, d, dmin f16;
+// value = d * sc * q - dmin * m. With m = sc and dmin = 1.5 d, value = d sc (q - 1.5).
+void q2_k(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, dst += 84) {
+    for (int s = 0; s < 16; ++s) {
+      const uint8_t sc = static_cast<uint8_t>(4 + rng.next() % 12);  // 4..15
+      dst[s] = static_cast<uint8_t>(sc | (sc << 4));
+    }
+    random_bytes(rng, dst + 16, 64);
+    const float d = static_cast<float>(bound / (15.0 * 1.5));
+    put_f16(dst + 80, d);
+    put_f16(dst + 82, 1.5f * d);
+  }
+}
+
+// Q3_K: hmask[32], qs[64] 2-bit, 12 bytes of 6-bit scales stored plus 32, d f16; value = d * scale *
+// q with q in -4..3. Scales 8..31 (stored 40..63).
+void q3_k(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, dst += 110) {
+    random_bytes(rng, dst, 96);
+    uint8_t* scales = dst + 96;
+    std::memset(scales, 0, 12);
+    for (int s = 0; s < 16; ++s) {
+      const int stored = 40 + static_cast<int>(rng.next() % 24);
+      scales[s < 8 ? s : s - 8] |= static_cast<uint8_t>((stored & 0xF) << (s < 8 ? 0 : 4));
+      scales[8 + s % 4] |= static_cast<uint8_t>((stored >> 4) << (2 * (s / 4)));
+    }
+    put_f16(dst + 108, static_cast<float>(bound / (31.0 * 4.0)));
+  }
+}
+
+// Q4_K's and Q5_K's 12 bytes of 6-bit scales and mins, each sub-block's min equal to its scale
+// (16..63), as block_codecs.h's k4_scale_min reads them.
+void k4_scales(SynthRng& rng, uint8_t* scales) {
+  uint8_t sc[8];
+  for (uint8_t& s : sc) s = static_cast<uint8_t>(16 + rng.next() % 48);
+  for (int j = 0; j < 4; ++j) {
+    scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+    scales[j + 4] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+    scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | ((sc[j + 4] & 0xF) << 4));
+  }
+}
+
 // Q4_K: d, dmin f16; 12 bytes of 6-bit scales and mins; qs[128] nibbles.
 // value = d * sc_j * q - dmin * m_j. With m_j = sc_j and dmin = 7.5 d, value = d sc_j (q - 7.5).
 void q4_k(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
@@ -44,15 +87,19 @@ void q4_k(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
     const float d = static_cast<float>(bound / (63.0 * 7.5));
     put_f16(dst, d);
     put_f16(dst + 2, 7.5f * d);
-    uint8_t sc[8];
-    for (uint8_t& s : sc) s = static_cast<uint8_t>(16 + rng.next() % 48);  // 16..63
-    uint8_t* scales = dst + 4;
-    for (int j = 0; j < 4; ++j) {
-      scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
-      scales[j + 4] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
-      scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0xF) | ((sc[j + 4] & 0xF) << 4));
-    }
+    k4_scales(rng, dst + 4);
     random_bytes(rng, dst + 16, 128);
+  }
+}
+
+// Q5_K: as Q4_K with qh[32], the levels' fifth bits; with dmin = 15.5 d, value = d sc_j (q - 15.5).
+void q5_k(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b, dst += 176) {
+    const float d = static_cast<float>(bound / (63.0 * 15.5));
+    put_f16(dst, d);
+    put_f16(dst + 2, 15.5f * d);
+    k4_scales(rng, dst + 4);
+    random_bytes(rng, dst + 16, 160);
   }
 }
 
@@ -71,7 +118,10 @@ bool write_random_blocks(GgmlType type, SynthRng& rng, double bound, uint8_t* ds
   switch (type) {
     case GgmlType::Q8_0: q8_0(rng, bound, dst, n / 32); return true;
     case GgmlType::Q4_0: q4_0(rng, bound, dst, n / 32); return true;
+    case GgmlType::Q2_K: q2_k(rng, bound, dst, n / 256); return true;
+    case GgmlType::Q3_K: q3_k(rng, bound, dst, n / 256); return true;
     case GgmlType::Q4_K: q4_k(rng, bound, dst, n / 256); return true;
+    case GgmlType::Q5_K: q5_k(rng, bound, dst, n / 256); return true;
     case GgmlType::Q6_K: q6_k(rng, bound, dst, n / 256); return true;
     case GgmlType::F16:
     case GgmlType::BF16: {

@@ -166,15 +166,28 @@ std::vector<int> StepPlan::Builder::scratch_for_kernels(int gi) {
   }
   const bool merged = grp.rule == "merged_products" || grp.rule == "gate_up_swiglu";
   if (!grp.rule.empty() && !merged && !norm_mixture && !rope_attention) return out;
-  if (n.kind == OpKind::product && (reads_quantized(n) || reads_half(n))) {
+  // A merged group's products read one x, but in a chunk each in the form its format takes: the f16
+  // form where a tensor-core kernel reads the format, f32 where none does (a Q5_K q beside a Q6_K v).
+  // The slot is the first product's that reads a form (emit_merged converts x there).
+  const graph::Node* form_reader = &n;
+  if (merged)
+    for (int id : grp.nodes) {
+      const graph::Node& pn = g.nodes[static_cast<size_t>(id)];
+      if (pn.kind == OpKind::product && (reads_quantized(pn) || reads_half(pn))) {
+        form_reader = &pn;
+        break;
+      }
+    }
+  const graph::Node& reader = *form_reader;
+  if (reader.kind == OpKind::product && (reads_quantized(reader) || reads_half(reader))) {
     // The int8 form of an activation is made once, by its producer (quantize_epilogue) or the first
     // product that reads it, and kept for the others (q, k and v read one normed row; gate and up
     // another).
-    const graph::Tensor& x = g.tensor(n.args[0].tensor);
+    const graph::Tensor& x = g.tensor(reader.args[0].tensor);
     const int64_t kk = x.shape.back(), rows = numel(x) / kk;
     auto it = quantized.find(x.id);
     if (it == quantized.end()) {
-      const int64_t bytes = reads_half(n) ? rows * kk * 2 : k::quantized_activation_bytes(rows, kk, o.activations);
+      const int64_t bytes = reads_half(reader) ? rows * kk * 2 : k::quantized_activation_bytes(rows, kk, o.activations);
       it = quantized.emplace(x.id, scratch(gi, bytes)).first;
       quantize_in[gi] = true;
     } else {

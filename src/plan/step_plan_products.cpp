@@ -276,8 +276,15 @@ void StepPlan::Builder::emit_merged(int gi) {
       return;
     }
   }
-  for (size_t i = 0; i < n_products; ++i)
-    emit_product(g.nodes[static_cast<size_t>(grp.nodes[i])], gi, quantize && i == 0);
+  // One by one: the first product that reads x's int8 or f16 form makes it (a chunk's products may
+  // differ: scratch_for_kernels).
+  bool form_pending = quantize;
+  for (size_t i = 0; i < n_products; ++i) {
+    const graph::Node& pn = g.nodes[static_cast<size_t>(grp.nodes[i])];
+    const bool reads_form = reads_quantized(pn) || reads_half(pn);
+    emit_product(pn, gi, form_pending && reads_form);
+    if (reads_form) form_pending = false;
+  }
   if (swiglu) {
     const graph::Node& sw = g.nodes[static_cast<size_t>(grp.nodes[2])];
     const CUdeviceptr gp = ptr(sw.args[0].tensor), up = ptr(sw.args[1].tensor), out = ptr(sw.output);
