@@ -2037,6 +2037,20 @@ for part in "$@"; do
         timeout 120 $L run $f -p "In the beginning God created" -n 256 $opts 2>&1 >/dev/null | grep -E "generated"
       done
     done ;;
+  k38)  # Q2_K and Q3_K on the GPU, and llama.cpp's q2_k / q3_k_m / q5_k_m mixes (thirty-eighth session):
+        # the kernels' tests (every format), lathe check of each mix, pp512 and tg128 of the 8B in each
+    gpu_tests test_gemv_gpu
+    timeout 150 $C/test_gemv_gpu --gtest_filter='*EveryFormat*:*Batched*' 2>&1 | grep -E "^  (q2_K|q3_K|q5_K)"
+    for t in q2_k q3_k_m q5_k_m; do
+      f=$(synth qwen3-0.6b $t)
+      echo "== check qwen3-0.6b $t"; timeout 120 $L check $f --steps 16 2>&1 | tail -2
+    done
+    f=$(synth qwen3-8b q3_k_m)
+    echo "== check qwen3-8b q3_k_m"; timeout 150 $L check $f --steps 8 2>&1 | tail -2
+    for t in q2_k q3_k_m q5_k_m; do
+      f=$(synth qwen3-8b $t)
+      echo "== bench qwen3-8b $t"; timeout 120 $L bench $f -p 512 -n 128 -r 2 2>&1 | grep -E "pp512|tg128|error"
+    done ;;
   m37)  # qwen3-30b-a3b, held and with the mixture's one-wave split (see the list above: next37)
     f=$(synth qwen3-30b-a3b q8_0)
     echo "== tg128 qwen3-30b-a3b q8_0 held"; tg_short $f

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -33,6 +34,25 @@ inline void lathe_k4_scale_min(const uint8_t* s, int j, int& sc, int& m) {
 }
 
 #include "kernels/gemv_blocks.cuh"  // (tests/CMakeLists.txt: -Wno-unknown-pragmas -fno-strict-aliasing)
+
+// And what gemm_f16_blocks.cuh's formats (the f16 and wgmma prefill GEMMs' weights) take from
+// gemm_f16.cuh and common.cuh: an f16 read, a byte as a float less a bias, two values rounded to f16
+// and packed, words from a 2-byte aligned address.
+inline float lathe_gf16_half_at(const uint8_t* p) { return lathe::blocks::load_f16(p); }
+inline float lathe_gf16_byte(uint32_t u, int b, float bias) { return static_cast<float>((u >> (8 * b)) & 255u) - bias; }
+inline uint32_t lathe_gf16_pack(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  uint32_t w;
+  std::memcpy(&w, &h, 4);
+  return w;
+}
+template <int N>
+void lathe_gemm_words(const uint8_t* p, uint32_t* out) {
+  std::memcpy(out, p, 4 * N);
+}
+inline int min(int a, int b) { return a < b ? a : b; }
+#define LATHE_GF16_FORMATS_ONLY 1
+#include "kernels/gemm_f16_blocks.cuh"
 
 namespace lathe {
 namespace {
@@ -113,6 +133,73 @@ TEST(BlockTraits, EveryFormatsPiecesAreDequantizeRowsBits) {
       for (int64_t u = 0; u < n / block; ++u)
         for (int at : f16_fields(tr.type)) blocks::store_f16(row.data() + u * f.block_bytes + at, normal(rng));
       expect_pieces_match(tr, row, n, "random bytes");
+    }
+  }
+}
+
+// The f16 GEMMs' formats: chunk c (64 values) of a row staged as the kernel stages it (line l from
+// line(), 16 bytes, zeros where line() says it is not read), then dequant() for its two halves, against
+// dequantize_row rounded to f16. The offset formats (Q2_K, Q4_K, Q5_K) form d sc q - dmin m with one fused
+// multiply-add where dequantize_row rounds the product first: at most one f16 step apart, rarely.
+template <class F>
+void expect_gf16_chunks_match(GgmlType t, const std::vector<uint8_t>& matrix, int64_t rows, int64_t k) {
+  const int64_t rb = row_bytes(t, k);
+  std::vector<float> want(static_cast<size_t>(k));
+  int64_t off_by_one = 0, values = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* row = matrix.data() + r * rb;
+    dequantize_row(t, row, want.data(), k);
+    for (int c = 0; c < (k + 63) / 64; ++c) {
+      alignas(16) uint8_t raw[16 * 16] = {};
+      for (int l = 0; l < F::lines; ++l) {
+        const uint8_t* src = nullptr;
+        if (F::line(row, static_cast<int>(k), c, l, src)) std::memcpy(raw + 16 * l, src, 16);
+      }
+      for (int h = 0; h < 2; ++h) {
+        uint32_t v[16];
+        F::dequant(raw, reinterpret_cast<size_t>(row), static_cast<int>(k), c, h, v);
+        for (int i = 0; i < 32; ++i) {
+          const int64_t at = 64 * c + 32 * h + i;
+          const uint16_t got = static_cast<uint16_t>(v[i / 2] >> (16 * (i % 2)));
+          const uint16_t exp = at < k ? f32_to_f16(want[static_cast<size_t>(at)]) : 0;
+          const int step = std::abs(static_cast<int>(got) - static_cast<int>(exp));
+          ASSERT_LE(step, 1) << ggml_type_name(t) << ": row " << r << " chunk " << c << " value " << 32 * h + i;
+          off_by_one += step;
+          ++values;
+        }
+      }
+    }
+  }
+  EXPECT_LE(off_by_one * 1000, values) << ggml_type_name(t) << ": " << off_by_one << " of " << values << " one f16 step off";
+  if (t == GgmlType::Q8_0 || t == GgmlType::Q3_K || t == GgmlType::Q6_K) {
+    EXPECT_EQ(off_by_one, 0) << ggml_type_name(t);  // no offset: the same two roundings as dequantize_row
+  }
+}
+
+TEST(BlockTraits, TheF16GemmsChunksAreDequantizeRowsInF16) {
+  std::mt19937 rng(38);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t rows = 24;
+  for (const GgmlType t : {GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    for (const int64_t k : {int64_t{256}, int64_t{1280}, t == GgmlType::Q8_0 ? int64_t{96} : int64_t{2048}}) {
+      // Rows back to back from a 16-byte aligned base (Q6_K's and Q8_0's rows start at any even
+      // offset), with a line of room past the last.
+      const int64_t rb = row_bytes(t, k);
+      std::vector<uint8_t> matrix(static_cast<size_t>(rows * rb + 64));
+      std::vector<float> values(static_cast<size_t>(k));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (float& v : values) v = normal(rng);
+        quantize_row(t, values.data(), matrix.data() + r * rb, k);
+      }
+      SCOPED_TRACE(k);
+      switch (t) {
+        case GgmlType::Q8_0: expect_gf16_chunks_match<lathe_gf16_q8_0>(t, matrix, rows, k); break;
+        case GgmlType::Q2_K: expect_gf16_chunks_match<lathe_gf16_q2_k>(t, matrix, rows, k); break;
+        case GgmlType::Q3_K: expect_gf16_chunks_match<lathe_gf16_q3_k>(t, matrix, rows, k); break;
+        case GgmlType::Q4_K: expect_gf16_chunks_match<lathe_gf16_q4_k>(t, matrix, rows, k); break;
+        case GgmlType::Q5_K: expect_gf16_chunks_match<lathe_gf16_q5_k>(t, matrix, rows, k); break;
+        default: expect_gf16_chunks_match<lathe_gf16_q6_k>(t, matrix, rows, k); break;
+      }
     }
   }
 }

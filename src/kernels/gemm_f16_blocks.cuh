@@ -84,6 +84,38 @@ struct lathe_gf16_q4_k {
   }
 };
 
+// q5_K: 176-byte super-blocks (d, dmin: f16, scales: uint8[12], qh: uint8[32], qs: uint8[128]), rows
+// 16-byte aligned (176 = 11 * 16). Chunk c is quarter p = c % 4 of super-block c / 4, as q4_K's: line
+// 0 the header, lines 1-2 qh (bit j of qh[l] the fifth bit of value l of sub-block j), lines 3-4
+// qs[32p .. 32p + 31].
+struct lathe_gf16_q5_k {
+  static constexpr int lines = 5;
+  static constexpr bool direct = false;
+  static __device__ __forceinline__ bool line(const uint8_t* row, int, int c, int l, const uint8_t*& src) {
+    const uint8_t* sb = row + 176 * (c >> 2);
+    src = l < 3 ? sb + 16 * l : sb + 48 + 32 * (c & 3) + 16 * (l - 3);
+    return true;
+  }
+  static __device__ __forceinline__ void dequant(const uint8_t* raw, size_t, int, int c, int h, uint32_t* v) {
+    const int j = 2 * (c & 3) + h;  // sub-block
+    int sc, m;
+    lathe_k4_scale_min(raw + 4, j, sc, m);
+    const float ds = lathe_gf16_half_at(raw) * static_cast<float>(sc);
+    const float mn = -(lathe_gf16_half_at(raw + 2) * static_cast<float>(m));
+    const uint4 a = *reinterpret_cast<const uint4*>(raw + 48), b = *reinterpret_cast<const uint4*>(raw + 64);
+    const uint4 ha = *reinterpret_cast<const uint4*>(raw + 16), hb = *reinterpret_cast<const uint4*>(raw + 32);
+    const uint32_t q[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    const uint32_t qh[8] = {ha.x, ha.y, ha.z, ha.w, hb.x, hb.y, hb.z, hb.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t u = ((q[i] >> (4 * h)) & 0x0F0F0F0Fu) | (((qh[i] >> j) & 0x01010101u) << 4);
+      v[2 * i] = lathe_gf16_pack(fmaf(ds, lathe_gf16_byte(u, 0, 0.0f), mn), fmaf(ds, lathe_gf16_byte(u, 1, 0.0f), mn));
+      v[2 * i + 1] =
+          lathe_gf16_pack(fmaf(ds, lathe_gf16_byte(u, 2, 0.0f), mn), fmaf(ds, lathe_gf16_byte(u, 3, 0.0f), mn));
+    }
+  }
+};
+
 // q6_K: 210-byte super-blocks (ql: uint8[128], qh: uint8[64], scales: int8[16], d: f16) at even
 // offsets. Chunk c is quarter p = 2H + e of super-block c / 4 (H: its 128-value half); half h of the
 // chunk is ggml's group c' = 2e + h of that half: value l (0..31) has low nibble e of ql[64H + 32h + l],
@@ -128,6 +160,92 @@ struct lathe_gf16_q6_k {
   }
 };
 
+// A region of a super-block staged as its 16-byte lines: `first` the first of its lines in the stage,
+// the region `len` bytes from `start` (any even address); line l of the stage is the region's line
+// l - first, read where it holds a byte of the region.
+__device__ __forceinline__ bool lathe_gf16_region_line(const uint8_t* start, int len, int first, int l,
+                                                      const uint8_t*& src) {
+  const int off = static_cast<int>(reinterpret_cast<size_t>(start) & 15);
+  src = start - off + 16 * (l - first);
+  return 16 * (l - first) < off + len;
+}
+
+// q2_K: 84-byte super-blocks (scales: uint8[16], qs: uint8[64], d, dmin: f16) at even offsets. Chunk c
+// is quarter p = 2H + e of super-block c / 4; half h of the chunk is group j = 2e + h of half H: value
+// l (0..31) is bits 2j of qs[32H + l], sub-block 8H + 2j + l / 16 (low nibble of its scale byte the
+// scale, high the min). Staged: lines 0-1 the scales, 2-4 qs[32H ..] (32 bytes), 5-6 d and dmin.
+struct lathe_gf16_q2_k {
+  static constexpr int lines = 7;
+  static constexpr bool direct = false;
+  static __device__ __forceinline__ bool line(const uint8_t* row, int, int c, int l, const uint8_t*& src) {
+    const uint8_t* sb = row + 84 * (c >> 2);
+    if (l < 2) return lathe_gf16_region_line(sb, 16, 0, l, src);
+    if (l < 5) return lathe_gf16_region_line(sb + 16 + 32 * ((c >> 1) & 1), 32, 2, l, src);
+    return lathe_gf16_region_line(sb + 80, 4, 5, l, src);
+  }
+  static __device__ __forceinline__ void dequant(const uint8_t* raw, size_t row_addr, int, int c, int h, uint32_t* v) {
+    const int p = c & 3, H = p >> 1, j = 2 * (p & 1) + h;
+    const size_t sb = row_addr + 84 * static_cast<size_t>(c >> 2);
+    const uint8_t* scales = raw + (sb & 15);
+    const uint8_t* qs = raw + 32 + ((sb + 16 + 32 * H) & 15);
+    const uint8_t* dm = raw + 80 + ((sb + 80) & 15);
+    const float d = lathe_gf16_half_at(dm), dmin = lathe_gf16_half_at(dm + 2);
+    const int sc0 = scales[8 * H + 2 * j], sc1 = scales[8 * H + 2 * j + 1];
+    const float ds0 = d * static_cast<float>(sc0 & 0xF), mn0 = -(dmin * static_cast<float>(sc0 >> 4));
+    const float ds1 = d * static_cast<float>(sc1 & 0xF), mn1 = -(dmin * static_cast<float>(sc1 >> 4));
+    uint32_t q[8];
+    lathe_gemm_words<8>(qs, q);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t u = (q[i] >> (2 * j)) & 0x03030303u;
+      const float ds = i < 4 ? ds0 : ds1, mn = i < 4 ? mn0 : mn1;
+      v[2 * i] = lathe_gf16_pack(fmaf(ds, lathe_gf16_byte(u, 0, 0.0f), mn), fmaf(ds, lathe_gf16_byte(u, 1, 0.0f), mn));
+      v[2 * i + 1] =
+          lathe_gf16_pack(fmaf(ds, lathe_gf16_byte(u, 2, 0.0f), mn), fmaf(ds, lathe_gf16_byte(u, 3, 0.0f), mn));
+    }
+  }
+};
+
+// q3_K: 110-byte super-blocks (hmask: uint8[32], qs: uint8[64], scales: uint8[12], d: f16) at even
+// offsets. Chunk and group as q2_K's: value l of group j of half H has its low 2 bits at bits 2j of
+// qs[32H + l], bit 4H + j of hmask[l] (clear: 4 less), scale (6 bits, less 32) of sub-block
+// 8H + 2j + l / 16. Staged: lines 0-2 hmask, 3-5 qs[32H ..], 6-7 the scales and d.
+struct lathe_gf16_q3_k {
+  static constexpr int lines = 8;
+  static constexpr bool direct = false;
+  static __device__ __forceinline__ bool line(const uint8_t* row, int, int c, int l, const uint8_t*& src) {
+    const uint8_t* sb = row + 110 * (c >> 2);
+    if (l < 3) return lathe_gf16_region_line(sb, 32, 0, l, src);
+    if (l < 6) return lathe_gf16_region_line(sb + 32 + 32 * ((c >> 1) & 1), 32, 3, l, src);
+    return lathe_gf16_region_line(sb + 96, 14, 6, l, src);
+  }
+  static __device__ __forceinline__ float scale(const uint8_t* scales, int s, float d) {
+    const int low = s < 8 ? (scales[s] & 0xF) : (scales[s - 8] >> 4);
+    const int high = (scales[8 + (s & 3)] >> (2 * (s >> 2))) & 3;
+    return d * static_cast<float>((low | (high << 4)) - 32);
+  }
+  static __device__ __forceinline__ void dequant(const uint8_t* raw, size_t row_addr, int, int c, int h, uint32_t* v) {
+    const int p = c & 3, H = p >> 1, j = 2 * (p & 1) + h;
+    const size_t sb = row_addr + 110 * static_cast<size_t>(c >> 2);
+    const uint8_t* hmask = raw + (sb & 15);
+    const uint8_t* qs = raw + 48 + ((sb + 32 + 32 * H) & 15);
+    const uint8_t* tail = raw + 96 + ((sb + 96) & 15);  // scales[12], d
+    const float d = lathe_gf16_half_at(tail + 12);
+    const float s0 = scale(tail, 8 * H + 2 * j, d), s1 = scale(tail, 8 * H + 2 * j + 1, d);
+    uint32_t q[8], m[8];
+    lathe_gemm_words<8>(qs, q);
+    lathe_gemm_words<8>(hmask, m);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t u = ((q[i] >> (2 * j)) & 0x03030303u) | (((m[i] >> (4 * H + j)) & 0x01010101u) << 2);
+      const float s = i < 4 ? s0 : s1;
+      v[2 * i] = lathe_gf16_pack(s * lathe_gf16_byte(u, 0, 4.0f), s * lathe_gf16_byte(u, 1, 4.0f));
+      v[2 * i + 1] = lathe_gf16_pack(s * lathe_gf16_byte(u, 2, 4.0f), s * lathe_gf16_byte(u, 3, 4.0f));
+    }
+  }
+};
+
+#ifndef LATHE_GF16_FORMATS_ONLY  // (tests/test_block_traits.cpp reads the formats on the host)
 #define LATHE_GF16_KERNEL(FMT, BM, BN)                                                                   \
   extern "C" __global__ void __launch_bounds__(LATHE_GF16_THREADS, 1) lathe_gemm_f16_##FMT##_##BM##x##BN( \
       const uint8_t* w, long long row_bytes, const __half* x, float* y, int n_rows, int k, int n_out) {  \
@@ -142,5 +260,9 @@ struct lathe_gf16_q6_k {
 
 LATHE_GF16_FORMAT(f16)
 LATHE_GF16_FORMAT(q8_0)
+LATHE_GF16_FORMAT(q2_k)
+LATHE_GF16_FORMAT(q3_k)
 LATHE_GF16_FORMAT(q4_k)
+LATHE_GF16_FORMAT(q5_k)
 LATHE_GF16_FORMAT(q6_k)
+#endif

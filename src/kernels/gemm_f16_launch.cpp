@@ -21,11 +21,15 @@ GemmF16Tile g_override;
 
 const GemmF16Format* gemm_f16_format(GgmlType type) {
   static const GemmF16Format f16{"f16", 8, true, 32}, q8_0{"q8_0", 6, false, 32}, q4_k{"q4_k", 3, false, 256},
+      q2_k{"q2_k", 7, false, 256}, q3_k{"q3_k", 8, false, 256}, q5_k{"q5_k", 5, false, 256},
       q6_k{"q6_k", 10, false, 256};
   switch (type) {
     case GgmlType::F16: return &f16;
     case GgmlType::Q8_0: return &q8_0;
+    case GgmlType::Q2_K: return &q2_k;
+    case GgmlType::Q3_K: return &q3_k;
     case GgmlType::Q4_K: return &q4_k;
+    case GgmlType::Q5_K: return &q5_k;
     case GgmlType::Q6_K: return &q6_k;
     default: return nullptr;
   }

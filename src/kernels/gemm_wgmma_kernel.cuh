@@ -196,5 +196,8 @@ __device__ __forceinline__ void lathe_gwg_body(const uint8_t* w, long long row_b
 
 LATHE_GWG_FORMAT(f16)
 LATHE_GWG_FORMAT(q8_0)
+LATHE_GWG_FORMAT(q2_k)
+LATHE_GWG_FORMAT(q3_k)
 LATHE_GWG_FORMAT(q4_k)
+LATHE_GWG_FORMAT(q5_k)
 LATHE_GWG_FORMAT(q6_k)
