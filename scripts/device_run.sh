@@ -2037,14 +2037,17 @@ for part in "$@"; do
         timeout 120 $L run $f -p "In the beginning God created" -n 256 $opts 2>&1 >/dev/null | grep -E "generated"
       done
     done ;;
-  k38)  # Q2_K and Q3_K on the GPU, and llama.cpp's q2_k / q3_k_m / q5_k_m mixes (thirty-eighth session):
-        # the kernels' tests (every format), lathe check of each mix, pp512 and tg128 of the 8B in each
-    gpu_tests test_gemv_gpu
+  k38)  # Q2_K and Q3_K on the GPU, Q2_K / Q3_K / Q5_K prefill on tensor cores, and llama.cpp's q2_k /
+        # q3_k_m / q5_k_m mixes (thirty-eighth session): the kernels' tests (every format), lathe check of
+        # each mix, pp512 and tg128 of the 8B in each
+    gpu_tests test_gemv_gpu test_gemm_f16_gpu test_gemm_wgmma_gpu test_gemm_wgmma_multi_gpu
     timeout 150 $C/test_gemv_gpu --gtest_filter='*EveryFormat*:*Batched*' 2>&1 | grep -E "^  (q2_K|q3_K|q5_K)"
     for t in q2_k q3_k_m q5_k_m; do
       f=$(synth qwen3-0.6b $t)
       echo "== check qwen3-0.6b $t"; timeout 120 $L check $f --steps 16 2>&1 | tail -2
     done
+    ;;
+  k38b)  # the 8B in llama.cpp's lower K mixes: check (q3_k_m), pp512 and tg128 (after k38)
     f=$(synth qwen3-8b q3_k_m)
     echo "== check qwen3-8b q3_k_m"; timeout 150 $L check $f --steps 8 2>&1 | tail -2
     for t in q2_k q3_k_m q5_k_m; do

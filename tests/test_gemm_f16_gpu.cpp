@@ -171,9 +171,9 @@ TEST(GemmF16Gpu, RefusesWhatItCannotReadAndTilesFit) {
       EXPECT_LE(gemm_f16_shared_bytes(t, tile), 232448u) << gemm_f16_kernel_name(t, tile);
   }
   EXPECT_EQ(gemm_f16_kernel_name(GgmlType::Q4_K, {128, 128}), "lathe_gemm_f16_q4_k_128x128");
-  EXPECT_FALSE(gemm_f16_supports(GgmlType::Q5_K));
+  EXPECT_FALSE(gemm_f16_supports(GgmlType::Q5_0));
   EXPECT_FALSE(gemm_f16_supports(GgmlType::F32));
-  EXPECT_THROW(gemm_f16(WeightMatrix{GgmlType::Q5_K, 0, 64, 256}, 0, 1, 0, nullptr), UserError);
+  EXPECT_THROW(gemm_f16(WeightMatrix{GgmlType::Q5_0, 0, 64, 256}, 0, 1, 0, nullptr), UserError);
   EXPECT_THROW(gemm_f16(WeightMatrix{GgmlType::Q4_K, 0, 64, 288}, 0, 1, 0, nullptr), UserError);
   EXPECT_THROW(gemm_f16(WeightMatrix{GgmlType::F16, 0, 64, 48}, 0, 1, 0, nullptr), UserError);
   EXPECT_THROW(gemm_f16(WeightMatrix{GgmlType::Q8_0, 0, 64, 256, 4}, 0, 1, 0, nullptr), UserError);

@@ -18,7 +18,8 @@ namespace lathe::kernels::f16_test {
 // The bound on max|gpu - ref| / max|ref| per shape and row count; kBoundMany where >= 16k outputs are
 // compared (gemm_f16_launch.h: two f16 roundings a term, adding up like the terms).
 constexpr double kBound = 1e-3, kBoundMany = 5e-4;
-inline const GgmlType kFormats[] = {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K};
+inline const GgmlType kFormats[] = {GgmlType::F16,  GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
+                                    GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 // splitmix64: random bytes for matrices of hundreds of MB in seconds.
 struct FastRng {

@@ -89,7 +89,8 @@ struct Fmt {
   int lines;
   bool direct;
 };
-const Fmt kFmts[] = {{GgmlType::F16, 8, true}, {GgmlType::Q8_0, 6, false}, {GgmlType::Q4_K, 3, false},
+const Fmt kFmts[] = {{GgmlType::F16, 8, true},   {GgmlType::Q8_0, 6, false}, {GgmlType::Q2_K, 7, false},
+                     {GgmlType::Q3_K, 8, false},  {GgmlType::Q4_K, 3, false}, {GgmlType::Q5_K, 5, false},
                      {GgmlType::Q6_K, 10, false}};
 
 TEST(GemmWgmmaLayout, StageRingFitsAndDoesNotOverlap) {
@@ -115,8 +116,8 @@ TEST(GemmWgmmaLayout, StageRingFitsAndDoesNotOverlap) {
                   g.raw_slots, g.total);
     }
   EXPECT_EQ(gemm_wgmma_kernel_name(GgmlType::Q4_K, 256), "lathe_gemm_wgmma_q4_k_256x128");
-  EXPECT_FALSE(gemm_wgmma_supports(GgmlType::Q5_K));
-  EXPECT_THROW(gemm_wgmma(WeightMatrix{GgmlType::Q5_K, 0, 64, 256}, 0, 1, 0, nullptr), UserError);
+  EXPECT_FALSE(gemm_wgmma_supports(GgmlType::Q5_0));
+  EXPECT_THROW(gemm_wgmma(WeightMatrix{GgmlType::Q5_0, 0, 64, 256}, 0, 1, 0, nullptr), UserError);
   EXPECT_THROW(gemm_wgmma(WeightMatrix{GgmlType::Q4_K, 0, 64, 288}, 0, 1, 0, nullptr), UserError);
   EXPECT_THROW(gemm_wgmma(WeightMatrix{GgmlType::Q8_0, 0, 64, 256, 4}, 0, 1, 0, nullptr), UserError);
 }
@@ -260,6 +261,9 @@ TEST(GemmWgmmaLayout, Sm90aModuleCompilesWithNvrtc) {
   for (const Fmt& f : kFmts)
     for (int bm : {128, 256}) {
       EXPECT_NE(bytes.find(gemm_wgmma_kernel_name(f.type, bm)), std::string::npos);
+      // The register-A kernel and its multi and SwiGLU forms: the formats with their boxes (the
+      // others, Q2_K, Q3_K, Q5_K, run the staged kernel a matrix).
+      if (!gemm_wgmma_uses_rs(f.type, 4096)) continue;
       EXPECT_NE(bytes.find(gemm_wgmma_rs_kernel_name(f.type, bm)), std::string::npos);
       EXPECT_NE(bytes.find(gemm_wgmma_multi_kernel_name(f.type, bm)), std::string::npos);
       EXPECT_NE(bytes.find(gemm_wgmma_swiglu_kernel_name(f.type, bm)), std::string::npos);
