@@ -66,6 +66,7 @@ cases = {
     "zero_dim.gguf": (gguf([ARCH], [tinfo("w", [32, 0], T_F32, 0)], GOOD_DATA), "dimension 1 is zero"),
     "overflowing_dims.gguf": (gguf([ARCH], [tinfo("w", [1 << 40, 1 << 40], T_F32, 0)], GOOD_DATA), "dimensions overflow"),
     "unknown_tensor_type.gguf": (gguf([ARCH], [tinfo("w", [32], 4, 0)], GOOD_DATA), "unknown or unsupported type 4"),
+    "unread_tensor_type.gguf": (gguf([ARCH], [tinfo("w", [256], 23, 0)], GOOD_DATA), "type 23 (iq4_xs, which Lathe does not read"),
     "ragged_block.gguf": (gguf([ARCH], [tinfo("w", [33], T_Q8_0, 0)], GOOD_DATA), "not a multiple of"),
     "offset_past_end.gguf": (gguf([ARCH], [tinfo("w", [32], T_F32, 1 << 20)], GOOD_DATA), "runs past the end"),
     "data_past_end.gguf": (gguf([ARCH], [tinfo("w", [64, 64], T_F32, 0)], GOOD_DATA), "runs past the end"),

@@ -3,6 +3,7 @@
 #include <array>
 #include <cctype>
 #include <string>
+#include <utility>
 
 namespace lathe {
 namespace {
@@ -38,6 +39,20 @@ std::string_view ggml_type_name(GgmlType type) {
   for (const TypeName& t : kTypeNames)
     if (t.type == type) return t.name;
   return "unknown";
+}
+
+std::string_view ggml_type_number_name(uint32_t number) {
+  if (const std::optional<GgmlType> t = ggml_type_from_number(number)) return ggml_type_name(*t);
+  // ggml's types Lathe does not read (ggml.h's enum; the PyPI gguf package's GGMLQuantizationType).
+  static constexpr std::array<std::pair<uint32_t, std::string_view>, 19> kUnread{{
+      {16, "iq2_xxs"}, {17, "iq2_xs"}, {18, "iq3_xxs"}, {19, "iq1_s"}, {20, "iq4_nl"}, {21, "iq3_s"},
+      {22, "iq2_s"},   {23, "iq4_xs"}, {24, "i8"},      {25, "i16"},   {26, "i32"},    {27, "i64"},
+      {28, "f64"},     {29, "iq1_m"},  {34, "tq1_0"},   {35, "tq2_0"}, {39, "mxfp4"},  {40, "nvfp4"},
+      {41, "q1_0"},
+  }};
+  for (const auto& [n, name] : kUnread)
+    if (n == number) return name;
+  return "";
 }
 
 std::optional<GgmlType> ggml_type_from_name(std::string_view name) {

@@ -28,6 +28,8 @@ enum class GgmlType : uint32_t {
 // The types Lathe reads. Any other number in a file is refused by name.
 std::optional<GgmlType> ggml_type_from_number(uint32_t number);
 std::string_view ggml_type_name(GgmlType type);
+// The name of ggml's type `number`, read by Lathe or not ("iq4_xs"); "" for a number ggml has none for.
+std::string_view ggml_type_number_name(uint32_t number);
 std::optional<GgmlType> ggml_type_from_name(std::string_view name);  // "q8_0", "Q4_K", "bf16", ...
 
 }  // namespace lathe

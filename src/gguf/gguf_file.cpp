@@ -2,6 +2,8 @@
 
 #include "gguf/block_format.h"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -243,7 +245,13 @@ void GgufFile::parse() {
     }
     const uint32_t type = c.read<uint32_t>(t.name);
     const std::optional<GgmlType> gt = ggml_type_from_number(type);
-    if (!gt) c.error("tensor '{}': unknown or unsupported type {}", t.name, type);
+    if (!gt) {
+      const std::string_view known = ggml_type_number_name(type);
+      c.error("tensor '{}': unknown or unsupported type {}{}", t.name, type,
+              known.empty() ? std::string(" (not a ggml type)")
+                            : fmt::format(" ({}, which Lathe does not read; it reads f32, f16, bf16, q4_0, q4_1, "
+                                          "q5_0, q5_1, q8_0, q8_1 and q2_K to q8_K)", known));
+    }
     t.type = *gt;
     const BlockFormat& bf = block_format(t.type);
     if (t.dims[0] % bf.block_size != 0)
