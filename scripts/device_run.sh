@@ -642,6 +642,13 @@
 #     e37   the emitted 0.6B against lathe run and bench; tg128 of qwen3-8b Q8_0 and Q4_K_M
 #     m37   qwen3-30b-a3b: tg128 held, `lathe check` and tg128 with the mixture's one-wave split
 #           (LATHE_MOE_SPLIT=ring), alternated twice
+#   r38     (thirty-eighth session) `lathe run -n 256` against tg128 on qwen3-0.6b and qwen3-8b Q8_0:
+#           greedy (the device's argmax), the sampler's defaults, min-p alone, a penalty; the lane's
+#           GpuLaneGreedy
+#   k38     (thirty-eighth session) Q2_K and Q3_K on the GPU and Q2_K/Q3_K/Q5_K prefill on tensor cores:
+#           test_gemv_gpu, test_gemm_f16_gpu, test_gemm_wgmma_gpu, test_gemm_wgmma_multi_gpu, `lathe
+#           check` of qwen3-0.6b in llama.cpp's q2_k, q3_k_m and q5_k_m mixes
+#   k38b    (thirty-eighth session) qwen3-8b in those mixes: `lathe check` (q3_k_m), pp512 and tg128
 #   fin36   (thirty-sixth session) the session's defaults: the GPU tests, `lathe check` of qwen3-0.6b,
 #           tg128 of qwen3-0.6b, qwen3-8b Q8_0 and Q4_K_M, qwen3-30b-a3b Q8_0
 #   lv1     (thirty-sixth session) the split launch's levels layout (the _lv kernels, the default since;
