@@ -4,7 +4,8 @@
 // A format is a trait struct: `unit_values` values stored in `unit_bytes` bytes (the format's block; 8
 // values for the float formats), `pieces` = unit_values / 8. For the quantized formats piece p of a
 // unit (values 8p .. 8p+7 of the unit) decodes to two words of signed int8 levels q (bytes in value
-// order) and a scale and offset with w = scale * q + offset, the offset being 0 unless `has_offset`.
+// order) and a scale and offset with w = scale * q + offset, the offset being 0 unless `has_offset`;
+// an offset holds for 32 values (a block, a K sub-block) unless `offset_by_piece` (Q2_K's 16).
 // The f32 value of a level is formed as the CPU forms it: one rounded product, then one rounded sum
 // (never a fused multiply-add), with scale and offset themselves the CPU's products (d * sc,
 // dmin * m). Units may sit at any even address (every block size is even), so the quantized decoders
@@ -79,7 +80,7 @@ struct lathe_gemv_q4_0 {  // d:f16, qs:uint8[16]; x = d * (q - 8)
 
 struct lathe_gemv_q4_1 {  // d:f16, m:f16, qs:uint8[16]; x = d * q + m
   static constexpr int unit_values = 32, unit_bytes = 20, pieces = 4;
-  static constexpr bool is_float = false, has_offset = true;
+  static constexpr bool is_float = false, has_offset = true, offset_by_piece = false;
   static __device__ __forceinline__ void piece(const uint8_t* u, int p, int& q0, int& q1, float& scale, float& offset) {
     uint32_t n0, n1;
     lathe_gemv_nibbles32(u + 4, p, n0, n1);
@@ -114,7 +115,7 @@ struct lathe_gemv_q5_0 {  // d:f16, qh:uint8[4], qs:uint8[16]; x = d * (q - 16)
 
 struct lathe_gemv_q5_1 {  // d:f16, m:f16, qh:uint8[4], qs:uint8[16]; x = d * q + m
   static constexpr int unit_values = 32, unit_bytes = 24, pieces = 4;
-  static constexpr bool is_float = false, has_offset = true;
+  static constexpr bool is_float = false, has_offset = true, offset_by_piece = false;
   static __device__ __forceinline__ void piece(const uint8_t* u, int p, int& q0, int& q1, float& scale, float& offset) {
     uint32_t l0, l1;
     lathe_gemv_levels5(u + 4, u + 8, p, l0, l1);
@@ -136,7 +137,7 @@ __device__ __forceinline__ void lathe_gemv_k4_scales(const uint8_t* u, int s, fl
 
 struct lathe_gemv_q4_k {  // d:f16, dmin:f16, scales:uint8[12], qs:uint8[128]
   static constexpr int unit_values = 256, unit_bytes = 144, pieces = 32;
-  static constexpr bool is_float = false, has_offset = true;
+  static constexpr bool is_float = false, has_offset = true, offset_by_piece = false;
   static __device__ __forceinline__ void piece(const uint8_t* u, int p, int& q0, int& q1, float& scale, float& offset) {
     const int s = p >> 2, l = 8 * (p & 3), shift = 4 * (s & 1);
     const uint8_t* qs = u + 16 + 32 * (s >> 1) + l;
@@ -148,7 +149,7 @@ struct lathe_gemv_q4_k {  // d:f16, dmin:f16, scales:uint8[12], qs:uint8[128]
 
 struct lathe_gemv_q5_k {  // d:f16, dmin:f16, scales:uint8[12], qh:uint8[32], qs:uint8[128]
   static constexpr int unit_values = 256, unit_bytes = 176, pieces = 32;
-  static constexpr bool is_float = false, has_offset = true;
+  static constexpr bool is_float = false, has_offset = true, offset_by_piece = false;
   static __device__ __forceinline__ void piece(const uint8_t* u, int p, int& q0, int& q1, float& scale, float& offset) {
     const int s = p >> 2, l = 8 * (p & 3), shift = 4 * (s & 1);
     const uint8_t* qs = u + 48 + 32 * (s >> 1) + l;
@@ -167,7 +168,7 @@ struct lathe_gemv_q5_k {  // d:f16, dmin:f16, scales:uint8[12], qh:uint8[32], qs
 // x = (d * sc) * q - dmin * m.
 struct lathe_gemv_q2_k {  // scales:uint8[16], qs:uint8[64], d:f16, dmin:f16
   static constexpr int unit_values = 256, unit_bytes = 84, pieces = 32;
-  static constexpr bool is_float = false, has_offset = true;
+  static constexpr bool is_float = false, has_offset = true, offset_by_piece = true;  // a min a 16 values
   static __device__ __forceinline__ void piece(const uint8_t* u, int p, int& q0, int& q1, float& scale, float& offset) {
     const int h = p >> 4, j = (p >> 2) & 3, l = 8 * (p & 3);
     const uint8_t* qs = u + 16 + 32 * h + l;

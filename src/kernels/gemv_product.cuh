@@ -4,7 +4,9 @@
 //   C = 1 (int8):   x as blocks of 32 int8 levels q1 with scale d1 (quantize_act.cuh); per piece of 8
 //                   values two __dp4a of the weight levels with q1, then scale * d1 * sum.
 //   C = 2 (int8x2): as int8 plus a second word q2 (scale d2) quantizing the first's residual: two more
-//                   __dp4a per piece. Formats with an offset add offset * (sum of the 32 x values).
+//                   __dp4a per piece. Formats with an offset add offset * (sum of the 32 x values),
+//                   or, where the offset changes every 16 values (Q2_K: offset_by_piece), offset times
+//                   each piece's sum of x from its levels (__dp4a with ones).
 // Float weight formats (f32, f16, bf16) use f32 products in every contract (int contracts: with x
 // rebuilt from its levels, d1 * q1 + d2 * q2).
 //
@@ -89,13 +91,20 @@ __device__ __forceinline__ void lathe_gemv_piece_dot(const uint8_t* u, int p, in
       if (r < n_rows) {
         const float4 ds = __ldg(x.ds + r * (x.k >> 5) + (vi >> 5));
         const int2 a = __ldg(reinterpret_cast<const int2*>(x.q1 + r * x.k + vi));
+        const int2 b = C == 2 ? __ldg(reinterpret_cast<const int2*>(x.q2 + r * x.k + vi)) : make_int2(0, 0);
         float t = ds.x * lathe_gemv_i2f(__dp4a(q1, a.y, __dp4a(q0, a.x, 0)));
-        if constexpr (C == 2) {
-          const int2 b = __ldg(reinterpret_cast<const int2*>(x.q2 + r * x.k + vi));
-          t = fmaf(ds.y, lathe_gemv_i2f(__dp4a(q1, b.y, __dp4a(q0, b.x, 0))), t);
-        }
+        if constexpr (C == 2) t = fmaf(ds.y, lathe_gemv_i2f(__dp4a(q1, b.y, __dp4a(q0, b.x, 0))), t);
         acc[r] = fmaf(scale, t, acc[r]);
-        if (F::has_offset && (p & 3) == 0) acc[r] = fmaf(offset, ds.z, acc[r]);  // once per 32 values
+        if constexpr (F::has_offset) {
+          if constexpr (F::offset_by_piece) {
+            // (Q2_K: a min a 16-value sub-block) offset times this piece's 8 values of x, from x's levels
+            float xs = ds.x * lathe_gemv_i2f(__dp4a(0x01010101, a.y, __dp4a(0x01010101, a.x, 0)));
+            if constexpr (C == 2) xs = fmaf(ds.y, lathe_gemv_i2f(__dp4a(0x01010101, b.y, __dp4a(0x01010101, b.x, 0))), xs);
+            acc[r] = fmaf(offset, xs, acc[r]);
+          } else if ((p & 3) == 0) {
+            acc[r] = fmaf(offset, ds.z, acc[r]);  // once per 32 values: the sum of x's 32 values
+          }
+        }
       }
     }
   }

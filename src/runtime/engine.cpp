@@ -12,6 +12,12 @@ int32_t Engine::run_argmax(int32_t token, int64_t position) {
   return argmax(run(one, position, false));
 }
 
+std::span<const float> Engine::run_one(int32_t token, int64_t position) {
+  const int32_t one[1] = {token};
+  last_logits_ = run(one, position, false);
+  return last_logits_;
+}
+
 std::vector<int64_t> prompt_chunks(int64_t n, int64_t max_chunk) {
   std::vector<int64_t> out;
   while (n > 0) {

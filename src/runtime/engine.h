@@ -23,9 +23,16 @@ class Engine {
   // generation's step: an engine that forms the argmax itself (the GPU's, on the device) copies no
   // logits back.
   virtual int32_t run_argmax(int32_t token, int64_t position);
+  // One token at `position`; its logits, as a view valid until the engine's next call. Sampled
+  // generation's step: the GPU engine copies them into page-locked memory it keeps (no allocation,
+  // no pageable copy a token).
+  virtual std::span<const float> run_one(int32_t token, int64_t position);
   virtual int64_t n_ctx() const = 0;
   virtual int64_t n_vocab() const = 0;
   virtual std::string name() const = 0;  // "cpu (reference interpreter)", "gpu (NVIDIA H200)"
+
+ private:
+  std::vector<float> last_logits_;  // run_one's view, where an engine has no buffer of its own
 };
 
 // Splits n rows into the chunks a prompt runs as: the largest powers of two up to max_chunk.

@@ -29,7 +29,8 @@ GenerateStats generate(Engine& engine, const Tokenizer& tokenizer, std::span<con
   stats.prompt_tokens = static_cast<int64_t>(prompt.size());
 
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<float> logits = engine.run(prompt, start, false);
+  const std::vector<float> prompt_logits = engine.run(prompt, start, false);
+  std::span<const float> logits = prompt_logits;
   stats.prompt_seconds = seconds_since(t0);
 
   StreamingDecoder decoder(tokenizer, /*skip_control=*/true);
@@ -57,8 +58,7 @@ GenerateStats generate(Engine& engine, const Tokenizer& tokenizer, std::span<con
     if (argmax_only) {
       next = engine.run_argmax(next, pos++);
     } else {
-      const int32_t one[1] = {next};
-      logits = engine.run(one, pos++, false);
+      logits = engine.run_one(next, pos++);  // a view into the engine's buffer, until its next call
       next = -1;
     }
   }

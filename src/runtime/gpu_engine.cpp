@@ -4,6 +4,7 @@
 #include "kernels/gemv_launch.h"
 #include "lang/program.h"
 #include "model/model_spec.h"
+#include "runtime/cuda_api.h"
 
 #include <fmt/format.h>
 
@@ -185,6 +186,18 @@ int32_t GpuEngine::run_greedy(int32_t token, int64_t position) {
   if (position < 0 || position >= options_.n_ctx) fail("position {} is outside the context", position);
   run_rows(one, position);
   return plan(1).read_ids("next", stream_->handle()).at(0);
+}
+
+std::span<const float> GpuEngine::run_one(int32_t token, int64_t position) {
+  const int32_t one[1] = {token};
+  if (position < 0 || position >= options_.n_ctx) fail("position {} is outside the context", position);
+  run_rows(one, position);
+  const size_t bytes = static_cast<size_t>(n_vocab_) * sizeof(float);
+  if (one_logits_.bytes() < bytes) one_logits_ = cuda::PinnedBuffer(bytes);
+  cuda::check(cuda::driver().cuMemcpyDtoHAsync(one_logits_.data(), plan(1).output_ptr("logits"), bytes, stream_->handle()),
+              "reading the step's logits");
+  stream_->synchronize();
+  return {static_cast<const float*>(one_logits_.data()), static_cast<size_t>(n_vocab_)};
 }
 
 int32_t GpuEngine::run_argmax(int32_t token, int64_t position) {

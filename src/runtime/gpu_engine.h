@@ -57,6 +57,7 @@ class GpuEngine : public Engine {
   // The program's `next` when its decode step returns one (the built-in programs: the argmax of the
   // logits, formed on the device), else the logits' argmax on the host.
   int32_t run_argmax(int32_t token, int64_t position) override;
+  std::span<const float> run_one(int32_t token, int64_t position) override;
   int64_t n_ctx() const override { return options_.n_ctx; }
   int64_t n_vocab() const override { return n_vocab_; }
   std::string name() const override;
@@ -86,6 +87,7 @@ class GpuEngine : public Engine {
   std::unique_ptr<cuda::Stream> stream_;
   std::map<plan::StepForm, std::unique_ptr<cuda::CapturedGraph>> decode_graphs_;  // one a form used
   std::unique_ptr<PersistentStep> persistent_;
+  cuda::PinnedBuffer one_logits_;  // run_one's copy of a decode step's logits (n_vocab f32), made on first use
 };
 
 // The graph of a cut of the engine's program (for `lathe program --graph` and tests).
