@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 namespace lathe {
@@ -544,6 +545,14 @@ TEST(GpuLaneGreedy, TheDevicesArgmaxGeneratesWhatTheLogitsDo) {
       if (i < 23) logits = e->run(one, static_cast<int64_t>(prompt.size()) + i, false);
     }
     EXPECT_EQ(by_argmax, by_logits) << e->name();
+    // run_one (sampled generation's step: the GPU's from page-locked memory) gives run's logits.
+    (void)e->run(prompt, 0, false);
+    const int32_t one[1] = {by_logits[0]};
+    const std::vector<float> want = e->run(one, static_cast<int64_t>(prompt.size()), false);
+    (void)e->run(prompt, 0, false);
+    const std::span<const float> got = e->run_one(by_logits[0], static_cast<int64_t>(prompt.size()));
+    ASSERT_EQ(got.size(), want.size()) << e->name();
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0) << e->name();
   }
 }
 

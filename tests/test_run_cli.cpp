@@ -53,6 +53,15 @@ TEST(RunCli, GeneratesFromTheDefaultModelOnTheCpu) {
   EXPECT_NE(r.out.find("cpu (reference interpreter)"), std::string::npos) << r.out;
 }
 
+// Sampled generation (the engine's run_one a step) repeats with a seed.
+TEST(RunCli, SampledGenerationRepeatsWithASeed) {
+  const std::string cmd = "run --device cpu -p 'In the beginning God created' -n 12 --seed 7 --temp 1.0";
+  const Ran a = run_lathe(cmd), b = run_lathe(cmd);
+  EXPECT_EQ(a.status, 0) << a.out;
+  EXPECT_NE(a.out.find("generated 12 tokens"), std::string::npos) << a.out;
+  EXPECT_EQ(a.out.substr(0, a.out.find("[cpu")), b.out.substr(0, b.out.find("[cpu"))) << a.out << "\n" << b.out;
+}
+
 TEST(RunCli, RefusesBadInputClearly) {
   Ran r = run_lathe("run --device cpu --ctx 16 -p 'And God said, Let there be light: and there was light. And God saw the light'");
   EXPECT_EQ(r.status, 1);
