@@ -80,26 +80,16 @@ void k4_scales(SynthRng& rng, uint8_t* scales) {
   }
 }
 
-// Q4_K: d, dmin f16; 12 bytes of 6-bit scales and mins; qs[128] nibbles.
-// value = d * sc_j * q - dmin * m_j. With m_j = sc_j and dmin = 7.5 d, value = d sc_j (q - 7.5).
-void q4_k(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b, dst += 144) {
-    const float d = static_cast<float>(bound / (63.0 * 7.5));
+// Q4_K and Q5_K: d, dmin f16; 12 bytes of 6-bit scales and mins; then the levels (Q4_K: qs[128]
+// nibbles; Q5_K: qh[32], their fifth bits, and qs[128]). value = d * sc_j * q - dmin * m_j; with
+// m_j = sc_j and dmin = h d (h = 7.5 for 4-bit levels, 15.5 for 5-bit), value = d sc_j (q - h).
+void k_with_mins(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks, int block_bytes, double h) {
+  for (int64_t b = 0; b < n_blocks; ++b, dst += block_bytes) {
+    const float d = static_cast<float>(bound / (63.0 * h));
     put_f16(dst, d);
-    put_f16(dst + 2, 7.5f * d);
+    put_f16(dst + 2, static_cast<float>(h) * d);
     k4_scales(rng, dst + 4);
-    random_bytes(rng, dst + 16, 128);
-  }
-}
-
-// Q5_K: as Q4_K with qh[32], the levels' fifth bits; with dmin = 15.5 d, value = d sc_j (q - 15.5).
-void q5_k(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b, dst += 176) {
-    const float d = static_cast<float>(bound / (63.0 * 15.5));
-    put_f16(dst, d);
-    put_f16(dst + 2, 15.5f * d);
-    k4_scales(rng, dst + 4);
-    random_bytes(rng, dst + 16, 160);
+    random_bytes(rng, dst + 16, block_bytes - 16);
   }
 }
 
@@ -120,8 +110,8 @@ bool write_random_blocks(GgmlType type, SynthRng& rng, double bound, uint8_t* ds
     case GgmlType::Q4_0: q4_0(rng, bound, dst, n / 32); return true;
     case GgmlType::Q2_K: q2_k(rng, bound, dst, n / 256); return true;
     case GgmlType::Q3_K: q3_k(rng, bound, dst, n / 256); return true;
-    case GgmlType::Q4_K: q4_k(rng, bound, dst, n / 256); return true;
-    case GgmlType::Q5_K: q5_k(rng, bound, dst, n / 256); return true;
+    case GgmlType::Q4_K: k_with_mins(rng, bound, dst, n / 256, 144, 7.5); return true;
+    case GgmlType::Q5_K: k_with_mins(rng, bound, dst, n / 256, 176, 15.5); return true;
     case GgmlType::Q6_K: q6_k(rng, bound, dst, n / 256); return true;
     case GgmlType::F16:
     case GgmlType::BF16: {
