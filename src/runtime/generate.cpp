@@ -38,7 +38,7 @@ GenerateStats generate(Engine& engine, const Tokenizer& tokenizer, std::span<con
   int64_t pos = end;
   // Greedy without a penalty needs only each step's argmax, which the engine can form itself (the
   // GPU's on the device, copying back one id instead of the vocabulary's logits).
-  const bool argmax_only = sampler.options().temperature == 0 && sampler.options().repeat_penalty == 1.0;
+  const bool argmax_only = sampler.argmax_only();
   int32_t next = -1;
   while (stats.generated < options.max_tokens) {
     if (next < 0) next = sampler.sample(logits, seen);

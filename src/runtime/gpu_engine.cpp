@@ -181,17 +181,19 @@ std::vector<float> GpuEngine::run(std::span<const int32_t> tokens, int64_t start
                        });
 }
 
-int32_t GpuEngine::run_greedy(int32_t token, int64_t position) {
+void GpuEngine::run_decode_row(int32_t token, int64_t position) {
   const int32_t one[1] = {token};
   if (position < 0 || position >= options_.n_ctx) fail("position {} is outside the context", position);
   run_rows(one, position);
+}
+
+int32_t GpuEngine::run_greedy(int32_t token, int64_t position) {
+  run_decode_row(token, position);
   return plan(1).read_ids("next", stream_->handle()).at(0);
 }
 
 std::span<const float> GpuEngine::run_one(int32_t token, int64_t position) {
-  const int32_t one[1] = {token};
-  if (position < 0 || position >= options_.n_ctx) fail("position {} is outside the context", position);
-  run_rows(one, position);
+  run_decode_row(token, position);
   const size_t bytes = static_cast<size_t>(n_vocab_) * sizeof(float);
   if (one_logits_.bytes() < bytes) one_logits_ = cuda::PinnedBuffer(bytes);
   cuda::check(cuda::driver().cuMemcpyDtoHAsync(one_logits_.data(), plan(1).output_ptr("logits"), bytes, stream_->handle()),

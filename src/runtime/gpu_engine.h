@@ -76,6 +76,7 @@ class GpuEngine : public Engine {
 
  private:
   void run_rows(std::span<const int32_t> tokens, int64_t start, bool last_row_outputs = false);
+  void run_decode_row(int32_t token, int64_t position);  // one token at a checked position
   plan::StepPlan& mutable_plan(int64_t rows, bool last_row_outputs = false);
 
   const GgufFile& file_;

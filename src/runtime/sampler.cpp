@@ -233,7 +233,7 @@ std::vector<double> Sampler::distribution(std::span<const float> logits, std::sp
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent) {
-  if (options_.temperature == 0 && options_.repeat_penalty == 1.0) return argmax(logits);
+  if (argmax_only()) return argmax(logits);
   std::vector<std::pair<int32_t, double>> k = kept(logits, recent);
   std::sort(k.begin(), k.end());  // the draw walks the kept tokens in token order
   const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);

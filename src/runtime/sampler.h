@@ -29,6 +29,8 @@ class Sampler {
   // The probabilities the draw uses after every filter (zeros for the filtered), for tests.
   std::vector<double> distribution(std::span<const float> logits, std::span<const int32_t> recent) const;
   const SamplerOptions& options() const { return options_; }
+  // Greedy without a penalty: sample() is the argmax of the logits alone.
+  bool argmax_only() const { return options_.temperature == 0 && options_.repeat_penalty == 1.0; }
 
  private:
   // The tokens a draw can pick after every filter, best first, with their probabilities.
