@@ -556,6 +556,59 @@ TEST(GpuLaneGreedy, TheDevicesArgmaxGeneratesWhatTheLogitsDo) {
   }
 }
 
+// Sampled generation with top-k (or greedy with a penalty) asks the engine for the step's head
+// (run_head: on the GPU the top candidates kernel over the step's logits): the head is run_one's row's
+// head (best_logits) with the penalized tokens' logits, and a seeded sampled generation makes the same
+// tokens as one that samples every row on the host.
+TEST(GpuLaneHead, TheDevicesHeadIsTheRowsHead) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  const GgufFile f = GgufFile::open(default_model_path());
+  const Tokenizer tok = Tokenizer::from_gguf(f);
+  const std::vector<int32_t> prompt = tok.encode("In the beginning God created", true, false);
+  GpuEngineOptions go;
+  go.n_ctx = 128;
+  GpuEngine gpu(f, go);
+  const int64_t pos = static_cast<int64_t>(prompt.size());
+  const std::vector<int32_t> penalized{0, 3, 17, static_cast<int32_t>(gpu.n_vocab() - 1)};
+  for (const int64_t m : {int64_t{1}, int64_t{40}, int64_t{44}, gpu.max_head()}) {
+    (void)gpu.run(prompt, 0, false);
+    const std::span<const float> row_view = gpu.run_one(7, pos);
+    const std::vector<float> row(row_view.begin(), row_view.end());
+    std::vector<float> values;
+    std::vector<int32_t> tokens;
+    best_logits(row, static_cast<size_t>(m), values, tokens);
+    (void)gpu.run(prompt, 0, false);
+    const LogitHead head = gpu.run_head(7, pos, m, penalized);
+    ASSERT_EQ(head.tokens.size(), static_cast<size_t>(m));
+    EXPECT_TRUE(std::equal(head.tokens.begin(), head.tokens.end(), tokens.begin())) << "m " << m;
+    EXPECT_TRUE(std::equal(head.values.begin(), head.values.end(), values.begin())) << "m " << m;
+    for (size_t j = 0; j < penalized.size(); ++j)
+      EXPECT_EQ(head.penalized_values[j], row[static_cast<size_t>(penalized[j])]) << "penalized " << j;
+  }
+  // A seeded generation by heads against one whose every step samples the row copied back.
+  SamplerOptions so;
+  so.repeat_penalty = 1.3;
+  so.temperature = 1.5;  // the tiny model's rows are peaked: a hot draw picks beyond the first token
+  std::vector<int32_t> by_head;
+  GenerateOptions g;
+  g.max_tokens = 32;
+  g.stop_at_end = false;
+  Sampler s1(so);
+  generate(gpu, tok, prompt, 0, g, s1, [](std::string_view) {}, &by_head);
+  Sampler s2(so);
+  std::vector<int32_t> seen(prompt.begin(), prompt.end());
+  std::vector<float> logits = gpu.run(prompt, 0, false);
+  for (int i = 0; i < 32; ++i) {
+    seen.push_back(s2.sample(logits, seen));
+    if (i < 31) {
+      const std::span<const float> v = gpu.run_one(seen.back(), pos + i);
+      logits.assign(v.begin(), v.end());
+    }
+  }
+  EXPECT_EQ(by_head, seen);
+}
+
 INSTANTIATE_TEST_SUITE_P(Architectures, GpuLane,
                          testing::Values("qwen3-tiny", "qwen3moe-tiny", "qwen2-tiny", "llama-tiny"));
 

@@ -255,6 +255,82 @@ TEST(Sampler, DrawsWhatTheFullSortDrawsOnAQwenVocabulary) {
   }
 }
 
+// The head an engine forms (best_logits, the GPU's top_candidates kernel) and the penalized tokens'
+// logits: sampling from it is sampling from the row, to the bit, wherever head_size() says a head
+// suffices (top-k, or greedy with a penalty); -0 and +0 logits tie as the row's order ties them.
+TEST(Sampler, TheHeadGivesTheRowsDistribution) {
+  int cases = 0;
+  for (const size_t n : {size_t{1}, size_t{7}, size_t{300}, size_t{5000}}) {
+    for (const float spread : {0.5f, 3.0f}) {
+      std::vector<float> l = vocabulary_logits(n, spread, static_cast<uint32_t>(n * 7 + spread));
+      for (size_t i = 1; i < n; i += 11) l[i] = (i / 11) % 2 ? -0.0f : 0.0f;
+      std::vector<int32_t> recent;
+      for (size_t i = 0; i < 80 && n > 1; ++i) recent.push_back(static_cast<int32_t>((i * 131) % n));
+      for (const double temperature : {0.0, 0.4, 1.0})
+        for (const int top_k : {1, 40, 1000})
+          for (const double top_p : {1.0, 0.9, 0.3})
+            for (const double min_p : {0.0, 0.05, 0.4})
+              for (const double penalty : {1.0, 1.3, 0.7}) {
+                SamplerOptions o;
+                o.temperature = temperature;
+                o.top_k = top_k;
+                o.top_p = top_p;
+                o.min_p = min_p;
+                o.repeat_penalty = penalty;
+                Sampler row(o), from_head(o);
+                ASSERT_GT(from_head.head_size(), 0);
+                const std::vector<int32_t> pen = from_head.penalized(recent, static_cast<int64_t>(n));
+                EXPECT_EQ(pen.empty(), penalty == 1.0 || n == 1);  // n 1: no history
+                const size_t m = std::min(n, static_cast<size_t>(from_head.head_size()) + pen.size());
+                std::vector<float> values;
+                std::vector<int32_t> tokens;
+                best_logits(l, m, values, tokens);
+                std::vector<float> pen_values;
+                for (int32_t t : pen) pen_values.push_back(l[static_cast<size_t>(t)]);
+                const LogitHead head{values, tokens, pen, pen_values, static_cast<int64_t>(n)};
+                const std::string what = fmt::format("n {} spread {} t {} k {} p {} min-p {} penalty {}", n, spread,
+                                                     temperature, top_k, top_p, min_p, penalty);
+                ASSERT_EQ(from_head.distribution_from_head(head), row.distribution(l, recent)) << what;
+                for (int d = 0; d < 3; ++d) ASSERT_EQ(from_head.sample_head(head), row.sample(l, recent)) << what;
+                ++cases;
+              }
+    }
+  }
+  EXPECT_EQ(cases, 4 * 2 * 3 * 3 * 3 * 3 * 3);
+}
+
+// best_logits: the first m of the row in the head's order (larger first, ties to the lower token).
+TEST(Sampler, BestLogitsAreTheStableSortsHead) {
+  const std::vector<float> l = vocabulary_logits(3000, 1.0f, 5);
+  std::vector<int32_t> order(l.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return l[a] > l[b]; });
+  for (const size_t m : {size_t{1}, size_t{2}, size_t{64}, size_t{1024}, size_t{3000}}) {
+    std::vector<float> values;
+    std::vector<int32_t> tokens;
+    best_logits(l, m, values, tokens);
+    ASSERT_EQ(tokens.size(), m);
+    for (size_t i = 0; i < m; ++i) {
+      ASSERT_EQ(tokens[i], order[i]) << "m " << m << " rank " << i;
+      ASSERT_EQ(values[i], l[static_cast<size_t>(order[i])]);
+    }
+  }
+}
+
+TEST(Sampler, TheHeadsSizeAndPenalizedTokens) {
+  SamplerOptions o;
+  EXPECT_EQ(Sampler(o).head_size(), 40);
+  EXPECT_TRUE(Sampler(o).penalized(std::vector<int32_t>{3, 4}, 10).empty());  // no penalty
+  o.top_k = 0;
+  EXPECT_EQ(Sampler(o).head_size(), 0);  // top-p / min-p over the whole vocabulary need the row
+  o.temperature = 0;
+  EXPECT_EQ(Sampler(o).head_size(), 1);
+  o.repeat_penalty = 1.1;
+  o.repeat_last_n = 4;
+  EXPECT_EQ(Sampler(o).penalized(std::vector<int32_t>{9, 1, 7, 3, 7, 12, -1}, 10),
+            (std::vector<int32_t>{3, 7}));  // the last 4, each once, inside the vocabulary, sorted
+}
+
 TEST(Sampler, RefusesBadOptions) {
   SamplerOptions o;
   o.top_p = 0;

@@ -18,6 +18,14 @@ std::span<const float> Engine::run_one(int32_t token, int64_t position) {
   return last_logits_;
 }
 
+LogitHead Engine::run_head(int32_t token, int64_t position, int64_t m, std::span<const int32_t> penalized) {
+  const std::span<const float> logits = run_one(token, position);
+  best_logits(logits, static_cast<size_t>(m), head_values_, head_tokens_);
+  head_penalized_.resize(penalized.size());
+  for (size_t i = 0; i < penalized.size(); ++i) head_penalized_[i] = logits[static_cast<size_t>(penalized[i])];
+  return {head_values_, head_tokens_, penalized, head_penalized_, static_cast<int64_t>(logits.size())};
+}
+
 std::vector<int64_t> prompt_chunks(int64_t n, int64_t max_chunk) {
   std::vector<int64_t> out;
   while (n > 0) {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include "runtime/sampler.h"
+
 #include <functional>
 #include <span>
 #include <string>
@@ -27,12 +29,21 @@ class Engine {
   // generation's step: the GPU engine copies them into page-locked memory it keeps (no allocation,
   // no pageable copy a token).
   virtual std::span<const float> run_one(int32_t token, int64_t position);
+  // One token at `position`; the m best of its logits (LogitHead's order) and those of the tokens in
+  // `penalized` (indices < n_vocab), as views valid until the engine's next call. Sampled generation's
+  // step where the sampler reads only a head (Sampler::head_size): the GPU engine forms it on the
+  // device and copies back m + |penalized| values instead of the row. 1 <= m <= n_vocab.
+  virtual LogitHead run_head(int32_t token, int64_t position, int64_t m, std::span<const int32_t> penalized);
+  // The largest m run_head takes (larger heads: run_one).
+  virtual int64_t max_head() const { return n_vocab(); }
   virtual int64_t n_ctx() const = 0;
   virtual int64_t n_vocab() const = 0;
   virtual std::string name() const = 0;  // "cpu (reference interpreter)", "gpu (NVIDIA H200)"
 
  private:
   std::vector<float> last_logits_;  // run_one's view, where an engine has no buffer of its own
+  std::vector<float> head_values_, head_penalized_;  // run_head's views, likewise
+  std::vector<int32_t> head_tokens_;
 };
 
 // Splits n rows into the chunks a prompt runs as: the largest powers of two up to max_chunk.

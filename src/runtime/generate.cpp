@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -57,6 +58,17 @@ GenerateStats generate(Engine& engine, const Tokenizer& tokenizer, std::span<con
     if (stats.generated == options.max_tokens) break;
     if (argmax_only) {
       next = engine.run_argmax(next, pos++);
+    } else if (sampler.head_size() > 0) {
+      // Top-k (or greedy with a penalty) reads only the row's best and the penalized tokens: the
+      // engine forms them where the logits are (the GPU's on the device) unless there are too many.
+      const std::vector<int32_t> penalized = sampler.penalized(seen, engine.n_vocab());
+      const int64_t m = std::min<int64_t>(engine.n_vocab(), sampler.head_size() + static_cast<int64_t>(penalized.size()));
+      if (m <= engine.max_head()) {
+        next = sampler.sample_head(engine.run_head(next, pos++, m, penalized));
+      } else {
+        logits = engine.run_one(next, pos++);
+        next = -1;
+      }
     } else {
       logits = engine.run_one(next, pos++);  // a view into the engine's buffer, until its next call
       next = -1;

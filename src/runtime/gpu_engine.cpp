@@ -2,6 +2,7 @@
 
 #include "kernels/attention_launch.h"
 #include "kernels/gemv_launch.h"
+#include "kernels/top_candidates_launch.h"
 #include "lang/program.h"
 #include "model/model_spec.h"
 #include "runtime/cuda_api.h"
@@ -200,6 +201,42 @@ std::span<const float> GpuEngine::run_one(int32_t token, int64_t position) {
               "reading the step's logits");
   stream_->synchronize();
   return {static_cast<const float*>(one_logits_.data()), static_cast<size_t>(n_vocab_)};
+}
+
+int64_t GpuEngine::max_head() const { return std::min(n_vocab_, kernels::kMaxTopCandidates); }
+
+LogitHead GpuEngine::run_head(int32_t token, int64_t position, int64_t m, std::span<const int32_t> penalized) {
+  const int64_t n_pen = static_cast<int64_t>(penalized.size());
+  if (m < 1 || m > max_head() || n_pen > kernels::kMaxTopCandidates)
+    fail("the head of a step's logits: {} best and {} penalized tokens (at most {} each)", m, n_pen, max_head());
+  constexpr size_t kMax = static_cast<size_t>(kernels::kMaxTopCandidates);
+  if (head_io_.bytes() == 0) {
+    head_io_ = cuda::PinnedBuffer(kMax * (8 + 4 + 4));
+    head_workspace_ = cuda::DeviceBuffer(kernels::top_candidates_workspace_bytes(n_vocab_, kernels::kMaxTopCandidates),
+                                         "the top candidates' workspace");
+    head_workspace_.zero();
+  }
+  auto* keys = static_cast<uint64_t*>(head_io_.data());
+  auto* ids = reinterpret_cast<int32_t*>(keys + kMax);
+  auto* pen_values = reinterpret_cast<float*>(ids + kMax);
+  for (int64_t i = 0; i < n_pen; ++i) {
+    if (penalized[static_cast<size_t>(i)] < 0 || penalized[static_cast<size_t>(i)] >= n_vocab_)
+      fail("penalized token {} is outside the vocabulary of {}", penalized[static_cast<size_t>(i)], n_vocab_);
+    ids[i] = penalized[static_cast<size_t>(i)];
+  }
+  run_decode_row(token, position);
+  const CUdeviceptr io = head_io_.device_ptr();
+  kernels::top_candidates(io, plan(1).output_ptr("logits"), n_vocab_, m, io + kMax * 8, n_pen, io + kMax * 12,
+                          head_workspace_.ptr(), stream_->handle());
+  stream_->synchronize();
+  head_values_.resize(static_cast<size_t>(m));
+  head_tokens_.resize(static_cast<size_t>(m));
+  for (size_t i = 0; i < static_cast<size_t>(m); ++i) {
+    head_values_[i] = kernels::top_candidate_value(keys[i]);
+    head_tokens_[i] = kernels::top_candidate_index(keys[i]);
+  }
+  head_penalized_values_.assign(pen_values, pen_values + n_pen);
+  return {head_values_, head_tokens_, penalized, head_penalized_values_, n_vocab_};
 }
 
 int32_t GpuEngine::run_argmax(int32_t token, int64_t position) {

@@ -58,6 +58,9 @@ class GpuEngine : public Engine {
   // logits, formed on the device), else the logits' argmax on the host.
   int32_t run_argmax(int32_t token, int64_t position) override;
   std::span<const float> run_one(int32_t token, int64_t position) override;
+  // The head formed on the device (kernels/top_candidates_launch.h), written into page-locked memory.
+  LogitHead run_head(int32_t token, int64_t position, int64_t m, std::span<const int32_t> penalized) override;
+  int64_t max_head() const override;
   int64_t n_ctx() const override { return options_.n_ctx; }
   int64_t n_vocab() const override { return n_vocab_; }
   std::string name() const override;
@@ -89,6 +92,12 @@ class GpuEngine : public Engine {
   std::map<plan::StepForm, std::unique_ptr<cuda::CapturedGraph>> decode_graphs_;  // one a form used
   std::unique_ptr<PersistentStep> persistent_;
   cuda::PinnedBuffer one_logits_;  // run_one's copy of a decode step's logits (n_vocab f32), made on first use
+  // run_head's: the kernel's keys, the penalized tokens and their logits (page-locked, the kernel
+  // reads and writes them in place), its workspace, and the head read back; made on first use.
+  cuda::PinnedBuffer head_io_;
+  cuda::DeviceBuffer head_workspace_;
+  std::vector<float> head_values_, head_penalized_values_;
+  std::vector<int32_t> head_tokens_;
 };
 
 // The graph of a cut of the engine's program (for `lathe program --graph` and tests).

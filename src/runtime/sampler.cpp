@@ -118,15 +118,60 @@ Sampler::Sampler(SamplerOptions options) : options_(options), rng_(options.seed)
   if (!(options_.repeat_penalty > 0)) fail("repeat penalty must be positive, not {}", options_.repeat_penalty);
 }
 
-// The filters in llama.cpp's order over the candidates sorted by logit: top-k, then top-p (the
-// shortest head whose probabilities at temperature 1 reach top_p), then min-p (the head whose
-// probabilities are at least min_p times the first's), then the kept ones' softmax at the
-// temperature. Only a head that can survive is ever sorted: the top k; without top-k, the candidates
-// min-p can keep (logit within log(min_p) of the largest, a margin wider), or for top-p alone the
-// 256 best, else the head whose mass reaches top_p; with temperature alone, nothing.
-// With top-k (the default) every sum runs over the head in its order, so the probabilities are a
-// full sort's to the bit; without it, a probability over the whole vocabulary is normalized by the sum
-// in token order (a full sort's up to rounding). Best first, but in token order for temperature alone.
+namespace {
+
+// The filters after the head is found (kept()'s and kept_from_head()'s common end): top-p over the
+// head (the shortest prefix whose probabilities at temperature 1 reach top_p), then min-p (the prefix
+// whose probabilities are at least min_p times the first's), then the kept ones' softmax at the
+// temperature. head: best first, its first `keep` still kept; top: the largest logit; while `whole`,
+// the set is still the whole vocabulary and probabilities at temperature 1 are normalized by total.
+std::vector<std::pair<int32_t, double>> filter_head(const SamplerOptions& o, const std::vector<Candidate>& head,
+                                                    size_t keep, double top, bool whole, double total) {
+  auto softmax = [&](size_t count, double t) {
+    std::vector<double> q(count);
+    double sum = 0;
+    for (size_t i = 0; i < count; ++i) sum += q[i] = std::exp((head[i].z - top) / t);
+    if (whole && t == 1.0) sum = total;
+    for (double& v : q) v /= sum;
+    return q;
+  };
+  if (o.min_p > 0) {
+    const std::vector<double> q = softmax(keep, 1.0);
+    size_t k = 1;
+    while (k < keep && q[k] >= o.min_p * q[0]) ++k;
+    keep = k;
+  }
+  whole = false;
+  const std::vector<double> q = softmax(keep, o.temperature);
+  std::vector<std::pair<int32_t, double>> out(keep);
+  for (size_t i = 0; i < keep; ++i) out[i] = {head[i].token, q[i]};
+  return out;
+}
+
+// Top-p over the head: the length of its shortest prefix whose probabilities at temperature 1 reach
+// top_p, or 0 where the whole head does not.
+size_t top_p_prefix(const SamplerOptions& o, const std::vector<Candidate>& head, double top, bool whole,
+                    double total) {
+  double sum = 0;
+  std::vector<double> q(head.size());
+  for (size_t i = 0; i < head.size(); ++i) sum += q[i] = std::exp(head[i].z - top);
+  if (whole) sum = total;
+  double cum = 0;
+  for (size_t i = 0; i < q.size(); ++i)
+    if ((cum += q[i] / sum) >= o.top_p) return i + 1;
+  return 0;
+}
+
+}  // namespace
+
+// The filters in llama.cpp's order over the candidates sorted by logit: top-k, then top-p, then
+// min-p, then the temperature (filter_head). Only a head that can survive is ever sorted: the top k;
+// without top-k, the candidates min-p can keep (logit within log(min_p) of the largest, a margin
+// wider), or for top-p alone the 256 best, else the head whose mass reaches top_p; with temperature
+// alone, nothing. With top-k (the default) every sum runs over the head in its order, so the
+// probabilities are a full sort's to the bit; without it, a probability over the whole vocabulary is
+// normalized by the sum in token order (a full sort's up to rounding). Best first, but in token order
+// for temperature alone.
 std::vector<std::pair<int32_t, double>> Sampler::kept(std::span<const float> logits,
                                                       std::span<const int32_t> recent) const {
   LATHE_CHECK(!logits.empty());
@@ -159,26 +204,13 @@ std::vector<std::pair<int32_t, double>> Sampler::kept(std::span<const float> log
   std::vector<Candidate> head;
   size_t keep = 0;
   bool whole = options_.top_k == 0;  // the kept set is still the whole vocabulary (normalized by total)
-  // Probabilities at temperature t of the head's first `count` (by total while the set is whole).
-  auto softmax = [&](size_t count, double t) {
-    std::vector<double> q(count);
-    double sum = 0;
-    for (size_t i = 0; i < count; ++i) sum += q[i] = std::exp((head[i].z - top) / t);
-    if (whole && t == 1.0) sum = total;
-    for (double& v : q) v /= sum;
-    return q;
-  };
   // Top-p over the head: true, and keep cut, when its probabilities reach top_p.
   auto reach_top_p = [&] {
-    const std::vector<double> q = softmax(head.size(), 1.0);
-    double cum = 0;
-    for (size_t i = 0; i < q.size(); ++i)
-      if ((cum += q[i]) >= options_.top_p) {
-        keep = i + 1;
-        whole = false;
-        return true;
-      }
-    return false;
+    const size_t k = top_p_prefix(options_, head, top, whole, total);
+    if (k == 0) return false;
+    keep = k;
+    whole = false;
+    return true;
   };
   if (options_.top_k > 0) {
     head = best_of(z, std::min(n, static_cast<size_t>(options_.top_k)));
@@ -213,17 +245,63 @@ std::vector<std::pair<int32_t, double>> Sampler::kept(std::span<const float> log
       }
     }
   }
-  if (options_.min_p > 0) {
-    const std::vector<double> q = softmax(keep, 1.0);
-    size_t k = 1;
-    while (k < keep && q[k] >= options_.min_p * q[0]) ++k;
-    keep = k;
-  }
-  whole = false;
-  const std::vector<double> q = softmax(keep, options_.temperature);
-  std::vector<std::pair<int32_t, double>> out(keep);
-  for (size_t i = 0; i < keep; ++i) out[i] = {head[i].token, q[i]};
+  return filter_head(options_, head, keep, top, whole, total);
+}
+
+int64_t Sampler::head_size() const {
+  if (options_.temperature == 0) return 1;
+  return options_.top_k;  // 0: top-p and min-p alone normalize over the whole vocabulary
+}
+
+std::vector<int32_t> Sampler::penalized(std::span<const int32_t> recent, int64_t n_vocab) const {
+  if (options_.repeat_penalty == 1.0) return {};
+  const size_t from = recent.size() > static_cast<size_t>(options_.repeat_last_n)
+                          ? recent.size() - static_cast<size_t>(options_.repeat_last_n) : 0;
+  std::vector<int32_t> out;
+  for (size_t i = from; i < recent.size(); ++i)
+    if (recent[i] >= 0 && recent[i] < n_vocab) out.push_back(recent[i]);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+// The same filters from the head: the head_size() best after the penalty are among the row's
+// head_size() + |penalized| best before it with the penalized tokens themselves (a token the penalty
+// leaves alone and that ends among the best has fewer than head_size() tokens above it after the
+// penalty, so at most that many unpenalized ones and every penalized one above it before).
+std::vector<std::pair<int32_t, double>> Sampler::kept_from_head(const LogitHead& h) const {
+  const size_t want = static_cast<size_t>(head_size());
+  LATHE_CHECK(want > 0 && h.values.size() == h.tokens.size() && h.penalized.size() == h.penalized_values.size());
+  LATHE_CHECK(h.values.size() >= std::min(static_cast<size_t>(h.n_vocab), want + h.penalized.size()));
+  auto penalize = [&](double z) { return z > 0 ? z / options_.repeat_penalty : z * options_.repeat_penalty; };
+  std::vector<Candidate> all;
+  all.reserve(h.values.size() + h.penalized.size());
+  for (size_t i = 0; i < h.values.size(); ++i) {
+    const bool touched = std::binary_search(h.penalized.begin(), h.penalized.end(), h.tokens[i]);
+    if (!touched) all.push_back({static_cast<double>(h.values[i]), h.tokens[i]});
+  }
+  for (size_t i = 0; i < h.penalized.size(); ++i)
+    all.push_back({penalize(static_cast<double>(h.penalized_values[i])), h.penalized[i]});
+  const size_t k = std::min(want, all.size());
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(), before);
+  all.resize(k);
+  const double top = all.front().z;
+  if (options_.temperature == 0) return {{all.front().token, 1.0}};
+  size_t keep = all.size();
+  if (options_.top_p < 1.0)
+    if (const size_t p = top_p_prefix(options_, all, top, false, 0.0)) keep = p;
+  return filter_head(options_, all, keep, top, false, 0.0);
+}
+
+void best_logits(std::span<const float> logits, size_t m, std::vector<float>& values, std::vector<int32_t>& tokens) {
+  const Penalized z(logits, {}, SamplerOptions{});
+  const std::vector<Candidate> head = best_of(z, std::min(m, logits.size()));
+  values.resize(head.size());
+  tokens.resize(head.size());
+  for (size_t i = 0; i < head.size(); ++i) {
+    values[i] = static_cast<float>(head[i].z);
+    tokens[i] = head[i].token;
+  }
 }
 
 std::vector<double> Sampler::distribution(std::span<const float> logits, std::span<const int32_t> recent) const {
@@ -232,9 +310,7 @@ std::vector<double> Sampler::distribution(std::span<const float> logits, std::sp
   return p;
 }
 
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent) {
-  if (argmax_only()) return argmax(logits);
-  std::vector<std::pair<int32_t, double>> k = kept(logits, recent);
+int32_t Sampler::draw(std::vector<std::pair<int32_t, double>> k) {
   std::sort(k.begin(), k.end());  // the draw walks the kept tokens in token order
   const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
   double cum = 0;
@@ -246,6 +322,23 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     if (u < cum) return token;
   }
   return last;  // rounding left u past the sum
+}
+
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> recent) {
+  if (argmax_only()) return argmax(logits);
+  return draw(kept(logits, recent));
+}
+
+int32_t Sampler::sample_head(const LogitHead& head) {
+  std::vector<std::pair<int32_t, double>> k = kept_from_head(head);
+  if (options_.temperature == 0) return k.front().first;
+  return draw(std::move(k));
+}
+
+std::vector<double> Sampler::distribution_from_head(const LogitHead& head) const {
+  std::vector<double> p(static_cast<size_t>(head.n_vocab), 0.0);
+  for (const auto& [token, prob] : kept_from_head(head)) p[static_cast<size_t>(token)] = prob;
+  return p;
 }
 
 }  // namespace lathe

@@ -21,6 +21,18 @@ struct SamplerOptions {
   uint64_t seed = 0xC0FFEE;
 };
 
+// The part of a row of logits that sampling with top-k (or greedy with a penalty) reads: the row's
+// best `values` (best first: larger, of equal values the lower token; `tokens` beside them), and the
+// logits of the tokens the penalty changes (`penalized`: Sampler::penalized's list). An engine can
+// form it where the logits are (Engine::run_head) and copy back this instead of the row.
+struct LogitHead {
+  std::span<const float> values;
+  std::span<const int32_t> tokens;
+  std::span<const int32_t> penalized;
+  std::span<const float> penalized_values;
+  int64_t n_vocab = 0;
+};
+
 class Sampler {
  public:
   explicit Sampler(SamplerOptions options);
@@ -28,6 +40,17 @@ class Sampler {
   int32_t sample(std::span<const float> logits, std::span<const int32_t> recent);
   // The probabilities the draw uses after every filter (zeros for the filtered), for tests.
   std::vector<double> distribution(std::span<const float> logits, std::span<const int32_t> recent) const;
+  // How many of a row's best logits sample_head needs besides the penalized tokens: 1 for greedy,
+  // top_k with top-k; 0 where it needs the whole row (without top-k, top-p and min-p are over the
+  // whole vocabulary).
+  int64_t head_size() const;
+  // The tokens the repetition penalty changes given `recent` (sorted, each once; none without a penalty).
+  std::vector<int32_t> penalized(std::span<const int32_t> recent, int64_t n_vocab) const;
+  // sample() from the head (head_size() > 0, head.values at least min(n_vocab, head_size() +
+  // |penalized|) long): the same token as sample() over the whole row with the same history, from the
+  // same probabilities to the bit.
+  int32_t sample_head(const LogitHead& head);
+  std::vector<double> distribution_from_head(const LogitHead& head) const;
   const SamplerOptions& options() const { return options_; }
   // Greedy without a penalty: sample() is the argmax of the logits alone.
   bool argmax_only() const { return options_.temperature == 0 && options_.repeat_penalty == 1.0; }
@@ -35,6 +58,8 @@ class Sampler {
  private:
   // The tokens a draw can pick after every filter, best first, with their probabilities.
   std::vector<std::pair<int32_t, double>> kept(std::span<const float> logits, std::span<const int32_t> recent) const;
+  std::vector<std::pair<int32_t, double>> kept_from_head(const LogitHead& head) const;
+  int32_t draw(std::vector<std::pair<int32_t, double>> kept);  // one token by the kept probabilities
 
   SamplerOptions options_;
   std::mt19937_64 rng_;
@@ -42,5 +67,9 @@ class Sampler {
 
 // Ties go to the lower index, as in the interpreter's argmax.
 int32_t argmax(std::span<const float> logits);
+
+// The m best of a row of logits in LogitHead's order (an engine without a device of its own forms the
+// head with this).
+void best_logits(std::span<const float> logits, size_t m, std::vector<float>& values, std::vector<int32_t>& tokens);
 
 }  // namespace lathe
