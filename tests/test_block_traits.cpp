@@ -54,6 +54,30 @@ inline int min(int a, int b) { return a < b ? a : b; }
 #define LATHE_GF16_FORMATS_ONLY 1
 #include "kernels/gemm_f16_blocks.cuh"
 
+// And what gemv_blocks_walk.cuh's row-walk pieces take: shared-memory loads at 32-bit addresses,
+// given here over a host buffer that stands for the block's shared memory, and the funnel shift.
+alignas(16) uint8_t g_shared[1 << 14];
+inline uint32_t lathe_lds32(unsigned a) {
+  uint32_t v;
+  std::memcpy(&v, g_shared + a, 4);
+  return v;
+}
+inline unsigned short lathe_lds16(unsigned a) {
+  unsigned short v;
+  std::memcpy(&v, g_shared + a, 2);
+  return v;
+}
+inline uint4 lathe_lds128u(unsigned a) {
+  uint4 v;
+  std::memcpy(&v, g_shared + a, 16);
+  return v;
+}
+inline uint32_t __funnelshift_r(uint32_t lo, uint32_t hi, uint32_t sh) {
+  return static_cast<uint32_t>(((static_cast<uint64_t>(hi) << 32) | lo) >> (sh & 31u));
+}
+#define LATHE_HOST_SHARED_LOADS 1
+#include "kernels/gemv_blocks_walk.cuh"
+
 namespace lathe {
 namespace {
 
@@ -199,6 +223,69 @@ TEST(BlockTraits, TheF16GemmsChunksAreDequantizeRowsInF16) {
         case GgmlType::Q4_K: expect_gf16_chunks_match<lathe_gf16_q4_k>(t, matrix, rows, k); break;
         case GgmlType::Q5_K: expect_gf16_chunks_match<lathe_gf16_q5_k>(t, matrix, rows, k); break;
         default: expect_gf16_chunks_match<lathe_gf16_q6_k>(t, matrix, rows, k); break;
+      }
+    }
+  }
+}
+
+// The decode row walk's pieces (gemv_blocks_walk.cuh): a unit placed in "shared memory" as the walk
+// stages it (16-byte aligned for the K formats; Q8_0's and Q6_K's units at any even offset, read from
+// the word below with m = offset % 4), each piece j read in both lane orders sw; its 8 words' levels
+// (half sw first) times sa (half 0) or sb (half 1) plus offset, against dequantize_row, bit for bit.
+template <class F>
+void expect_walk_pieces_match(GgmlType t, const std::vector<uint8_t>& row, int64_t n, const char* what) {
+  std::vector<float> want(static_cast<size_t>(n));
+  dequantize_row(t, row.data(), want.data(), n);
+  for (int64_t u = 0; u < n / F::unit_values; ++u)
+    for (const unsigned at : {256u, 258u}) {
+      if (at % 16 != 0 && F::unit_bytes % 16 == 0) continue;  // units of whole 16-byte lines stay aligned
+      std::memcpy(g_shared + at, row.data() + u * F::unit_bytes, F::unit_bytes);
+      for (int j = 0; j < F::pieces; ++j)
+        for (int sw = 0; sw < 2; ++sw) {
+          uint32_t q[8];
+          float sa, sb, offset;
+          F::piece(at & ~3u, at & 3u, j, sw, q, sa, sb, offset);
+          for (int half = 0; half < 2; ++half)
+            for (int i = 0; i < 16; ++i) {
+              const uint32_t word = q[(half == sw ? 0 : 4) + i / 4];
+              const int level = static_cast<int8_t>(word >> (8 * (i % 4)));
+              const float scaled = (half == 0 ? sa : sb) * static_cast<float>(level);
+              const float got = F::has_offset ? scaled + offset : scaled;  // (+0 would turn a -0 into +0)
+              const float w = want[static_cast<size_t>(u * F::unit_values + 32 * j + 16 * half + i)];
+              ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(w))
+                  << ggml_type_name(t) << " " << what << ": unit " << u << " at " << at << " piece " << j << " sw " << sw
+                  << " value " << 16 * half + i << ": " << got << " against " << w;
+            }
+        }
+    }
+}
+
+TEST(BlockTraits, TheDecodeWalksPiecesAreDequantizeRowsBits) {
+  std::mt19937 rng(39);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  const int64_t n = 2048;
+  for (const GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    for (int rep = 0; rep < 3; ++rep) {
+      std::vector<float> values(static_cast<size_t>(n));
+      for (float& v : values) v = normal(rng) * (rep == 2 ? 1e-3f : 1.0f);
+      std::vector<uint8_t> row(static_cast<size_t>(row_bytes(t, n)));
+      quantize_row(t, values.data(), row.data(), n);
+      for (int pass = 0; pass < 2; ++pass) {
+        const char* what = pass == 0 ? "quantized" : "random bytes";
+        if (pass == 1) {
+          const BlockFormat& f = block_format(t);
+          for (uint8_t& b : row) b = static_cast<uint8_t>(byte(rng));
+          for (int64_t u = 0; u < n / f.block_size; ++u)
+            for (int at : f16_fields(t)) blocks::store_f16(row.data() + u * f.block_bytes + at, normal(rng));
+        }
+        switch (t) {
+          case GgmlType::Q8_0: expect_walk_pieces_match<lathe_gemv1_q8_0>(t, row, n, what); break;
+          case GgmlType::Q4_K: expect_walk_pieces_match<lathe_gemv1_q4_k>(t, row, n, what); break;
+          case GgmlType::Q5_K: expect_walk_pieces_match<lathe_gemv1_q5_k>(t, row, n, what); break;
+          case GgmlType::Q6_K: expect_walk_pieces_match<lathe_gemv1_q6_k>(t, row, n, what); break;
+          default: FAIL();
+        }
       }
     }
   }

@@ -191,6 +191,8 @@ const FormatSet kFormatSets[] = {
     {"q4_K_M", {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q6_K}, GgmlType::Q4_K, GgmlType::Q6_K},
     {"q6_K", {GgmlType::Q6_K, GgmlType::Q6_K, GgmlType::Q6_K}, GgmlType::Q6_K, GgmlType::Q6_K},
     {"q4_K", {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q4_K}, GgmlType::Q4_K, GgmlType::Q4_K},
+    {"q5_K_M", {GgmlType::Q5_K, GgmlType::Q5_K, GgmlType::Q6_K}, GgmlType::Q5_K, GgmlType::Q6_K},
+    {"q5_K", {GgmlType::Q5_K, GgmlType::Q5_K, GgmlType::Q5_K}, GgmlType::Q5_K, GgmlType::Q5_K},
 };
 
 struct MultiShape {
@@ -304,6 +306,9 @@ TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
                         {"q4_K_M", GgmlType::Q4_K, GgmlType::Q6_K, 12288, 4096, 1, true},
                         {"q4_K", GgmlType::Q4_K, GgmlType::Q4_K, 4224, 2048, 1, false},
                         {"q6_K", GgmlType::Q6_K, GgmlType::Q6_K, 3072, 1024, 1, true},
+                        {"q5_K", GgmlType::Q5_K, GgmlType::Q5_K, 12288, 4096, 1, false},
+                        {"q5_K", GgmlType::Q5_K, GgmlType::Q5_K, 12288, 4096, 1, true},
+                        {"q5_K_M", GgmlType::Q5_K, GgmlType::Q6_K, 3072, 1024, 1, true},
                         {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 1024, 512, 4, false}};
   for (const Case& c : cases) {
     const DecodeTiles tiles_before = set_decode_tiles(c.tiles ? DecodeTiles::all : DecodeTiles::off);

@@ -24,8 +24,8 @@ int64_t merged_shared_bytes(int64_t k, Activations a) {
   return kDecodeStageBytes + staged_levels_bytes(k, a);
 }
 
-// The kernel for a set of formats: FA for every segment, or q4_K with q6_K segments (b_mask marks
-// the q6_K ones). Empty name: no kernel takes this mix.
+// The kernel for a set of formats: FA for every segment, or Q4_K or Q5_K with Q6_K segments (b_mask
+// marks the Q6_K ones; llama.cpp's Q4_K_M and Q5_K_M files mix them). Empty name: no kernel takes this mix.
 struct KernelChoice {
   std::string name;
   int b_mask = 0;
@@ -33,18 +33,24 @@ struct KernelChoice {
 
 KernelChoice choose_kernel(const WeightMatrix* w, int n, Activations a) {
   KernelChoice c;
-  bool all_same = true, q4k_q6k = true;
+  bool all_same = true;
+  GgmlType fa = GgmlType::Q6_K;  // the segments' format that is not Q6_K, where one is
+  bool one_beside_q6k = true;
   for (int m = 0; m < n; ++m) {
     all_same = all_same && w[m].type == w[0].type;
-    q4k_q6k = q4k_q6k && (w[m].type == GgmlType::Q4_K || w[m].type == GgmlType::Q6_K);
-    if (w[m].type == GgmlType::Q6_K) c.b_mask |= 1 << m;
+    if (w[m].type == GgmlType::Q6_K) {
+      c.b_mask |= 1 << m;
+    } else {
+      one_beside_q6k = one_beside_q6k && (fa == GgmlType::Q6_K || fa == w[m].type);
+      fa = w[m].type;
+    }
   }
   const std::string contract(activations_name(a));
   if (all_same) {
     c.b_mask = 0;
     c.name = std::string("lathe_gemvm_") + dense_kernel_format(w[0].type) + "_" + contract;
-  } else if (q4k_q6k) {
-    c.name = "lathe_gemvm_q4_k_q6_k_" + contract;
+  } else if (one_beside_q6k && (fa == GgmlType::Q4_K || fa == GgmlType::Q5_K)) {
+    c.name = std::string("lathe_gemvm_") + (fa == GgmlType::Q4_K ? "q4_k" : "q5_k") + "_q6_k_" + contract;
   }
   return c;
 }
