@@ -656,8 +656,8 @@
 #   q39     (thirty-ninth session) qwen3-8b q3_k_m's check, every step, under int8x2 and f32
 #   q39b    (thirty-ninth session) the GEMM tests with k 12288, qwen3-8b q3_k_m's check without the prefill
 #           GEMM and with the int8 one, the 8B's q2_k, q5_k_m and q4_k_m checks
-#   k39     (thirty-ninth session) Q5_K on the decode row walk: the product kernels' tests, checks of the
-#           Q5_K mixes, tg128 of qwen3-8b and qwen3-0.6b q5_k_m
+#   k39     (thirty-ninth session) Q3_K and Q5_K on the decode row walk: the product kernels' tests, checks
+#           of the Q3_K and Q5_K mixes, tg128 of qwen3-8b q5_k_m and q3_k_m, qwen3-0.6b q5_k_m
 #   fin36   (thirty-sixth session) the session's defaults: the GPU tests, `lathe check` of qwen3-0.6b,
 #           tg128 of qwen3-0.6b, qwen3-8b Q8_0 and Q4_K_M, qwen3-30b-a3b Q8_0
 #   lv1     (thirty-sixth session) the split launch's levels layout (the _lv kernels, the default since;
@@ -2081,14 +2081,16 @@ for part in "$@"; do
         # Q5_K mixes (the 0.6B, the 8B, qwen3moe-tiny), tg128 of the 8B in q5_k_m against the general
         # product (k38b: 136.98)
     gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu test_route_epilogue_gpu test_moe_gpu
-    timeout 150 $C/test_gemv_gpu --gtest_filter='*EveryFormat*' 2>&1 | grep -E "^  q5_K"
-    timeout 150 $C/test_gemv_multi_gpu --gtest_filter='-*Timing*' 2>&1 | grep -E "q5_K" | head -12
-    for spec in "qwen3-0.6b q5_k_m" "qwen3moe-tiny q5_k_m" "qwen3-8b q5_k_m"; do
+    timeout 150 $C/test_gemv_gpu --gtest_filter='*EveryFormat*' 2>&1 | grep -E "^  (q3_K|q5_K)"
+    timeout 150 $C/test_gemv_multi_gpu --gtest_filter='-*Timing*' 2>&1 | grep -E "q3_K|q5_K" | head -16
+    for spec in "qwen3-0.6b q5_k_m" "qwen3moe-tiny q5_k_m" "qwen3-8b q5_k_m" "qwen3-0.6b q3_k_m" "qwen3moe-tiny q3_k_m"; do
       f=$(synth $spec)
       echo "== check $spec"; timeout 150 $L check $f --steps 8 2>&1 | tail -2
     done
     f=$(synth qwen3-8b q5_k_m)
     echo "== tg128 qwen3-8b q5_k_m"; tg_short $f
+    f=$(synth qwen3-8b q3_k_m)
+    echo "== tg128 qwen3-8b q3_k_m"; tg_short $f
     f=$(synth qwen3-0.6b q5_k_m)
     echo "== tg128 qwen3-0.6b q5_k_m"; tg_short $f ;;
   r38)  # `lathe run`'s generation speed against `lathe bench`'s tg (thirty-eighth session: greedy by the

@@ -265,7 +265,7 @@ TEST(BlockTraits, TheDecodeWalksPiecesAreDequantizeRowsBits) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> byte(0, 255);
   const int64_t n = 2048;
-  for (const GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (const GgmlType t : {GgmlType::Q8_0, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     for (int rep = 0; rep < 3; ++rep) {
       std::vector<float> values(static_cast<size_t>(n));
       for (float& v : values) v = normal(rng) * (rep == 2 ? 1e-3f : 1.0f);
@@ -281,6 +281,7 @@ TEST(BlockTraits, TheDecodeWalksPiecesAreDequantizeRowsBits) {
         }
         switch (t) {
           case GgmlType::Q8_0: expect_walk_pieces_match<lathe_gemv1_q8_0>(t, row, n, what); break;
+          case GgmlType::Q3_K: expect_walk_pieces_match<lathe_gemv1_q3_k>(t, row, n, what); break;
           case GgmlType::Q4_K: expect_walk_pieces_match<lathe_gemv1_q4_k>(t, row, n, what); break;
           case GgmlType::Q5_K: expect_walk_pieces_match<lathe_gemv1_q5_k>(t, row, n, what); break;
           case GgmlType::Q6_K: expect_walk_pieces_match<lathe_gemv1_q6_k>(t, row, n, what); break;

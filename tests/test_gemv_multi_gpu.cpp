@@ -193,6 +193,7 @@ const FormatSet kFormatSets[] = {
     {"q4_K", {GgmlType::Q4_K, GgmlType::Q4_K, GgmlType::Q4_K}, GgmlType::Q4_K, GgmlType::Q4_K},
     {"q5_K_M", {GgmlType::Q5_K, GgmlType::Q5_K, GgmlType::Q6_K}, GgmlType::Q5_K, GgmlType::Q6_K},
     {"q5_K", {GgmlType::Q5_K, GgmlType::Q5_K, GgmlType::Q5_K}, GgmlType::Q5_K, GgmlType::Q5_K},
+    {"q3_K", {GgmlType::Q3_K, GgmlType::Q3_K, GgmlType::Q3_K}, GgmlType::Q3_K, GgmlType::Q3_K},
 };
 
 struct MultiShape {
@@ -309,6 +310,7 @@ TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
                         {"q5_K", GgmlType::Q5_K, GgmlType::Q5_K, 12288, 4096, 1, false},
                         {"q5_K", GgmlType::Q5_K, GgmlType::Q5_K, 12288, 4096, 1, true},
                         {"q5_K_M", GgmlType::Q5_K, GgmlType::Q6_K, 3072, 1024, 1, true},
+                        {"q3_K", GgmlType::Q3_K, GgmlType::Q3_K, 12288, 4096, 1, true},
                         {"q8_0", GgmlType::Q8_0, GgmlType::Q8_0, 1024, 512, 4, false}};
   for (const Case& c : cases) {
     const DecodeTiles tiles_before = set_decode_tiles(c.tiles ? DecodeTiles::all : DecodeTiles::off);

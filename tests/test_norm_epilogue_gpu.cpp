@@ -117,6 +117,7 @@ void matches_the_held_back_form(const char* form) {
       {GgmlType::Q4_K, GgmlType::Q4_K, 4096, 14336, false},  // llama3-8b Q4_K_M's down (56 units: rows, tiles or not)
       {GgmlType::Q5_K, GgmlType::Q5_K, 4096, 4096, true},    // Q5_K_M's o and gate/up
       {GgmlType::Q5_K, GgmlType::Q6_K, 4096, 12288, false},  // Q5_K_M's down, q/k/v
+      {GgmlType::Q3_K, GgmlType::Q3_K, 4096, 4096, true},    // Q3_K_M's gate/up
   };
   std::printf("norm epilogue (%s): merged outputs' normalized difference from the held-back form (bound %.0e)\n",
               dealt ? "rows dealt" : "by 32-row blocks", kBoundOutputs);

@@ -59,6 +59,7 @@ TEST(RouteEpilogueGpu, IsTheProductThenTheRouterWithItsNorm) {
       {GgmlType::Q8_0, 512, 1024, 32, 1},
       {GgmlType::Q4_K, 2048, 4096, 128, 8},
       {GgmlType::Q5_K, 2048, 4096, 128, 8},
+      {GgmlType::Q3_K, 2048, 4096, 128, 8},
       {GgmlType::Q6_K, 1024, 2048, 60, 4},
       {GgmlType::Q8_0, 2048, 4096, 16, 16},  // k = n_expert
   };

@@ -14,9 +14,11 @@
 namespace lathe::kernels {
 
 const DecodeFormat* decode_format(GgmlType t) {
-  static const DecodeFormat q8_0{"q8_0", 32, 64}, q4_k{"q4_k", 256, 16}, q5_k{"q5_k", 256, 8}, q6_k{"q6_k", 256, 12};
+  static const DecodeFormat q8_0{"q8_0", 32, 64}, q3_k{"q3_k", 256, 16}, q4_k{"q4_k", 256, 16}, q5_k{"q5_k", 256, 8},
+      q6_k{"q6_k", 256, 12};
   switch (t) {
     case GgmlType::Q8_0: return &q8_0;
+    case GgmlType::Q3_K: return &q3_k;
     case GgmlType::Q4_K: return &q4_k;
     case GgmlType::Q5_K: return &q5_k;
     case GgmlType::Q6_K: return &q6_k;

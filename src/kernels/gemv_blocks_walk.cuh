@@ -115,6 +115,40 @@ struct lathe_gemv1_q4_k {
   }
 };
 
+// Q3_K (hmask[32] at 0, qs[64] at 32, scales[12] at 96, d at 108; gemv_blocks.cuh's lathe_gemv_q3_k):
+// piece j = 4 h + kk covers values 128 h + 32 kk + l, l < 32: the low two bits at bits 2 kk of
+// qs[32 h + l], 4 more where bit 4 h + kk of hmask[l] is set, less 4; its halves have the 6-bit scales
+// s = 8 h + 2 kk and s + 1, less 32 (low four bits in scales[s % 8], nibble s / 8; high two at bits
+// 2 (s / 4) of scales[8 + s % 4]). Units are 110 bytes: 2-byte aligned, read as Q6_K's by words.
+struct lathe_gemv1_q3_k {
+  static constexpr int unit_values = 256, unit_bytes = 110, pieces = 8, chunk_units = 16;
+  static constexpr bool has_offset = false, two_scales = true;
+  static constexpr bool evict_first = false;
+  static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int j, int sw, uint32_t* q, float& sa,
+                                               float& sb, float& offset) {
+    const int h = j >> 2, kk = j & 3;
+    const unsigned pl = m + 32 + 32 * h, u = ua + m;
+    uint32_t lo[8], hi[8];
+    lathe_gemv1_words4(ua, pl + 16 * sw, lo);
+    lathe_gemv1_words4(ua, pl + 16 - 16 * sw, lo + 4);
+    lathe_gemv1_words4(ua, m + 16 * sw, hi);
+    lathe_gemv1_words4(ua, m + 16 - 16 * sw, hi + 4);
+    const int lo_shift = 2 * kk, hi_shift = 4 * h + kk;
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      q[i] = static_cast<uint32_t>(
+          lathe_gemv_bias(((lo[i] >> lo_shift) & 0x03030303u) | (((hi[i] >> hi_shift) & 0x01010101u) << 2), 4));
+    const float d = __half2float(__ushort_as_half(lathe_lds16(u + 108)));
+    const unsigned low = lathe_lds16(u + 96 + 2 * kk), high = lathe_lds16(u + 104 + 2 * (kk & 1));
+    const unsigned nib = 4 * h, hs = 2 * (2 * h + (kk >> 1));
+    const int s0 = static_cast<int>(((low >> nib) & 15u) | (((high >> hs) & 3u) << 4));
+    const int s1 = static_cast<int>(((low >> (8 + nib)) & 15u) | (((high >> (8 + hs)) & 3u) << 4));
+    sa = __fmul_rn(d, static_cast<float>(s0 - 32));
+    sb = __fmul_rn(d, static_cast<float>(s1 - 32));
+    offset = 0.0f;
+  }
+};
+
 // Q5_K: Q4_K's 16-byte head (d, dmin, scales[12]) and sub-block j's low four bits as Q4_K's, then
 // qh[32] at 16 (bit j of qh[l]: value l's fifth bit) and qs[128] at 48. Units are 176 bytes from a
 // 16-byte aligned base: 16-byte aligned.

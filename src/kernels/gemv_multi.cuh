@@ -547,6 +547,7 @@ LATHE_GEMVM_CONTRACTS(q6_k, q6_k, q6_k)
 LATHE_GEMVM_CONTRACTS(q4_k_q6_k, q4_k, q6_k)
 LATHE_GEMVM_CONTRACTS(q5_k, q5_k, q5_k)
 LATHE_GEMVM_CONTRACTS(q5_k_q6_k, q5_k, q6_k)
+LATHE_GEMVM_CONTRACTS(q3_k, q3_k, q3_k)
 
 // The Q8_0 row kernels' _fixed_early form (fusion rule ffn_split: the launch after the feed-forward
 // launch, which made the sum in fixed point): the norm in the prologue reads x as int64 in units of
