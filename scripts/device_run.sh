@@ -2081,7 +2081,8 @@ for part in "$@"; do
         # Q5_K mixes (the 0.6B, the 8B, qwen3moe-tiny), tg128 of the 8B in q5_k_m against the general
         # product (k38b: 136.98)
     gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu test_route_epilogue_gpu test_moe_gpu
-    timeout 150 $C/test_gemv_gpu --gtest_filter='*EveryFormat*' 2>&1 | grep -E "^  (q3_K|q5_K)"
+    timeout 150 $C/test_gemv_gpu --gtest_filter='*EveryFormat*:*DecodeTiles*' 2>&1 | grep -E "^  (q3_K|q5_K)" | head -40
+    timeout 150 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q3_K|q5_K|q4_K"
     timeout 150 $C/test_gemv_multi_gpu --gtest_filter='-*Timing*' 2>&1 | grep -E "q3_K|q5_K" | head -16
     for spec in "qwen3-0.6b q5_k_m" "qwen3moe-tiny q5_k_m" "qwen3-8b q5_k_m" "qwen3-0.6b q3_k_m" "qwen3moe-tiny q3_k_m"; do
       f=$(synth $spec)

@@ -158,7 +158,7 @@ TEST(GemvGpu, DecodeKernelMatchesCpu) {
   std::mt19937 rng(12);
   std::printf("decode GEMV (1 row) normalized error: decode kernel / general kernel\n");
   const std::pair<int64_t, int64_t> shapes[] = {{1024, 4096}, {4096, 12288}, {3, 11008}, {2500, 2816}};  // (n_out, k)
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     for (auto [n_out, k] : shapes) {
       const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
       const std::vector<float> wf = dequantize(t, m, n_out, k);
@@ -210,11 +210,11 @@ TEST(GemvGpu, DecodeTilesMatchRowsAndCpu) {
   std::mt19937 rng(21);
   const int64_t sm_count = cuda::Context::get().info().sm_count;
   const int64_t min_rows = 16 * sm_count;
-  std::printf("Q4_K and Q6_K decode tiles: normalized error against the CPU, and against the row walk\n");
+  std::printf("Q4_K, Q5_K and Q6_K decode tiles: normalized error against the CPU, and against the row walk\n");
   const std::pair<int64_t, int64_t> shapes[] = {{min_rows, 4096}, {min_rows + 48, 8192}, {4096, 4096},
                                                 {4096, 12288},    {12288, 4096},         {min_rows, 2048},
                                                 {4096, 14336},    {min_rows, 4352}};
-  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     for (auto [n_out, k] : shapes) {
       const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
       const std::vector<float> wf = dequantize(t, m, n_out, k);
@@ -272,7 +272,7 @@ TEST(GemvGpu, QuantizingRowIsBitIdenticalToQuantizerThenGemv) {
   } restore{set_quantizing_row_max_k(int64_t{1} << 30)};
   std::mt19937 rng(31);
   const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {1024, 12288}, {3, 2816}, {151, 256}};  // (n_out, k)
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     for (auto [n_out, k] : shapes) {
       const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
       const std::vector<float> x = random_values(k, rng);
@@ -462,7 +462,8 @@ TEST(GemvGpu, TimingPrintsBandwidth) {
                         {GgmlType::Q8_0, 4096, 12288}, {GgmlType::Q8_0, 151936, 4096}, {GgmlType::Q4_K, 4096, 4096},
                         {GgmlType::Q4_K, 12288, 4096}, {GgmlType::Q4_K, 4096, 12288}, {GgmlType::Q6_K, 4096, 4096},
                         {GgmlType::Q6_K, 12288, 4096}, {GgmlType::Q6_K, 4096, 12288}, {GgmlType::Q6_K, 151936, 4096},
-                        {GgmlType::F16, 4096, 4096}};
+                        {GgmlType::Q5_K, 12288, 4096}, {GgmlType::Q5_K, 4096, 12288}, {GgmlType::Q3_K, 12288, 4096},
+                        {GgmlType::Q3_K, 4096, 12288}, {GgmlType::F16, 4096, 4096}};
   std::printf("GEMV timing: us per product, GB/s of weights read, fraction of %.0f GB/s\n", limit_gbs);
   auto time_graph = [&](const std::vector<DeviceBuffer>& w, const Case& c, Activations a, CUdeviceptr xin, int64_t rows,
                         CUdeviceptr y) {
@@ -505,7 +506,7 @@ TEST(GemvGpu, TimingPrintsBandwidth) {
         for (int mode = 0; mode < 3; ++mode) {
           const bool decode = rows == 1 && a != Activations::f32 && c.t != GgmlType::F16;
           if (mode != 1 && !decode) continue;
-          if (mode == 2 && c.t != GgmlType::Q4_K && c.t != GgmlType::Q6_K) continue;
+          if (mode == 2 && c.t != GgmlType::Q4_K && c.t != GgmlType::Q5_K && c.t != GgmlType::Q6_K) continue;
           set_decode_gemv_enabled(mode != 1);
           const DecodeTiles tiles_before = set_decode_tiles(mode != 2 ? DecodeTiles::all : DecodeTiles::off);
           const double us = time_graph(w, c, a, xin, rows, yd.ptr()), gbs = static_cast<double>(bytes) / (us * 1e3);

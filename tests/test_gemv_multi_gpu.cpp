@@ -307,6 +307,8 @@ TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
                         {"q4_K_M", GgmlType::Q4_K, GgmlType::Q6_K, 12288, 4096, 1, true},
                         {"q4_K", GgmlType::Q4_K, GgmlType::Q4_K, 4224, 2048, 1, false},
                         {"q6_K", GgmlType::Q6_K, GgmlType::Q6_K, 3072, 1024, 1, true},
+                        {"q5_K tiles", GgmlType::Q5_K, GgmlType::Q5_K, 12288, 4096, 1, false, true},
+                        {"q5_K tiles", GgmlType::Q5_K, GgmlType::Q5_K, 12288, 4096, 1, true, true},
                         {"q5_K", GgmlType::Q5_K, GgmlType::Q5_K, 12288, 4096, 1, false},
                         {"q5_K", GgmlType::Q5_K, GgmlType::Q5_K, 12288, 4096, 1, true},
                         {"q5_K_M", GgmlType::Q5_K, GgmlType::Q6_K, 3072, 1024, 1, true},

@@ -29,10 +29,12 @@ const DecodeFormat* decode_format(GgmlType t) {
 const DecodeTileFormat* decode_tile_format(GgmlType t) {
   // x_offset: Q4_K's x stays where the row walk stages it (its rings fit in the decode rings' area);
   // Q6_K's rings (16 warps x 3 x 16 x 240 bytes, 128 of alignment) are larger, so x follows them.
-  static const DecodeTileFormat q4_k{"q4_k", 144, 144, 4, kDecodeStageBytes},
+  // Q5_K's (16 x 3 x 16 x 176 bytes, 128 of alignment) fit there too.
+  static const DecodeTileFormat q4_k{"q4_k", 144, 144, 4, kDecodeStageBytes}, q5_k{"q5_k", 176, 176, 3, kDecodeStageBytes},
       q6_k{"q6_k", 210, 240, 3, 128 + 16 * 3 * kDecodeTileRows * 240};
   switch (t) {
     case GgmlType::Q4_K: return &q4_k;
+    case GgmlType::Q5_K: return &q5_k;
     case GgmlType::Q6_K: return &q6_k;
     default: return nullptr;
   }

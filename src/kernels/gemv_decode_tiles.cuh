@@ -50,6 +50,9 @@
 #define LATHE_GEMV1T_Q4K_UNIT 144
 #define LATHE_GEMV1T_Q4K_BOX 144
 #define LATHE_GEMV1T_Q4K_STAGES 4  // 16 warps x 4 x 2,304 + 128 of alignment: within the decode rings (16 x 4 x 2,560)
+#define LATHE_GEMV1T_Q5K_UNIT 176
+#define LATHE_GEMV1T_Q5K_BOX 176
+#define LATHE_GEMV1T_Q5K_STAGES 3  // 16 warps x 3 x 2,816 + 128 of alignment: within the decode rings (16 x 4 x 2,560)
 #define LATHE_GEMV1T_Q6K_UNIT 210
 #define LATHE_GEMV1T_Q6K_BOX 240  // the unit 0-14 bytes in (16-byte starts); rows 60 words apart: no bank conflicts
 #define LATHE_GEMV1T_Q6K_STAGES 3  // 16 warps x 3 x 3,840 + 128: past the decode rings, so x moves after them
@@ -189,6 +192,69 @@ __device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, const lathe_
   acc1 += lathe_gemv1t_term<C>(cb[2] >> sh, cb[3] >> sh, x.dsb, sa, off);
 }
 
+// Q5_K (Q4_K's head, qh[32] at 16, qs[128] at 48): a sub-block's levels are Q4_K's nibbles with a fifth
+// bit from qh, so the raw bytes do not serve the odd sub-block (lathe_gemv1t_q4_k_b's trick): pair p is
+// two mma into the same sums, the even sub-block's 5-bit levels times x_e in e's columns, the odd one's
+// times x_(e + 1) in its own (lathe_gemv1t_q5_k_b). The lane's 8 qh bytes (values 8t.. of every
+// sub-block) are read once a unit; sums are the levels' (no shift).
+struct lathe_gemv1t_q5_k_x {
+  uint32_t lo[4][2], hi[4][2];  // pair p: B of its even sub-block's mma and of its odd one's
+  float4 dsa, dsb;
+};
+
+__device__ __forceinline__ lathe_gemv1t_q5_k_x lathe_gemv1t_q5_k_b(uint2 xa, uint2 xb, float4 dsa, float4 dsb) {
+  const int j = (threadIdx.x & 31) >> 3;  // g / 2
+  lathe_gemv1t_q5_k_x r;
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const uint2 x = p < 2 ? xa : xb;
+    const int e = 2 * (p & 1);
+    const bool even = j == e, odd = j == e + 1;
+    r.lo[p][0] = even ? x.x : 0u;
+    r.lo[p][1] = even ? x.y : 0u;
+    r.hi[p][0] = odd ? x.x : 0u;
+    r.hi[p][1] = odd ? x.y : 0u;
+  }
+  r.dsa = dsa;
+  r.dsb = dsb;
+  return r;
+}
+
+template <int C>
+__device__ __forceinline__ void lathe_gemv1t_q5_k_chunk(unsigned s, const lathe_gemv1t_q5_k_x& x, float& acc0,
+                                                        float& acc1) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  int ca[4] = {0, 0, 0, 0}, cb[4] = {0, 0, 0, 0};
+  constexpr int B = LATHE_GEMV1T_Q5K_BOX;
+  const unsigned rg = s + B * g + 8 * t;  // row g's bytes 8t.. of a 32-byte region
+  const uint2 h0 = lathe_lds64u(rg + 16), h1 = lathe_lds64u(rg + 16 + 8 * B);  // qh, rows g and g + 8
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const uint2 r0 = lathe_lds64u(rg + 48 + 32 * p), r1 = lathe_lds64u(rg + 48 + 32 * p + 8 * B);
+    int(&c)[4] = p < 2 ? ca : cb;
+    const int be = 2 * p, bo = 2 * p + 1;  // the qh bits of the pair's sub-blocks
+    lathe_mma_u8s8(c, (r0.x & 0x0F0F0F0Fu) | (((h0.x >> be) & 0x01010101u) << 4),
+                   (r1.x & 0x0F0F0F0Fu) | (((h1.x >> be) & 0x01010101u) << 4),
+                   (r0.y & 0x0F0F0F0Fu) | (((h0.y >> be) & 0x01010101u) << 4),
+                   (r1.y & 0x0F0F0F0Fu) | (((h1.y >> be) & 0x01010101u) << 4), x.lo[p][0], x.lo[p][1]);
+    lathe_mma_u8s8(c, ((r0.x >> 4) & 0x0F0F0F0Fu) | (((h0.x >> bo) & 0x01010101u) << 4),
+                   ((r1.x >> 4) & 0x0F0F0F0Fu) | (((h1.x >> bo) & 0x01010101u) << 4),
+                   ((r0.y >> 4) & 0x0F0F0F0Fu) | (((h0.y >> bo) & 0x01010101u) << 4),
+                   ((r1.y >> 4) & 0x0F0F0F0Fu) | (((h1.y >> bo) & 0x01010101u) << 4), x.hi[p][0], x.hi[p][1]);
+  }
+  // Lane (g, t): sub-blocks t (ca) and t + 4 (cb) of rows g (c[0], c[1]) and g + 8 (c[2], c[3]).
+  const uint4 d0 = lathe_lds128u(s + B * g), d1 = lathe_lds128u(s + B * (g + 8));
+  float sa, off;
+  lathe_gemv1_q4_k_scale(d0, t, true, sa, off);
+  acc0 += lathe_gemv1t_term<C>(ca[0], ca[1], x.dsa, sa, off);
+  lathe_gemv1_q4_k_scale(d0, t, false, sa, off);
+  acc0 += lathe_gemv1t_term<C>(cb[0], cb[1], x.dsb, sa, off);
+  lathe_gemv1_q4_k_scale(d1, t, true, sa, off);
+  acc1 += lathe_gemv1t_term<C>(ca[2], ca[3], x.dsa, sa, off);
+  lathe_gemv1_q4_k_scale(d1, t, false, sa, off);
+  acc1 += lathe_gemv1t_term<C>(cb[2], cb[3], x.dsb, sa, off);
+}
+
 // Q6_K's unit at shared address s (rows LATHE_GEMV1T_Q6K_BOX apart: ql[128] at 0, qh[64] at 128,
 // scales[16] at 192, d at 208; s 2 bytes past a word where Odd: a box starts on 16 bytes, unit c
 // 2 c % 16 bytes into it) times x's unit: adds the lane's terms to acc0 (row g) and acc1 (row
@@ -303,6 +369,32 @@ struct lathe_gemv1t_fmt_q4_k {
   }
 };
 
+// Q5_K: Q4_K's x and lanes (its rings within the row walk's, so x stays where the row walk stages it).
+struct lathe_gemv1t_fmt_q5_k {
+  static constexpr int unit = LATHE_GEMV1T_Q5K_UNIT, box = LATHE_GEMV1T_Q5K_BOX, stages = LATHE_GEMV1T_Q5K_STAGES;
+  static constexpr int slot = LATHE_GEMV1T_ROWS * box;  // 2,816: one box, 128-byte aligned
+  static constexpr int x_offset = LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;  // the row walk's
+  using lane_x = lathe_gemv1t_fmt_q4_k::lane_x;
+  template <int C>
+  static __device__ __forceinline__ lane_x x_lane(unsigned sx_a, unsigned sds_a, int k) {
+    return lathe_gemv1t_fmt_q4_k::x_lane<C>(sx_a, sds_a, k);
+  }
+  using xfrag = lathe_gemv1t_q5_k_x;
+  template <int C>
+  static __device__ __forceinline__ xfrag x_of(const lane_x& lx, unsigned u) {
+    uint2 xa = make_uint2(0u, 0u), xb = make_uint2(0u, 0u);
+    if (lx.on) {
+      xa = lathe_lds64u(lx.xb + 256 * u);
+      xb = lathe_lds64u(lx.xb + 256 * u + 128);
+    }
+    return lathe_gemv1t_q5_k_b(xa, xb, lathe_lds128f(lx.ds + 128 * u), lathe_lds128f(lx.ds + 128 * u + 64));
+  }
+  template <int C>
+  static __device__ __forceinline__ void chunk(unsigned s, unsigned, const xfrag& x, float& acc0, float& acc1) {
+    lathe_gemv1t_q5_k_chunk<C>(s, x, acc0, acc1);
+  }
+};
+
 struct lathe_gemv1t_fmt_q6_k {
   static constexpr int unit = LATHE_GEMV1T_Q6K_UNIT, box = LATHE_GEMV1T_Q6K_BOX, stages = LATHE_GEMV1T_Q6K_STAGES;
   static constexpr int slot = LATHE_GEMV1T_ROWS * box;  // 3,840: one box, 128-byte aligned
@@ -341,6 +433,18 @@ struct lathe_gemv1t_fmt_q6_k {
     else
       lathe_gemv1t_q6_k_chunk<C, false>(s + (LATHE_GEMV1T_Q6K_EVEN_READS ? o & ~3u : o), x.xw, x.dsv, acc0, acc1);
   }
+};
+
+// The tile format of a row walk's piece trait, for the merged products' tile form (gemv_multi.cuh).
+template <class F>
+struct lathe_gemv1t_fmt_of;
+template <>
+struct lathe_gemv1t_fmt_of<lathe_gemv1_q4_k> {
+  using type = lathe_gemv1t_fmt_q4_k;
+};
+template <>
+struct lathe_gemv1t_fmt_of<lathe_gemv1_q5_k> {
+  using type = lathe_gemv1t_fmt_q5_k;
 };
 
 // Where the tile walk of format F stages x in the dynamic shared memory.
@@ -537,5 +641,7 @@ __device__ __forceinline__ void lathe_gemv1t_body(const LatheTileMap* wm, const 
 
 LATHE_GEMV1T_KERNEL(q4_k, 1, int8)
 LATHE_GEMV1T_KERNEL(q4_k, 2, int8x2)
+LATHE_GEMV1T_KERNEL(q5_k, 1, int8)
+LATHE_GEMV1T_KERNEL(q5_k, 2, int8x2)
 LATHE_GEMV1T_KERNEL(q6_k, 1, int8)
 LATHE_GEMV1T_KERNEL(q6_k, 2, int8x2)

@@ -392,11 +392,12 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     LATHE_STAMP_FIRST(stamps, D.first < D.count, lathe_ring_wait(mbar, 0, 0));
   };
 
-  // Q4_K's tiles (the lathe_gemvm_t_* kernels: every segment Q4_K, swiglu < 2; the launcher checks).
+  // Q4_K's or Q5_K's tiles (the lathe_gemvm_t_* kernels: every segment FA, swiglu < 2; the launcher checks).
   if constexpr (Tiles) {
     lathe_gemvm_tiles<ByBlock> T{maps[0], maps[1], maps[2], y0, y1, y2, n0 / LATHE_GEMV1T_ROWS, n1 / LATHE_GEMV1T_ROWS,
                                  n2 / LATHE_GEMV1T_ROWS, n0, swiglu, k / 256, xscale};
-    lathe_gemv1t_run<lathe_gemv1t_fmt_q4_k, C>(T, stage_x, k, early, grid);  // x where the row walk has it
+    using TF = typename lathe_gemv1t_fmt_of<FA>::type;
+    lathe_gemv1t_run<TF, C>(T, stage_x, k, early, grid);  // x where the row walk has it
     if constexpr (ByBlock) lathe_gemvm_quantize_owned<C>(y0, qout, n0);
     LATHE_STAMP_END(stamps, w0, n_items, k);
     return;
@@ -557,22 +558,26 @@ LATHE_GEMVM_FORM(q8_0, q8_0, q8_0, 2, int8x2, _fixed_early, false, LATHE_GEMVM_E
 LATHE_GEMVM_FORM(q8_0_ef, q8_0_ef, q8_0_ef, 1, int8, _fixed_early, false, LATHE_GEMVM_EARLY_BEFORE_WAIT, true)
 LATHE_GEMVM_FORM(q8_0_ef, q8_0_ef, q8_0_ef, 2, int8x2, _fixed_early, false, LATHE_GEMVM_EARLY_BEFORE_WAIT, true)
 
-// Q4_K's tiles: lathe_gemvm_t_q4_k_<contract>[_quantizing], the same parameters (group unused: a block
-// takes a tile whole) and m0..m2, the segments' tensor maps (gemv_decode_tiles.cuh; a segment past the
+// Q4_K's and Q5_K's tiles: lathe_gemvm_t_<fmt>_<contract>[_quantizing], the same parameters (group unused: a
+// block takes a tile whole) and m0..m2, the segments' tensor maps (gemv_decode_tiles.cuh; a segment past the
 // count: any map, unread). Kernels of their own, so the row kernels' code is what it was without them.
-#define LATHE_GEMVM_TILE_FORM(C, CNAME, SUFFIX, BY_BLOCK)                                                       \
-  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_t_q4_k_##CNAME##SUFFIX(   \
+#define LATHE_GEMVM_TILE_FORM(FMT, C, CNAME, SUFFIX, BY_BLOCK)                                                   \
+  extern "C" __global__ void __launch_bounds__(32 * LATHE_GEMV1_WARPS, 1) lathe_gemvm_t_##FMT##_##CNAME##SUFFIX( \
       const uint8_t* w0, const uint8_t* w1, const uint8_t* w2, float* y0, float* y1, float* y2, long long rb0,  \
       long long rb1, long long rb2, int n0, int n1, int n2, int b_mask, int swiglu, const int8_t* xq, int k,     \
       int group, int early, const float* nx, const float* ny, const float* nw, float eps, float* nsum,           \
       int8_t* qout, const float* xparts, int n_parts, const __grid_constant__ LatheTileMap m0,                  \
       const __grid_constant__ LatheTileMap m1, const __grid_constant__ LatheTileMap m2) {                       \
     const LatheTileMap* maps[3] = {&m0, &m1, &m2};                                                             \
-    lathe_gemvm_body<lathe_gemv1_q4_k, lathe_gemv1_q4_k, C, BY_BLOCK, true>(                                   \
+    lathe_gemvm_body<lathe_gemv1_##FMT, lathe_gemv1_##FMT, C, BY_BLOCK, true>(                                 \
         w0, w1, w2, y0, y1, y2, rb0, rb1, rb2, n0, n1, n2, b_mask, swiglu, xq, k, group, early, nx, ny, nw, eps, \
         nsum, BY_BLOCK ? qout : nullptr, xparts, n_parts, nullptr, maps);                                        \
   }
-LATHE_GEMVM_TILE_FORM(1, int8, , false)
-LATHE_GEMVM_TILE_FORM(1, int8, _quantizing, true)
-LATHE_GEMVM_TILE_FORM(2, int8x2, , false)
-LATHE_GEMVM_TILE_FORM(2, int8x2, _quantizing, true)
+LATHE_GEMVM_TILE_FORM(q4_k, 1, int8, , false)
+LATHE_GEMVM_TILE_FORM(q4_k, 1, int8, _quantizing, true)
+LATHE_GEMVM_TILE_FORM(q4_k, 2, int8x2, , false)
+LATHE_GEMVM_TILE_FORM(q4_k, 2, int8x2, _quantizing, true)
+LATHE_GEMVM_TILE_FORM(q5_k, 1, int8, , false)
+LATHE_GEMVM_TILE_FORM(q5_k, 1, int8, _quantizing, true)
+LATHE_GEMVM_TILE_FORM(q5_k, 2, int8x2, , false)
+LATHE_GEMVM_TILE_FORM(q5_k, 2, int8x2, _quantizing, true)

@@ -181,13 +181,14 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   float eps = norm ? norm->eps : 0.0f;
   const bool quantize_in_epilogue =
       swiglu && qout && by_block_balanced(n_items, group, sm_count) && y[0] % 16 == 0 && qout % 16 == 0;
-  // Q4_K's tiles (gemv_decode_tiles.cuh): items are 16-row tiles, where every matrix takes them.
+  // Q4_K's or Q5_K's tiles (gemv_decode_tiles.cuh): items are 16-row tiles, where every matrix takes them
+  // (one format: the tile kernels read one).
   int tile_items = 0;
   if (!pairs) {
     int all = 0;
     for (int m = 0; m < n; ++m) {
       const int tg = decode_tiles_group(w[m], a, TileProduct::merged);
-      all += tg > 0;
+      all += tg > 0 && w[m].type == w[0].type;
       tile_items += static_cast<int>(w[m].n_out / kDecodeTileRows);
     }
     if (swiglu) tile_items = static_cast<int>(w[0].n_out / kDecodeTileRows);
@@ -198,7 +199,7 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   if (tile_items > 0) {  // a block a tile at a time; by block, the row form's blocks own the 32-row blocks
     if (!quantize_in_epilogue) grid = static_cast<unsigned>(std::min<int64_t>(sm_count, tile_items));
     group = kWarps;
-    name = "lathe_gemvm_t_q4_k_" + std::string(activations_name(a));
+    name = std::string("lathe_gemvm_t_") + decode_tile_format(w[0].type)->name + "_" + std::string(activations_name(a));
   }
   CUdeviceptr qk = quantize_in_epilogue ? qout : 0;
   const unsigned shared = static_cast<unsigned>(merged_shared_bytes(k64, a));
