@@ -2089,9 +2089,12 @@ for part in "$@"; do
       echo "== check $spec"; timeout 150 $L check $f --steps 8 2>&1 | tail -2
     done
     f=$(synth qwen3-8b q5_k_m)
-    echo "== tg128 qwen3-8b q5_k_m"; tg_short $f
+    echo "== tg128 qwen3-8b q5_k_m (tiles)"; tg_short $f
+    echo "== tg128 qwen3-8b q5_k_m (row walk: LATHE_DECODE_TILES=0)"; with_env LATHE_DECODE_TILES=0 tg_short $f
+    echo "== tg128 qwen3-8b q5_k_m (general product: LATHE_DECODE_K35=0)"; with_env LATHE_DECODE_K35=0 tg_short $f
     f=$(synth qwen3-8b q3_k_m)
     echo "== tg128 qwen3-8b q3_k_m"; tg_short $f
+    echo "== tg128 qwen3-8b q3_k_m (general product: LATHE_DECODE_K35=0)"; with_env LATHE_DECODE_K35=0 tg_short $f
     f=$(synth qwen3-0.6b q5_k_m)
     echo "== tg128 qwen3-0.6b q5_k_m"; tg_short $f ;;
   r38)  # `lathe run`'s generation speed against `lathe bench`'s tg (thirty-eighth session: greedy by the

@@ -13,7 +13,17 @@
 
 namespace lathe::kernels {
 
+namespace {
+// LATHE_DECODE_K35 (read once): 0 keeps Q3_K and Q5_K off the decode row walk and tiles (their general
+// product, as before the thirty-ninth session); anything else or unset, on.
+const bool g_k35 = [] {
+  const char* v = std::getenv("LATHE_DECODE_K35");
+  return !(v && v[0] == '0' && v[1] == 0);
+}();
+}  // namespace
+
 const DecodeFormat* decode_format(GgmlType t) {
+  if (!g_k35 && (t == GgmlType::Q3_K || t == GgmlType::Q5_K)) return nullptr;
   static const DecodeFormat q8_0{"q8_0", 32, 64}, q3_k{"q3_k", 256, 16}, q4_k{"q4_k", 256, 16}, q5_k{"q5_k", 256, 8},
       q6_k{"q6_k", 256, 12};
   switch (t) {
@@ -27,6 +37,7 @@ const DecodeFormat* decode_format(GgmlType t) {
 }
 
 const DecodeTileFormat* decode_tile_format(GgmlType t) {
+  if (!g_k35 && t == GgmlType::Q5_K) return nullptr;
   // x_offset: Q4_K's x stays where the row walk stages it (its rings fit in the decode rings' area);
   // Q6_K's rings (16 warps x 3 x 16 x 240 bytes, 128 of alignment) are larger, so x follows them.
   // Q5_K's (16 x 3 x 16 x 176 bytes, 128 of alignment) fit there too.
