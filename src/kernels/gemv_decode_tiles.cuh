@@ -125,6 +125,25 @@ __device__ __forceinline__ float lathe_gemv1t_term(int s1, int s2, float4 ds, fl
   return fmaf(offset, ds.z, t);
 }
 
+// Q4_K's and Q5_K's terms of a unit at shared address s (rows BOX apart, each led by d, dmin and the
+// scales): lane (g, t) holds sub-blocks t (ca) and t + 4 (cb) of rows g (c[0], c[1]) and g + 8 (c[2],
+// c[3]), the sums shifted right by sh; x's (d1, d2, sum) of sub-blocks t and t + 4 in dsa, dsb.
+template <int C, int BOX>
+__device__ __forceinline__ void lathe_gemv1t_k_terms(unsigned s, const int (&ca)[4], const int (&cb)[4], int sh,
+                                                     float4 dsa, float4 dsb, float& acc0, float& acc1) {
+  const int g = (threadIdx.x & 31) >> 2, t = threadIdx.x & 3;
+  const uint4 h0 = lathe_lds128u(s + BOX * g), h1 = lathe_lds128u(s + BOX * (g + 8));
+  float sa, off;
+  lathe_gemv1_q4_k_scale(h0, t, true, sa, off);
+  acc0 += lathe_gemv1t_term<C>(ca[0] >> sh, ca[1] >> sh, dsa, sa, off);
+  lathe_gemv1_q4_k_scale(h0, t, false, sa, off);
+  acc0 += lathe_gemv1t_term<C>(cb[0] >> sh, cb[1] >> sh, dsb, sa, off);
+  lathe_gemv1_q4_k_scale(h1, t, true, sa, off);
+  acc1 += lathe_gemv1t_term<C>(ca[2] >> sh, ca[3] >> sh, dsa, sa, off);
+  lathe_gemv1_q4_k_scale(h1, t, false, sa, off);
+  acc1 += lathe_gemv1t_term<C>(cb[2] >> sh, cb[3] >> sh, dsb, sa, off);
+}
+
 // A lane's part of x's unit for Q4_K (lathe_gemv1t_q4_k_b forms it, lathe_gemv1t_q4_k_chunk reads it):
 // the B words of the unit's four mma pairs and x's (d1, d2, sum) of sub-blocks t and t + 4.
 struct lathe_gemv1t_q4_k_x {
@@ -176,20 +195,8 @@ __device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, const lathe_
                    x.lo[p][1]);
     lathe_mma_u8s8(c, r0.x, r1.x, r0.y, r1.y, x.raw[p][0], x.raw[p][1]);
   }
-  // Lane (g, t): sub-blocks t (ca) and t + 4 (cb) of rows g (c[0], c[1]) and g + 8 (c[2], c[3]);
-  // an odd sub-block's sums are 16 times its levels' (exactly: |sum| <= 32 * 240 * 128 < 2^23).
-  const int sh = 4 * (t & 1);
-  const uint4 h0 = lathe_lds128u(s + LATHE_GEMV1T_Q4K_BOX * g);
-  const uint4 h1 = lathe_lds128u(s + LATHE_GEMV1T_Q4K_BOX * (g + 8));
-  float sa, off;
-  lathe_gemv1_q4_k_scale(h0, t, true, sa, off);
-  acc0 += lathe_gemv1t_term<C>(ca[0] >> sh, ca[1] >> sh, x.dsa, sa, off);
-  lathe_gemv1_q4_k_scale(h0, t, false, sa, off);
-  acc0 += lathe_gemv1t_term<C>(cb[0] >> sh, cb[1] >> sh, x.dsb, sa, off);
-  lathe_gemv1_q4_k_scale(h1, t, true, sa, off);
-  acc1 += lathe_gemv1t_term<C>(ca[2] >> sh, ca[3] >> sh, x.dsa, sa, off);
-  lathe_gemv1_q4_k_scale(h1, t, false, sa, off);
-  acc1 += lathe_gemv1t_term<C>(cb[2] >> sh, cb[3] >> sh, x.dsb, sa, off);
+  // An odd sub-block's sums are 16 times its levels' (exactly: |sum| <= 32 * 240 * 128 < 2^23).
+  lathe_gemv1t_k_terms<C, LATHE_GEMV1T_Q4K_BOX>(s, ca, cb, 4 * (t & 1), x.dsa, x.dsb, acc0, acc1);
 }
 
 // Q5_K (Q4_K's head, qh[32] at 16, qs[128] at 48): a sub-block's levels are Q4_K's nibbles with a fifth
@@ -242,17 +249,7 @@ __device__ __forceinline__ void lathe_gemv1t_q5_k_chunk(unsigned s, const lathe_
                    ((r0.y >> 4) & 0x0F0F0F0Fu) | (((h0.y >> bo) & 0x01010101u) << 4),
                    ((r1.y >> 4) & 0x0F0F0F0Fu) | (((h1.y >> bo) & 0x01010101u) << 4), x.hi[p][0], x.hi[p][1]);
   }
-  // Lane (g, t): sub-blocks t (ca) and t + 4 (cb) of rows g (c[0], c[1]) and g + 8 (c[2], c[3]).
-  const uint4 d0 = lathe_lds128u(s + B * g), d1 = lathe_lds128u(s + B * (g + 8));
-  float sa, off;
-  lathe_gemv1_q4_k_scale(d0, t, true, sa, off);
-  acc0 += lathe_gemv1t_term<C>(ca[0], ca[1], x.dsa, sa, off);
-  lathe_gemv1_q4_k_scale(d0, t, false, sa, off);
-  acc0 += lathe_gemv1t_term<C>(cb[0], cb[1], x.dsb, sa, off);
-  lathe_gemv1_q4_k_scale(d1, t, true, sa, off);
-  acc1 += lathe_gemv1t_term<C>(ca[2], ca[3], x.dsa, sa, off);
-  lathe_gemv1_q4_k_scale(d1, t, false, sa, off);
-  acc1 += lathe_gemv1t_term<C>(cb[2], cb[3], x.dsb, sa, off);
+  lathe_gemv1t_k_terms<C, B>(s, ca, cb, 0, x.dsa, x.dsb, acc0, acc1);
 }
 
 // Q6_K's unit at shared address s (rows LATHE_GEMV1T_Q6K_BOX apart: ql[128] at 0, qh[64] at 128,
