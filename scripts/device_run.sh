@@ -653,6 +653,7 @@
 #           (and its timing line), the lane's greedy and head tests, `lathe run -n 256` against tg128 on
 #           qwen3-0.6b and qwen3-8b Q8_0: greedy, the defaults, a penalty, greedy with a penalty, top-p and
 #           min-p without top-k (the whole row, from page-locked memory)
+#   k39s    (thirty-ninth session) k39 and r39 cut down for little device time
 #   q39     (thirty-ninth session) qwen3-8b q3_k_m's check, every step, under int8x2 and f32
 #   q39b    (thirty-ninth session) the GEMM tests with k 12288, qwen3-8b q3_k_m's check without the prefill
 #           GEMM and with the int8 one, the 8B's q2_k, q5_k_m and q4_k_m checks
@@ -2076,6 +2077,19 @@ for part in "$@"; do
       f=$(synth qwen3-8b $t)
       echo "== check qwen3-8b $t"; timeout 150 $L check $f --steps 2 2>&1 | tail -4
     done ;;
+  k39s)  # k39 and r39 cut to what a few minutes of device time allow: the decode kernels' tests (Q3_K and
+         # Q5_K on the row walk, Q5_K's tiles), the 8B q5_k_m's and the 0.6B q3_k_m's checks, tg128 of
+         # the 8B q5_k_m against the general product, the top candidates' tests and the lane's head test
+    timeout 100 $C/test_gemv_gpu --gtest_filter='*DecodeKernel*:*DecodeTiles*' 2>&1 | grep -E "^  (q3_K|q5_K)|PASSED|FAILED|Failure" | head -24
+    timeout 60 $C/test_gemv_multi_gpu --gtest_filter='-*Timing*' 2>&1 | grep -E "PASSED|FAILED|Failure" | head -6
+    f=$(synth qwen3-8b q5_k_m)
+    echo "== check qwen3-8b q5_k_m"; timeout 60 $L check $f --steps 4 2>&1 | tail -2
+    echo "== tg128 qwen3-8b q5_k_m (tiles)"; tg_short $f
+    echo "== tg128 qwen3-8b q5_k_m (general product: LATHE_DECODE_K35=0)"; with_env LATHE_DECODE_K35=0 tg_short $f
+    f=$(synth qwen3-0.6b q3_k_m)
+    echo "== check qwen3-0.6b q3_k_m"; timeout 40 $L check $f --steps 8 2>&1 | tail -2
+    timeout 40 $C/test_top_candidates_gpu 2>&1 | grep -E "PASSED|FAILED|Failure|^top"
+    timeout 60 $C/test_gpu_lane_gpu --gtest_filter='*Head*' 2>&1 | grep -E "PASSED|FAILED|Failure" ;;
   k39)  # Q5_K on the decode row walk (thirty-ninth session: gemv_blocks_walk.cuh's lathe_gemv1_q5_k; its
         # products, merged, norm-epilogue, router-epilogue and mixture kernels): their tests, checks of the
         # Q5_K mixes (the 0.6B, the 8B, qwen3moe-tiny), tg128 of the 8B in q5_k_m against the general
