@@ -103,15 +103,17 @@ TEST(TopCandidatesGpu, WritesPageLockedMemory) {
   const int64_t n = 151936, m = 104;
   const std::vector<float> l = row(static_cast<size_t>(n), 3, false);
   const cuda::DeviceBuffer x = to_device(l);
-  cuda::PinnedBuffer io(static_cast<size_t>(m) * 8 + 64 * 8);
+  cuda::PinnedBuffer io(static_cast<size_t>(m) * 8 + 64 * 8 + 16);
   auto* ids = reinterpret_cast<int32_t*>(static_cast<char*>(io.data()) + m * 8);
   for (int j = 0; j < 64; ++j) ids[j] = 151935 - 13 * j;
   cuda::DeviceBuffer work(top_candidates_workspace_bytes(n, m), "workspace");
   work.zero();
   cuda::Stream stream;
+  const CUdeviceptr done = io.device_ptr() + m * 8 + 512;
   top_candidates(io.device_ptr(), x.ptr(), n, m, io.device_ptr() + m * 8, 64, io.device_ptr() + m * 8 + 256,
-                 work.ptr(), stream.handle());
+                 work.ptr(), stream.handle(), done, 7);
   stream.synchronize();
+  EXPECT_EQ(*reinterpret_cast<const volatile uint32_t*>(static_cast<char*>(io.data()) + m * 8 + 512), 7u);  // the tag, last
   std::vector<float> want_values;
   std::vector<int32_t> want_tokens;
   best_logits(l, static_cast<size_t>(m), want_values, want_tokens);

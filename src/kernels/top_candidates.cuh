@@ -13,7 +13,8 @@
 // *counter, zero before the launch and left zero after) selects the m largest of the partials the same
 // way, reading them from memory, sorts them in shared memory (bitonic) and writes them best first
 // to keys_out; it also writes x[also[j]] to also_out[j] for the n_also tokens the host asks for (a
-// repetition penalty's tokens, whose logits it changes).
+// repetition penalty's tokens, whose logits it changes), then seq to *done (unless done is null), so a
+// reader can tell this launch's head from an earlier one's.
 
 #define TOPC_THREADS 512
 #define TOPC_CHUNK 4096
@@ -72,7 +73,8 @@ __device__ unsigned long long topc_select(Get get, int count, int m, unsigned* h
 
 extern "C" __global__ void __launch_bounds__(TOPC_THREADS)
     lathe_top_candidates(const float* __restrict__ x, int n, int m, unsigned long long* partial, unsigned* counter,
-                         unsigned long long* keys_out, const int* also, int n_also, float* also_out) {
+                         unsigned long long* keys_out, const int* also, int n_also, float* also_out,
+                         unsigned* done, unsigned seq) {
   lathe_pdl_entry();
   __shared__ unsigned long long keys[TOPC_CHUNK];
   __shared__ unsigned hist[256];
@@ -127,5 +129,12 @@ extern "C" __global__ void __launch_bounds__(TOPC_THREADS)
     }
   for (int i = threadIdx.x; i < m; i += blockDim.x) keys_out[i] = keys[i];
   for (int j = threadIdx.x; j < n_also; j += blockDim.x) also_out[j] = x[also[j]];
-  if (threadIdx.x == 0) *counter = 0u;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    *counter = 0u;
+    if (done) {
+      __threadfence_system();  // the head is visible (page-locked host memory too) before the tag says so
+      *(volatile unsigned*)done = seq;
+    }
+  }
 }

@@ -19,7 +19,7 @@ size_t top_candidates_workspace_bytes(int64_t n, int64_t m) {
 }
 
 void top_candidates(CUdeviceptr keys_out, CUdeviceptr x, int64_t n, int64_t m, CUdeviceptr also, int64_t n_also,
-                    CUdeviceptr also_out, CUdeviceptr workspace, CUstream stream) {
+                    CUdeviceptr also_out, CUdeviceptr workspace, CUstream stream, CUdeviceptr done, uint32_t seq) {
   if (n <= 0 || n >= INT32_MAX) fail("top candidates: a row of {} values", n);
   if (m < 1 || m > n || m > kMaxTopCandidates)
     fail("top candidates: {} of a row of {} values (at most {} at once)", m, n, kMaxTopCandidates);
@@ -33,7 +33,7 @@ void top_candidates(CUdeviceptr keys_out, CUdeviceptr x, int64_t n, int64_t m, C
   CUdeviceptr partial = workspace + 16;
   int nn = static_cast<int>(n), mm = static_cast<int>(m), na = static_cast<int>(n_also);
   cuda::launch(kernel("lathe_top_candidates"), {static_cast<unsigned>(chunks)}, {512}, 0, stream,
-               {&x, &nn, &mm, &partial, &counter, &keys_out, &also, &na, &also_out}, "top candidates");
+               {&x, &nn, &mm, &partial, &counter, &keys_out, &also, &na, &also_out, &done, &seq}, "top candidates");
 }
 
 float top_candidate_value(uint64_t key) {

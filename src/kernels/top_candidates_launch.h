@@ -20,9 +20,11 @@ size_t top_candidates_workspace_bytes(int64_t n, int64_t m);
 // first, of equal values the lower index; -0 as +0, NaN below every number), each key the value's
 // orderable bits over ~index (top_candidate_value / top_candidate_index read them back). Also
 // also_out[j] = x[also[j]] for j < n_also (also: int32 indices < n). 1 <= m <= min(n,
-// kMaxTopCandidates), n < 2^31. Any pointer may be mapped page-locked host memory.
+// kMaxTopCandidates), n < 2^31. Then *done = seq (unless done is 0), after the rest is visible. Any
+// pointer may be mapped page-locked host memory.
 void top_candidates(CUdeviceptr keys_out, CUdeviceptr x, int64_t n, int64_t m, CUdeviceptr also, int64_t n_also,
-                    CUdeviceptr also_out, CUdeviceptr workspace, CUstream stream);
+                    CUdeviceptr also_out, CUdeviceptr workspace, CUstream stream, CUdeviceptr done = 0,
+                    uint32_t seq = 0);
 
 // A key's value (with -0 read as +0) and index.
 float top_candidate_value(uint64_t key);

@@ -211,7 +211,7 @@ LogitHead GpuEngine::run_head(int32_t token, int64_t position, int64_t m, std::s
     fail("the head of a step's logits: {} best and {} penalized tokens (at most {} each)", m, n_pen, max_head());
   constexpr size_t kMax = static_cast<size_t>(kernels::kMaxTopCandidates);
   if (head_io_.bytes() == 0) {
-    head_io_ = cuda::PinnedBuffer(kMax * (8 + 4 + 4));
+    head_io_ = cuda::PinnedBuffer(kMax * (8 + 4 + 4) + 16);
     head_workspace_ = cuda::DeviceBuffer(kernels::top_candidates_workspace_bytes(n_vocab_, kernels::kMaxTopCandidates),
                                          "the top candidates' workspace");
     head_workspace_.zero();
@@ -226,9 +226,14 @@ LogitHead GpuEngine::run_head(int32_t token, int64_t position, int64_t m, std::s
   }
   run_decode_row(token, position);
   const CUdeviceptr io = head_io_.device_ptr();
+  // The kernel's last block tags its head with this call's number: a head left from an earlier call
+  // (its last block not knowing it was last) is an error, not a silent draw.
+  auto* done = reinterpret_cast<volatile uint32_t*>(pen_values + kMax);
+  const uint32_t seq = ++head_calls_;
   kernels::top_candidates(io, plan(1).output_ptr("logits"), n_vocab_, m, io + kMax * 8, n_pen, io + kMax * 12,
-                          head_workspace_.ptr(), stream_->handle());
+                          head_workspace_.ptr(), stream_->handle(), io + kMax * 16, seq);
   stream_->synchronize();
+  if (*done != seq) throw InternalError("the top candidates kernel did not finish its head");
   head_values_.resize(static_cast<size_t>(m));
   head_tokens_.resize(static_cast<size_t>(m));
   for (size_t i = 0; i < static_cast<size_t>(m); ++i) {

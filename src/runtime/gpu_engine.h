@@ -98,6 +98,7 @@ class GpuEngine : public Engine {
   cuda::DeviceBuffer head_workspace_;
   std::vector<float> head_values_, head_penalized_values_;
   std::vector<int32_t> head_tokens_;
+  uint32_t head_calls_ = 0;  // tags each head (the kernel writes it after the head)
 };
 
 // The graph of a cut of the engine's program (for `lathe program --graph` and tests).
