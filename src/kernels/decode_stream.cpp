@@ -14,11 +14,13 @@
 namespace lathe::kernels {
 
 namespace {
-// LATHE_DECODE_K35 (read once): 0 keeps Q3_K and Q5_K off the decode row walk and tiles (their general
-// product, as before the thirty-ninth session); anything else or unset, on.
+// LATHE_DECODE_K35 (read once): 1 puts Q3_K and Q5_K on the decode row walk and Q5_K on the tiles;
+// unset or anything else keeps them on the general product, which a GPU has checked (the new forms are
+// checked on the host, gemv_blocks_walk.cuh's pieces, and wait for their first GPU run: docs/perf.md,
+// thirty-ninth session).
 const bool g_k35 = [] {
   const char* v = std::getenv("LATHE_DECODE_K35");
-  return !(v && v[0] == '0' && v[1] == 0);
+  return v && v[0] == '1' && v[1] == 0;
 }();
 }  // namespace
 
