@@ -205,7 +205,7 @@ TEST(BlockTraits, TheF16GemmsChunksAreDequantizeRowsInF16) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int64_t rows = 24;
   for (const GgmlType t : {GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
-    for (const int64_t k : {int64_t{256}, int64_t{1280}, t == GgmlType::Q8_0 ? int64_t{96} : int64_t{2048}}) {
+    for (const int64_t k : {int64_t{256}, int64_t{1280}, t == GgmlType::Q8_0 ? int64_t{96} : int64_t{2048}, int64_t{12288}}) {
       // Rows back to back from a 16-byte aligned base (Q6_K's and Q8_0's rows start at any even
       // offset), with a line of room past the last.
       const int64_t rb = row_bytes(t, k);
