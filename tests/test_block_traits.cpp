@@ -11,11 +11,13 @@
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 // What gemv_blocks.cuh takes from common.cuh and the device's intrinsics, for the host. The products
@@ -77,6 +79,70 @@ inline uint32_t __funnelshift_r(uint32_t lo, uint32_t hi, uint32_t sh) {
 }
 #define LATHE_HOST_SHARED_LOADS 1
 #include "kernels/gemv_blocks_walk.cuh"
+
+// And the decode tiles' units (gemv_decode_tiles.cuh's lathe_gemv1t_fmt_*: a lane's part of x, a
+// unit's mma and terms), run by 32 host threads as one warp: threadIdx, the 8-byte and float4 loads,
+// and mma.m16n8k32 (A u8 or s8 16 x 32, B s8 32 x 8, s32 sums) over the fragments every lane gives,
+// in PTX's fragment layout (lane 4 g + t: A rows g and g + 8, k 4t.. and 16 + 4t..; B column g, the
+// same k; C rows g and g + 8, columns 2t and 2t + 1).
+struct HostThreadIdx {
+  unsigned x;
+};
+thread_local HostThreadIdx lathe_host_thread_idx;
+#define threadIdx lathe_host_thread_idx
+inline uint2 lathe_lds64u(unsigned a) {
+  uint2 v;
+  std::memcpy(&v, g_shared + a, 8);
+  return v;
+}
+inline float4 lathe_lds128f(unsigned a) {
+  float4 v;
+  std::memcpy(&v, g_shared + a, 16);
+  return v;
+}
+inline uint32_t __vneg4(uint32_t v) {
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) r |= static_cast<uint32_t>(static_cast<uint8_t>(-static_cast<int8_t>(v >> (8 * i)))) << (8 * i);
+  return r;
+}
+struct HostWarpMma {
+  uint32_t a[32][4], b[32][2];
+  std::barrier<>* sync = nullptr;
+};
+HostWarpMma g_mma;
+template <bool ASigned>
+void host_mma(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+  const unsigned lane = threadIdx.x & 31;
+  g_mma.a[lane][0] = a0, g_mma.a[lane][1] = a1, g_mma.a[lane][2] = a2, g_mma.a[lane][3] = a3;
+  g_mma.b[lane][0] = b0, g_mma.b[lane][1] = b1;
+  g_mma.sync->arrive_and_wait();
+  const unsigned g = lane >> 2, t = lane & 3;
+  for (int i = 0; i < 4; ++i) {
+    const unsigned row = i < 2 ? g : g + 8, col = 2 * t + (i & 1);
+    int sum = 0;
+    for (unsigned k = 0; k < 32; ++k) {
+      const uint32_t aw = g_mma.a[(row % 8) * 4 + (k % 16) / 4][(row >= 8 ? 1 : 0) + (k >= 16 ? 2 : 0)];
+      const uint32_t bw = g_mma.b[col * 4 + (k % 16) / 4][k >= 16 ? 1 : 0];
+      const uint8_t ab = static_cast<uint8_t>(aw >> (8 * (k % 4)));
+      const int av = ASigned ? static_cast<int8_t>(ab) : static_cast<int>(ab);
+      sum += av * static_cast<int8_t>(bw >> (8 * (k % 4)));
+    }
+    c[i] += sum;
+  }
+  g_mma.sync->arrive_and_wait();  // every lane has read the fragments before any lane writes new ones
+}
+inline void lathe_mma_u8s8(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+  host_mma<false>(c, a0, a1, a2, a3, b0, b1);
+}
+inline void lathe_mma_s8s8(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+  host_mma<true>(c, a0, a1, a2, a3, b0, b1);
+}
+#define LATHE_GEMV1_WARPS 16
+#define LATHE_GEMV1_STAGES 4
+#define LATHE_GEMV1_SLOT 2560
+#define LATHE_HOST_TILE_UNITS 1
+#include "kernels/gemv_decode_tiles.cuh"
+#undef threadIdx
 
 namespace lathe {
 namespace {
@@ -289,6 +355,76 @@ TEST(BlockTraits, TheDecodeWalksPiecesAreDequantizeRowsBits) {
         }
       }
     }
+  }
+}
+
+// The decode tiles' units on the host (above: 32 threads as one warp, mma as PTX defines it): 16 rows
+// of one unit (256 values) in a slot as a TMA box lays them (rows `box` bytes apart), x's int8x2 (or
+// int8) levels and (d1, d2, sum) as the row walk stages them, every lane's x_of and chunk, the lanes'
+// sums a row against the f64 sum of dequantize_row's weights times x's levels. Q4_K's (measured on the
+// GPU since the twenty-first session) checks the emulation; Q5_K's is the new one.
+template <class F, int C>
+void expect_tile_unit_matches(GgmlType t, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> level(-127, 127);
+  const int k = 256, rows = 16;
+  const int64_t rb = row_bytes(t, k);
+  std::vector<uint8_t> tile(static_cast<size_t>(rows * rb));
+  std::vector<float> values(k), w(static_cast<size_t>(rows * k));
+  for (int r = 0; r < rows; ++r) {
+    for (float& v : values) v = normal(rng);
+    quantize_row(t, values.data(), tile.data() + r * rb, k);
+    dequantize_row(t, tile.data() + r * rb, w.data() + r * k, k);
+  }
+  std::memset(g_shared, 0, sizeof g_shared);
+  const unsigned s = 0, sx = 8192, sds = 12288;
+  for (int r = 0; r < rows; ++r) std::memcpy(g_shared + s + r * F::box, tile.data() + r * rb, static_cast<size_t>(rb));
+  std::vector<int8_t> q1(k), q2(k);
+  std::vector<double> x(k);
+  for (int b = 0; b < k / 32; ++b) {
+    const float d1 = std::abs(normal(rng)) * 0.01f + 1e-3f, d2 = C == 2 ? d1 / 127.0f : 0.0f;
+    int s1 = 0, s2 = 0;
+    for (int i = 32 * b; i < 32 * b + 32; ++i) {
+      q1[i] = static_cast<int8_t>(level(rng));
+      q2[i] = C == 2 ? static_cast<int8_t>(level(rng)) : 0;
+      s1 += q1[i], s2 += q2[i];
+      x[i] = static_cast<double>(d1) * q1[i] + static_cast<double>(d2) * q2[i];
+    }
+    const float4 ds = {d1, d2, d1 * static_cast<float>(s1) + d2 * static_cast<float>(s2), 0.0f};
+    std::memcpy(g_shared + sds + 16 * b, &ds, 16);
+  }
+  std::memcpy(g_shared + sx, q1.data(), k);
+  std::memcpy(g_shared + sx + k, q2.data(), k);
+  float acc[32][2] = {};
+  std::barrier<> sync(32);
+  g_mma.sync = &sync;
+  std::vector<std::thread> lanes;
+  for (unsigned lane = 0; lane < 32; ++lane)
+    lanes.emplace_back([&, lane] {
+      lathe_host_thread_idx.x = lane;
+      const typename F::lane_x lx = F::template x_lane<C>(sx, sds, k);
+      const typename F::xfrag xf = F::template x_of<C>(lx, 0);
+      F::template chunk<C>(s, 0, xf, acc[lane][0], acc[lane][1]);
+    });
+  for (std::thread& l : lanes) l.join();
+  for (int r = 0; r < rows; ++r) {
+    double got = 0, want = 0, scale = 0;
+    for (int tt = 0; tt < 4; ++tt) got += acc[4 * (r % 8) + tt][r < 8 ? 0 : 1];
+    for (int i = 0; i < k; ++i) {
+      want += static_cast<double>(w[static_cast<size_t>(r * k + i)]) * x[i];
+      scale += std::abs(static_cast<double>(w[static_cast<size_t>(r * k + i)]) * x[i]);
+    }
+    EXPECT_NEAR(got, want, 1e-5 * scale) << ggml_type_name(t) << " C " << C << " row " << r;
+  }
+}
+
+TEST(BlockTraits, TheDecodeTilesUnitsOnAHostWarp) {
+  std::mt19937 rng(40);
+  for (int rep = 0; rep < 3; ++rep) {
+    expect_tile_unit_matches<lathe_gemv1t_fmt_q4_k, 2>(GgmlType::Q4_K, rng);
+    expect_tile_unit_matches<lathe_gemv1t_fmt_q4_k, 1>(GgmlType::Q4_K, rng);
+    expect_tile_unit_matches<lathe_gemv1t_fmt_q5_k, 2>(GgmlType::Q5_K, rng);
+    expect_tile_unit_matches<lathe_gemv1t_fmt_q5_k, 1>(GgmlType::Q5_K, rng);
   }
 }
 

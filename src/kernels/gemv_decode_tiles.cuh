@@ -91,6 +91,7 @@ struct __align__(64) LatheTileMap {
   unsigned long long v[16];
 };
 
+#ifndef LATHE_HOST_TILE_UNITS  // (tests/test_block_traits.cpp gives these in host form)
 __device__ __forceinline__ uint2 lathe_lds64u(unsigned a) {
   uint2 v;
   asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(a));
@@ -115,6 +116,8 @@ __device__ __forceinline__ void lathe_mma_s8s8(int (&c)[4], uint32_t a0, uint32_
       : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+
+#endif  // LATHE_HOST_TILE_UNITS
 
 // A sub-block's f32 term from its integer sums (lathe_gemv1_piece_x's order: one-scale, offset form).
 template <int C>
@@ -444,6 +447,7 @@ struct lathe_gemv1t_fmt_of<lathe_gemv1_q5_k> {
   using type = lathe_gemv1t_fmt_q5_k;
 };
 
+#ifndef LATHE_HOST_TILE_UNITS  // the walk and its kernels: the device's alone
 // Where the tile walk of format F stages x in the dynamic shared memory.
 template <class F>
 __device__ __forceinline__ uint8_t* lathe_gemv1t_x(uint4* smem) {
@@ -642,3 +646,4 @@ LATHE_GEMV1T_KERNEL(q5_k, 1, int8)
 LATHE_GEMV1T_KERNEL(q5_k, 2, int8x2)
 LATHE_GEMV1T_KERNEL(q6_k, 1, int8)
 LATHE_GEMV1T_KERNEL(q6_k, 2, int8x2)
+#endif  // LATHE_HOST_TILE_UNITS
