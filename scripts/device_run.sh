@@ -2079,7 +2079,7 @@ for part in "$@"; do
     done ;;
   k39t)  # k39s cut further (two minutes): the decode kernels' tests, the top candidates', the 8B q5_k_m's
          # check and tg128 with the new formats on (LATHE_DECODE_K35=1) and off
-    timeout 60 $C/test_gemv_gpu --gtest_filter='*DecodeKernel*:*DecodeTiles*' 2>&1 | grep -E "^  (q3_K|q5_K)|PASSED|FAILED|Failure" | head -24
+    LATHE_DECODE_K35=1 timeout 60 $C/test_gemv_gpu --gtest_filter='*DecodeKernel*:*DecodeTiles*' 2>&1 | grep -E "^  (q3_K|q5_K)|PASSED|FAILED|Failure" | head -24
     timeout 20 $C/test_top_candidates_gpu 2>&1 | grep -E "PASSED|FAILED|Failure|^top"
     f=$(synth qwen3-8b q5_k_m)
     echo "== check qwen3-8b q5_k_m (K35 on)"; LATHE_DECODE_K35=1 timeout 40 $L check $f --steps 2 2>&1 | tail -2
@@ -2088,6 +2088,7 @@ for part in "$@"; do
   k39s)  # k39 and r39 cut to what a few minutes of device time allow: the decode kernels' tests (Q3_K and
          # Q5_K on the row walk, Q5_K's tiles), the 8B q5_k_m's and the 0.6B q3_k_m's checks, tg128 of
          # the 8B q5_k_m against the general product, the top candidates' tests and the lane's head test
+    export LATHE_DECODE_K35=1  # the new forms are opt-in until this batch checks them
     timeout 100 $C/test_gemv_gpu --gtest_filter='*DecodeKernel*:*DecodeTiles*' 2>&1 | grep -E "^  (q3_K|q5_K)|PASSED|FAILED|Failure" | head -24
     timeout 60 $C/test_gemv_multi_gpu --gtest_filter='-*Timing*' 2>&1 | grep -E "PASSED|FAILED|Failure" | head -6
     f=$(synth qwen3-8b q5_k_m)
@@ -2097,11 +2098,13 @@ for part in "$@"; do
     f=$(synth qwen3-0.6b q3_k_m)
     echo "== check qwen3-0.6b q3_k_m"; timeout 40 $L check $f --steps 8 2>&1 | tail -2
     timeout 40 $C/test_top_candidates_gpu 2>&1 | grep -E "PASSED|FAILED|Failure|^top"
-    timeout 60 $C/test_gpu_lane_gpu --gtest_filter='*Head*' 2>&1 | grep -E "PASSED|FAILED|Failure" ;;
+    timeout 60 $C/test_gpu_lane_gpu --gtest_filter='*Head*' 2>&1 | grep -E "PASSED|FAILED|Failure"
+    unset LATHE_DECODE_K35 ;;
   k39)  # Q5_K on the decode row walk (thirty-ninth session: gemv_blocks_walk.cuh's lathe_gemv1_q5_k; its
         # products, merged, norm-epilogue, router-epilogue and mixture kernels): their tests, checks of the
         # Q5_K mixes (the 0.6B, the 8B, qwen3moe-tiny), tg128 of the 8B in q5_k_m against the general
         # product (k38b: 136.98)
+    export LATHE_DECODE_K35=1  # the new forms are opt-in until this batch checks them
     gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu test_route_epilogue_gpu test_moe_gpu
     timeout 150 $C/test_gemv_gpu --gtest_filter='*EveryFormat*:*DecodeTiles*' 2>&1 | grep -E "^  (q3_K|q5_K)" | head -40
     timeout 150 $C/test_gemv_gpu --gtest_filter='*Timing*' 2>&1 | grep -E "q3_K|q5_K|q4_K"
@@ -2118,7 +2121,8 @@ for part in "$@"; do
     echo "== tg128 qwen3-8b q3_k_m"; tg_short $f
     echo "== tg128 qwen3-8b q3_k_m (general product: LATHE_DECODE_K35=0)"; with_env LATHE_DECODE_K35=0 tg_short $f
     f=$(synth qwen3-0.6b q5_k_m)
-    echo "== tg128 qwen3-0.6b q5_k_m"; tg_short $f ;;
+    echo "== tg128 qwen3-0.6b q5_k_m"; tg_short $f
+    unset LATHE_DECODE_K35 ;;
   r38)  # `lathe run`'s generation speed against `lathe bench`'s tg (thirty-eighth session: greedy by the
         # device's argmax, sampling with the heap-pass sampler), and the greedy lane test
     timeout 200 $C/test_gpu_lane_gpu --gtest_filter='*Greedy*' 2>&1 | grep -E "PASSED|FAILED|Failure|SKIPPED"
