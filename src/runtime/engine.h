@@ -4,9 +4,9 @@
 // written against this interface, so they work on either.
 #pragma once
 
-#include <cstdint>
 #include "runtime/sampler.h"
 
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>

@@ -9,6 +9,23 @@
 namespace lathe {
 namespace {
 
+// The tokens the repetition penalty changes: the last repeat_last_n of `recent` inside the vocabulary,
+// each once, in token order (none without a penalty).
+std::vector<int32_t> penalized_tokens(std::span<const int32_t> recent, int64_t n_vocab, const SamplerOptions& o) {
+  if (o.repeat_penalty == 1.0) return {};
+  const size_t from = recent.size() > static_cast<size_t>(o.repeat_last_n)
+                          ? recent.size() - static_cast<size_t>(o.repeat_last_n) : 0;
+  std::vector<int32_t> out;
+  for (size_t i = from; i < recent.size(); ++i)
+    if (recent[i] >= 0 && recent[i] < n_vocab) out.push_back(recent[i]);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// A logit after the penalty (divided where positive, multiplied where not).
+double penalize(double z, const SamplerOptions& o) { return z > 0 ? z / o.repeat_penalty : z * o.repeat_penalty; }
+
 // A token and its logit after the penalty.
 struct Candidate {
   double z;
@@ -23,19 +40,8 @@ bool before(const Candidate& a, const Candidate& b) { return a.z > b.z || (a.z =
 class Penalized {
  public:
   Penalized(std::span<const float> logits, std::span<const int32_t> recent, const SamplerOptions& o) : logits_(logits) {
-    if (o.repeat_penalty == 1.0) return;
-    const size_t from = recent.size() > static_cast<size_t>(o.repeat_last_n)
-                            ? recent.size() - static_cast<size_t>(o.repeat_last_n) : 0;
-    for (size_t i = from; i < recent.size(); ++i)
-      if (recent[i] >= 0 && static_cast<size_t>(recent[i]) < logits.size()) touched_.push_back({0.0, recent[i]});
-    std::sort(touched_.begin(), touched_.end(), [](const Candidate& a, const Candidate& b) { return a.token < b.token; });
-    touched_.erase(std::unique(touched_.begin(), touched_.end(),
-                               [](const Candidate& a, const Candidate& b) { return a.token == b.token; }),
-                   touched_.end());
-    for (Candidate& c : touched_) {
-      const double z = logits[static_cast<size_t>(c.token)];
-      c.z = z > 0 ? z / o.repeat_penalty : z * o.repeat_penalty;
-    }
+    for (int32_t t : penalized_tokens(recent, static_cast<int64_t>(logits.size()), o))
+      touched_.push_back({penalize(logits[static_cast<size_t>(t)], o), t});
   }
   size_t size() const { return logits_.size(); }
   // f(token, z) for every token, in token order.
@@ -254,15 +260,7 @@ int64_t Sampler::head_size() const {
 }
 
 std::vector<int32_t> Sampler::penalized(std::span<const int32_t> recent, int64_t n_vocab) const {
-  if (options_.repeat_penalty == 1.0) return {};
-  const size_t from = recent.size() > static_cast<size_t>(options_.repeat_last_n)
-                          ? recent.size() - static_cast<size_t>(options_.repeat_last_n) : 0;
-  std::vector<int32_t> out;
-  for (size_t i = from; i < recent.size(); ++i)
-    if (recent[i] >= 0 && recent[i] < n_vocab) out.push_back(recent[i]);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+  return penalized_tokens(recent, n_vocab, options_);
 }
 
 // The same filters from the head: the head_size() best after the penalty are among the row's
@@ -273,7 +271,6 @@ std::vector<std::pair<int32_t, double>> Sampler::kept_from_head(const LogitHead&
   const size_t want = static_cast<size_t>(head_size());
   LATHE_CHECK(want > 0 && h.values.size() == h.tokens.size() && h.penalized.size() == h.penalized_values.size());
   LATHE_CHECK(h.values.size() >= std::min(static_cast<size_t>(h.n_vocab), want + h.penalized.size()));
-  auto penalize = [&](double z) { return z > 0 ? z / options_.repeat_penalty : z * options_.repeat_penalty; };
   std::vector<Candidate> all;
   all.reserve(h.values.size() + h.penalized.size());
   for (size_t i = 0; i < h.values.size(); ++i) {
@@ -281,7 +278,7 @@ std::vector<std::pair<int32_t, double>> Sampler::kept_from_head(const LogitHead&
     if (!touched) all.push_back({static_cast<double>(h.values[i]), h.tokens[i]});
   }
   for (size_t i = 0; i < h.penalized.size(); ++i)
-    all.push_back({penalize(static_cast<double>(h.penalized_values[i])), h.penalized[i]});
+    all.push_back({penalize(static_cast<double>(h.penalized_values[i]), options_), h.penalized[i]});
   const size_t k = std::min(want, all.size());
   std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(), before);
   all.resize(k);
