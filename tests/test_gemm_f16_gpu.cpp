@@ -52,7 +52,7 @@ TEST(GemmF16Gpu, EveryFormatShapeRowCountAndTileMatchesF64) {
   for (GgmlType t : kFormats) {
     std::vector<std::pair<int64_t, int64_t>> shapes = {{64, 256},  {200, 1024}, {64, 4096},
                                                        {4096, 512}, {200, 4096}, {4096, 4096},
-                                                       {130, 12288}};  // Qwen3-8B's down
+                                                       {130, 12288}, {4096, 12288}};  // Qwen3-8B's down
     if (t == GgmlType::F16 || t == GgmlType::Q8_0) shapes.push_back({200, 800});  // k % 64 == 32
     for (auto [n_out, k] : shapes) {
       const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);

@@ -91,7 +91,7 @@ TEST(GemmWgmmaGpu, EveryFormatShapeRowCountAndTileMatchesF64AndGemmF16) {
   for (GgmlType t : kFormats) {
     std::vector<std::pair<int64_t, int64_t>> shapes = {{64, 256},    {200, 1024},  {130, 4096}, {4096, 512},
                                                        {200, 4096}, {4096, 4096}, {131, 512},   // 131: odd n_out
-                                                       {130, 12288}};                          // Qwen3-8B's down
+                                                       {130, 12288}, {4096, 12288}};           // Qwen3-8B's down
     if (t == GgmlType::F16 || t == GgmlType::Q8_0) shapes.push_back({200, 800});  // k % 64 == 32
     if (t == GgmlType::F16 || t == GgmlType::Q8_0) shapes.push_back({72, 32});    // one half chunk
     for (auto [n_out, k] : shapes) {
