@@ -361,10 +361,12 @@ TEST(BlockTraits, TheDecodeWalksPiecesAreDequantizeRowsBits) {
 // The decode tiles' units on the host (above: 32 threads as one warp, mma as PTX defines it): 16 rows
 // of one unit (256 values) in a slot as a TMA box lays them (rows `box` bytes apart), x's int8x2 (or
 // int8) levels and (d1, d2, sum) as the row walk stages them, every lane's x_of and chunk, the lanes'
-// sums a row against the f64 sum of dequantize_row's weights times x's levels. Q4_K's (measured on the
-// GPU since the twenty-first session) checks the emulation; Q5_K's is the new one.
+// sums a row against the f64 sum of dequantize_row's weights times x's levels. Q4_K's and Q6_K's
+// (measured on the GPU since the twenty-first and twenty-third sessions) check the emulation; Q5_K's
+// and Q3_K's are the new ones. `o`: the unit's bytes into each box row (Q6_K's and Q3_K's units lie
+// 0-14 bytes in, read as words 2 bytes past a word where o % 4 == 2).
 template <class F, int C>
-void expect_tile_unit_matches(GgmlType t, std::mt19937& rng) {
+void expect_tile_unit_matches(GgmlType t, std::mt19937& rng, unsigned o = 0) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> level(-127, 127);
   const int k = 256, rows = 16;
@@ -378,7 +380,8 @@ void expect_tile_unit_matches(GgmlType t, std::mt19937& rng) {
   }
   std::memset(g_shared, 0, sizeof g_shared);
   const unsigned s = 0, sx = 8192, sds = 12288;
-  for (int r = 0; r < rows; ++r) std::memcpy(g_shared + s + r * F::box, tile.data() + r * rb, static_cast<size_t>(rb));
+  for (int r = 0; r < rows; ++r)
+    std::memcpy(g_shared + s + r * F::box + o, tile.data() + r * rb, static_cast<size_t>(rb));
   std::vector<int8_t> q1(k), q2(k);
   std::vector<double> x(k);
   for (int b = 0; b < k / 32; ++b) {
@@ -404,7 +407,7 @@ void expect_tile_unit_matches(GgmlType t, std::mt19937& rng) {
       lathe_host_thread_idx.x = lane;
       const typename F::lane_x lx = F::template x_lane<C>(sx, sds, k);
       const typename F::xfrag xf = F::template x_of<C>(lx, 0);
-      F::template chunk<C>(s, 0, xf, acc[lane][0], acc[lane][1]);
+      F::template chunk<C>(s, o, xf, acc[lane][0], acc[lane][1]);
     });
   for (std::thread& l : lanes) l.join();
   for (int r = 0; r < rows; ++r) {
@@ -414,7 +417,7 @@ void expect_tile_unit_matches(GgmlType t, std::mt19937& rng) {
       want += static_cast<double>(w[static_cast<size_t>(r * k + i)]) * x[i];
       scale += std::abs(static_cast<double>(w[static_cast<size_t>(r * k + i)]) * x[i]);
     }
-    EXPECT_NEAR(got, want, 1e-5 * scale) << ggml_type_name(t) << " C " << C << " row " << r;
+    EXPECT_NEAR(got, want, 1e-5 * scale) << ggml_type_name(t) << " C " << C << " row " << r << " at " << o;
   }
 }
 
@@ -425,6 +428,12 @@ TEST(BlockTraits, TheDecodeTilesUnitsOnAHostWarp) {
     expect_tile_unit_matches<lathe_gemv1t_fmt_q4_k, 1>(GgmlType::Q4_K, rng);
     expect_tile_unit_matches<lathe_gemv1t_fmt_q5_k, 2>(GgmlType::Q5_K, rng);
     expect_tile_unit_matches<lathe_gemv1t_fmt_q5_k, 1>(GgmlType::Q5_K, rng);
+    for (unsigned o = 0; o < 16; o += 2) {  // every offset a warp's units take in their boxes
+      expect_tile_unit_matches<lathe_gemv1t_fmt_q6_k, 2>(GgmlType::Q6_K, rng, o);
+      expect_tile_unit_matches<lathe_gemv1t_fmt_q6_k, 1>(GgmlType::Q6_K, rng, o);
+      expect_tile_unit_matches<lathe_gemv1t_fmt_q3_k, 2>(GgmlType::Q3_K, rng, o);
+      expect_tile_unit_matches<lathe_gemv1t_fmt_q3_k, 1>(GgmlType::Q3_K, rng, o);
+    }
   }
 }
 

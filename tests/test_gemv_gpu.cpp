@@ -6,6 +6,7 @@
 // dot product whose terms cancel is judged by the size of its terms. Bounds per contract:
 
 #include "gguf/block_format.h"
+#include "kernels/decode_stream.h"
 #include "kernels/gemv_launch.h"
 #include "runtime/cuda_driver.h"
 #include "test_product_helpers.h"
@@ -201,7 +202,7 @@ TEST(GemvGpu, DecodeKernelMatchesCpu) {
   }
 }
 
-// Q4_K's and Q6_K's decode products on tensor cores (gemv_decode_tiles.cuh) against the CPU and against
+// Q3_K's, Q4_K's, Q5_K's and Q6_K's decode products on tensor cores (gemv_decode_tiles.cuh) against the CPU and against
 // the row walk they replace: the same integer sums and terms (Q6_K's two x words' terms not fused),
 // added in another order, so within a few f32 ulps of the row's scale of the row walk's result. Shapes: a tile for every SM and several, 16 to 48 units a row (one to
 // three a warp), both contracts, x quantized before the launch and by each block
@@ -213,11 +214,13 @@ TEST(GemvGpu, DecodeTilesMatchRowsAndCpu) {
   std::mt19937 rng(21);
   const int64_t sm_count = cuda::Context::get().info().sm_count;
   const int64_t min_rows = 16 * sm_count;
-  std::printf("Q4_K, Q5_K and Q6_K decode tiles: normalized error against the CPU, and against the row walk\n");
+  std::printf("Q3_K, Q4_K, Q5_K and Q6_K decode tiles: normalized error against the CPU, and against the row walk"
+              " (Q3_K's and Q5_K's under LATHE_DECODE_K35=1; else the rows they keep)\n");
   const std::pair<int64_t, int64_t> shapes[] = {{min_rows, 4096}, {min_rows + 48, 8192}, {4096, 4096},
                                                 {4096, 12288},    {12288, 4096},         {min_rows, 2048},
                                                 {4096, 14336},    {min_rows, 4352}};
-  for (const GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (const GgmlType t : {GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    const bool has_tiles = decode_tile_format(t) != nullptr;  // Q3_K and Q5_K: LATHE_DECODE_K35=1
     for (auto [n_out, k] : shapes) {
       const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
       const std::vector<float> wf = dequantize(t, m, n_out, k);
@@ -233,14 +236,15 @@ TEST(GemvGpu, DecodeTilesMatchRowsAndCpu) {
         for (int tiles = 0; tiles < 2; ++tiles) {
           const DecodeTiles before = set_decode_tiles(tiles == 1 ? DecodeTiles::all : DecodeTiles::off);
           if (tiles == 1) {
-            EXPECT_EQ(decode_tiles_group(w, a, TileProduct::plain) > 0, k % 4096 == 0) << "n_out=" << n_out << " k=" << k;
+            EXPECT_EQ(decode_tiles_group(w, a, TileProduct::plain) > 0, has_tiles && k % 4096 == 0)
+                << ggml_type_name(t) << " n_out=" << n_out << " k=" << k;
           }
           yd.zero();
           settle(yd);
           gemv(w, a, q.ptr(), 1, yd.ptr(), s.handle());
           s.synchronize();
           y[tiles] = download(yd, n_out);
-          if (tiles == 1 && k % 128 == 0 && k <= 8192) {  // x quantized by each block: the same bits
+          if (tiles == 1 && decode_format(t) && k % 128 == 0 && k <= 8192) {  // x quantized by each block: the same bits
             yd.zero();
             settle(yd);
             ASSERT_TRUE(gemv_quantizing_row(w, a, xd.ptr(), yd.ptr(), s.handle()));
@@ -282,6 +286,10 @@ TEST(GemvGpu, QuantizingRowIsBitIdenticalToQuantizerThenGemv) {
       DeviceBuffer wd = upload(m), xd = upload(x), y1(n_out * sizeof(float)), y2(n_out * sizeof(float));
       const WeightMatrix w{t, wd.ptr(), n_out, k};
       for (Activations a : {Activations::int8, Activations::int8x2}) {
+        if (!decode_format(t)) {  // Q3_K and Q5_K off the row walk (LATHE_DECODE_K35 unset): no quantizing row
+          EXPECT_FALSE(gemv_quantizing_row(w, a, xd.ptr(), y2.ptr(), s.handle())) << ggml_type_name(t);
+          continue;
+        }
         DeviceBuffer q = activations(xd, 1, k, a, s);
         y1.zero();
         y2.zero();

@@ -137,9 +137,10 @@ void matches_the_held_back_form(const char* form) {
     }
     const std::vector<float> xp = random_values(c.k, rng), resid = random_values(n, rng), w = random_values(n, rng);
     const DeviceBuffer xpd = upload(xp), rd = upload(resid), wd = upload(w);
-    // Q4_K and Q6_K producers also with the tiles (gemv_decode_tiles.cuh) on: held back and fused both
+    // K-format producers also with the tiles (gemv_decode_tiles.cuh) on: held back and fused both
     // take them.
-    const bool tile_format = c.producer == GgmlType::Q4_K || c.producer == GgmlType::Q5_K || c.producer == GgmlType::Q6_K;
+    const bool tile_format = c.producer == GgmlType::Q3_K || c.producer == GgmlType::Q4_K ||
+                             c.producer == GgmlType::Q5_K || c.producer == GgmlType::Q6_K;
     // (The dealt form walks rows: where the tiles take the product it is not taken.)
     for (int tiles = 0; tiles <= (tile_format && !dealt ? 1 : 0); ++tiles)
     for (Activations a : {Activations::int8, Activations::int8x2}) {

@@ -45,6 +45,9 @@ struct DecodeTileFormat {
   int64_t unit_bytes, box_bytes, stages, x_offset;
 };
 const DecodeTileFormat* decode_tile_format(GgmlType t);
+// Every format the tile kernels are built for, whether the lane takes its tiles or not (Q3_K's and Q5_K's
+// only under LATHE_DECODE_K35=1: decode_tile_format): for the tests that hold the table to the kernels.
+const DecodeTileFormat* decode_tile_format_listed(GgmlType t);
 
 // The most static shared memory a decode kernel declares beside its dynamic ring and x (the row and
 // the paired bodies' barriers and partial sums: 1,408 bytes by ptxas), with room to spare; and the

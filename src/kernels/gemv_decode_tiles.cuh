@@ -1,4 +1,4 @@
-// The decode GEMV of Q4_K and Q6_K on tensor cores, 16 rows a tile: y[o] = W[o] . x for ONE row of x
+// The decode GEMV of Q3_K, Q4_K, Q5_K and Q6_K on tensor cores, 16 rows a tile: y[o] = W[o] . x for ONE row of x
 // under the int8 contracts (C = 1 int8, C = 2 int8x2), the same products as gemv_decode.cuh's q4_K and
 // q6_K (the same levels, scales and offsets, and a sub-block's f32 formula term for term), with a
 // sub-block's integer sums made by mma.sync instead of __dp4a. Below for Q4_K; Q6_K's unit
@@ -53,6 +53,9 @@
 #define LATHE_GEMV1T_Q5K_UNIT 176
 #define LATHE_GEMV1T_Q5K_BOX 176
 #define LATHE_GEMV1T_Q5K_STAGES 3  // 16 warps x 3 x 2,816 + 128 of alignment: within the decode rings (16 x 4 x 2,560)
+#define LATHE_GEMV1T_Q3K_UNIT 110
+#define LATHE_GEMV1T_Q3K_BOX 144  // the unit 0-14 bytes in (16-byte starts); rows 36 words apart: no bank conflicts
+#define LATHE_GEMV1T_Q3K_STAGES 4  // 16 warps x 4 x 2,304 + 128 of alignment: within the decode rings (16 x 4 x 2,560)
 #define LATHE_GEMV1T_Q6K_UNIT 210
 #define LATHE_GEMV1T_Q6K_BOX 240  // the unit 0-14 bytes in (16-byte starts); rows 60 words apart: no bank conflicts
 #define LATHE_GEMV1T_Q6K_STAGES 3  // 16 warps x 3 x 3,840 + 128: past the decode rings, so x moves after them
@@ -435,6 +438,103 @@ struct lathe_gemv1t_fmt_q6_k {
   }
 };
 
+// Q3_K's unit at shared address s (rows LATHE_GEMV1T_Q3K_BOX apart: hmask[32] at 0, qs[64] at 32,
+// scales[12] at 96, d at 108; s 2 bytes past a word where Odd: unit c lies 110 c % 16 bytes into its
+// box) times x's unit, as Q6_K's (above): piece j = 4 h + kk is values 32 j .. 32 j + 31, value l of
+// it the low 2 bits at bits 2 kk of qs[32 h + l] and the bit 4 h + kk of hmask[l] (gemv_decode.cuh's
+// lathe_gemv1_q3_k), its levels less 4 s8 in value order, so the mma's halves are the piece's two
+// 16-value sub-blocks, each with its 6-bit scale less 32 (scales 8 h + 2 kk and + 1: their low
+// nibbles from byte 2 kk's and 2 kk + 1's nibble h, their high bits from bytes 8 + 2 (kk % 2) and + 1,
+// bits 2 (2 h + kk / 2)). x's words and scales are Q6_K's (the same pieces); the terms its formula.
+template <int C, bool Odd>
+__device__ __forceinline__ void lathe_gemv1t_q3_k_chunk(unsigned s, const uint32_t (&xw)[4], const float (&dsv)[4],
+                                                        float& acc0, float& acc1) {
+  constexpr int B = LATHE_GEMV1T_Q3K_BOX;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const bool b_high = g & 1;   // the lane's column is a half 1 column: its word is b1
+  const int b_piece = g >> 2;  // ... of piece kk + 4 b_piece
+  int c[4][4];
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) c[kk][0] = c[kk][1] = c[kk][2] = c[kk][3] = 0;
+  const unsigned r0 = s + B * g + 4 * t, r1 = r0 + 8 * B;
+  uint32_t hm[2][2];  // [row g, g + 8][half]: hmask bytes 16 half + 4t ..
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    hm[0][half] = lathe_gemv1t_word<Odd>(r0 + 16 * half);
+    hm[1][half] = lathe_gemv1t_word<Odd>(r1 + 16 * half);
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    uint32_t qs[2][2];  // [row][half]: qs bytes 32 h + 16 half + 4t ..
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      qs[0][half] = lathe_gemv1t_word<Odd>(r0 + 32 + 32 * h + 16 * half);
+      qs[1][half] = lathe_gemv1t_word<Odd>(r1 + 32 + 32 * h + 16 * half);
+    }
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      uint32_t a[2][2];  // [row][half]
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+          a[r][half] = static_cast<uint32_t>(lathe_gemv_bias(
+              ((qs[r][half] >> (2 * kk)) & 0x03030303u) | (((hm[r][half] >> (4 * h + kk)) & 0x01010101u) << 2), 4));
+      const uint32_t b = b_piece == h ? xw[kk] : 0u;
+      lathe_mma_s8s8(c[kk], a[0][0], a[1][0], a[0][1], a[1][1], b_high ? 0u : b, b_high ? b : 0u);
+    }
+  }
+  if (C == 1 && (t & 1)) return;  // int8: no q2 words
+  // Row r's scale bytes (low nibbles 96 .. 103, high bits 104 .. 107) and d, for the lane's pieces
+  // (h = t / 2).
+  const int h = t >> 1;
+  const unsigned sr0 = s + B * g + 96, sr1 = sr0 + 8 * B;
+  const uint32_t lo0[2] = {lathe_gemv1t_word<Odd>(sr0), lathe_gemv1t_word<Odd>(sr0 + 4)};
+  const uint32_t lo1[2] = {lathe_gemv1t_word<Odd>(sr1), lathe_gemv1t_word<Odd>(sr1 + 4)};
+  const uint32_t hi0 = lathe_gemv1t_word<Odd>(sr0 + 8), hi1 = lathe_gemv1t_word<Odd>(sr1 + 8);
+  const float d0 = __half2float(__ushort_as_half(lathe_lds16(sr0 + 12)));
+  const float d1 = __half2float(__ushort_as_half(lathe_lds16(sr1 + 12)));
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    const int sh = 16 * (kk & 1), nib = 4 * h, hs = 2 * (2 * h + (kk >> 1));
+    const uint32_t l0 = (lo0[kk >> 1] >> sh) & 0xFFFFu, l1 = (lo1[kk >> 1] >> sh) & 0xFFFFu;
+    const uint32_t e0 = (hi0 >> sh) & 0xFFFFu, e1 = (hi1 >> sh) & 0xFFFFu;
+    const int sa0 = static_cast<int>(((l0 >> nib) & 15u) | (((e0 >> hs) & 3u) << 4));
+    const int sb0 = static_cast<int>(((l0 >> (8 + nib)) & 15u) | (((e0 >> (8 + hs)) & 3u) << 4));
+    const int sa1 = static_cast<int>(((l1 >> nib) & 15u) | (((e1 >> hs) & 3u) << 4));
+    const int sb1 = static_cast<int>(((l1 >> (8 + nib)) & 15u) | (((e1 >> (8 + hs)) & 3u) << 4));
+    const float fa0 = __fmul_rn(d0, static_cast<float>(sa0 - 32)), fb0 = __fmul_rn(d0, static_cast<float>(sb0 - 32));
+    const float fa1 = __fmul_rn(d1, static_cast<float>(sa1 - 32)), fb1 = __fmul_rn(d1, static_cast<float>(sb1 - 32));
+    acc0 += dsv[kk] * fmaf(fa0, lathe_gemv_i2f(c[kk][0]), fb0 * lathe_gemv_i2f(c[kk][1]));
+    acc1 += dsv[kk] * fmaf(fa1, lathe_gemv_i2f(c[kk][2]), fb1 * lathe_gemv_i2f(c[kk][3]));
+  }
+}
+
+// Q3_K: Q6_K's lanes and x words, its rings within the row walk's (so x stays where the row walk
+// stages it, and the merged products take its tiles too).
+struct lathe_gemv1t_fmt_q3_k {
+  static constexpr int unit = LATHE_GEMV1T_Q3K_UNIT, box = LATHE_GEMV1T_Q3K_BOX, stages = LATHE_GEMV1T_Q3K_STAGES;
+  static constexpr int slot = LATHE_GEMV1T_ROWS * box;  // 2,304: one box, 128-byte aligned
+  static constexpr int x_offset = LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;  // the row walk's
+  using lane_x = lathe_gemv1t_fmt_q6_k::lane_x;
+  using xfrag = lathe_gemv1t_fmt_q6_k::xfrag;
+  template <int C>
+  static __device__ __forceinline__ lane_x x_lane(unsigned sx_a, unsigned sds_a, int k) {
+    return lathe_gemv1t_fmt_q6_k::x_lane<C>(sx_a, sds_a, k);
+  }
+  template <int C>
+  static __device__ __forceinline__ xfrag x_of(const lane_x& lx, unsigned u) {
+    return lathe_gemv1t_fmt_q6_k::x_of<C>(lx, u);
+  }
+  template <int C>
+  static __device__ __forceinline__ void chunk(unsigned s, unsigned o, const xfrag& x, float& acc0, float& acc1) {
+    if (o & 2u)  // the warp's units are all 2 bytes past a word or none (unit 16 j + w: o = 14 w % 16)
+      lathe_gemv1t_q3_k_chunk<C, true>(s + o, x.xw, x.dsv, acc0, acc1);
+    else
+      lathe_gemv1t_q3_k_chunk<C, false>(s + o, x.xw, x.dsv, acc0, acc1);
+  }
+};
+
 // The tile format of a row walk's piece trait, for the merged products' tile form (gemv_multi.cuh).
 template <class F>
 struct lathe_gemv1t_fmt_of;
@@ -445,6 +545,10 @@ struct lathe_gemv1t_fmt_of<lathe_gemv1_q4_k> {
 template <>
 struct lathe_gemv1t_fmt_of<lathe_gemv1_q5_k> {
   using type = lathe_gemv1t_fmt_q5_k;
+};
+template <>
+struct lathe_gemv1t_fmt_of<lathe_gemv1_q3_k> {
+  using type = lathe_gemv1t_fmt_q3_k;
 };
 
 #ifndef LATHE_HOST_TILE_UNITS  // the walk and its kernels: the device's alone
@@ -640,6 +744,8 @@ __device__ __forceinline__ void lathe_gemv1t_body(const LatheTileMap* wm, const 
     lathe_gemv1t_body<lathe_gemv1t_fmt_##FMT, C>(&wm, xq, y, k, n_out, xf, early);                             \
   }
 
+LATHE_GEMV1T_KERNEL(q3_k, 1, int8)
+LATHE_GEMV1T_KERNEL(q3_k, 2, int8x2)
 LATHE_GEMV1T_KERNEL(q4_k, 1, int8)
 LATHE_GEMV1T_KERNEL(q4_k, 2, int8x2)
 LATHE_GEMV1T_KERNEL(q5_k, 1, int8)

@@ -202,9 +202,10 @@ int decode_tiles_group(const WeightMatrix& w, Activations a, TileProduct p) {
   const DecodeTiles set = decode_tiles_setting();
   const bool set_for = set == DecodeTiles::all || (set == DecodeTiles::merged && p == TileProduct::merged);
   if (!g_decode_enabled || !set_for || a == Activations::f32) return 0;
-  // Q4_K and Q5_K everywhere; Q6_K in the plain and norm-epilogue products (the merged kernels' tiles are
-  // Q4_K's and Q5_K's).
-  const bool every_product = w.type == GgmlType::Q4_K || (w.type == GgmlType::Q5_K && decode_tile_format(w.type));
+  // Q3_K, Q4_K and Q5_K everywhere; Q6_K in the plain and norm-epilogue products (the merged kernels' tiles
+  // read x where the row walk stages it, which Q6_K's rings overlap).
+  const bool every_product = w.type == GgmlType::Q4_K ||
+                             ((w.type == GgmlType::Q3_K || w.type == GgmlType::Q5_K) && decode_tile_format(w.type));
   if (!every_product && !(w.type == GgmlType::Q6_K && p != TileProduct::merged)) return 0;
   const bool dealt = p == TileProduct::plain;
   // Whole tiles, rows of whole 16-unit rounds (a unit for each warp of the block each round).

@@ -80,7 +80,7 @@ void set_weights_evict_first(bool on);
 // measurements and tests that compare the two. Not thread-safe against concurrent gemv calls.
 void set_decode_gemv_enabled(bool enabled);
 
-// Which decode products of one row of Q4_K or Q6_K weights take the tensor-core form (gemv_decode_tiles.cuh:
+// Which decode products of one row of K-format weights take the tensor-core form (gemv_decode_tiles.cuh:
 // 16-row tiles, mma.sync for the integer sums) where it applies (decode_tiles_group): none, the merged
 // products only (q/k/v, gate/up with SwiGLU), or also the plain and norm-epilogue ones. Default all
 // (docs/perf.md has the measurements); LATHE_DECODE_TILES=0, merged or 1 (all) sets it. Returns the
@@ -95,20 +95,22 @@ DecodeTiles decode_tiles_named(std::string_view value);
 // The decode products the tile form serves.
 enum class TileProduct { plain, norm_epilogue, merged };
 
-// Whether the tile form (gemv_decode_tiles.cuh) takes one row of w under contract a in product p: Q4_K
-// (every product) or Q6_K (the plain and norm-epilogue products), whole 16-row tiles, k a multiple of
+// Whether the tile form (gemv_decode_tiles.cuh) takes one row of w under contract a in product p: Q4_K,
+// and Q3_K and Q5_K where decode_tile_format has them (LATHE_DECODE_K35=1), in every product; Q6_K in
+// the plain and norm-epilogue products; whole 16-row tiles, k a multiple of
 // 16 units (4,096), the form set for p, its shared memory within the device's; the plain product (its
 // tiles dealt over the SMs, not a block's own 32-row blocks) also needs a tile for every SM. Returns
 // its group parameter (16: the block's warps a tile), 0 where not.
 int decode_tiles_group(const WeightMatrix& w, Activations a, TileProduct p);
 
 // The tile kernels' dynamic shared memory for w under contract a (its format's rings, then x staged):
-// Q4_K the decode kernel's, Q6_K ~20 KB more.
+// Q3_K's, Q4_K's and Q5_K's the decode kernel's, Q6_K's ~20 KB more.
 int64_t decode_tile_shared_bytes(const WeightMatrix& w, Activations a);
 
 // The tile kernels' tensor map of w (a LatheTileMap parameter, gemv_decode_tiles.cuh): w's rows as 2D
-// bytes [n_out][row_bytes], a box 16 rows of the format's box width (decode_tile_format: Q4_K's unit,
-// 144 bytes; Q6_K's 210-byte unit and 30 bytes more, zeros past a row's end).
+// bytes [n_out][row_bytes], a box 16 rows of the format's box width (decode_tile_format: Q4_K's and
+// Q5_K's unit, 144 and 176 bytes; Q3_K's 110-byte unit in 144, Q6_K's 210-byte one in 240: the unit up
+// to 14 bytes in, zeros past a row's end).
 CUtensorMap decode_tile_map(const WeightMatrix& w);
 
 // The decode products' requests made before the programmatic-launch wait (their `early` argument):

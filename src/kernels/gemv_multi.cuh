@@ -392,7 +392,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     LATHE_STAMP_FIRST(stamps, D.first < D.count, lathe_ring_wait(mbar, 0, 0));
   };
 
-  // Q4_K's or Q5_K's tiles (the lathe_gemvm_t_* kernels: every segment FA, swiglu < 2; the launcher checks).
+  // Q3_K's, Q4_K's or Q5_K's tiles (the lathe_gemvm_t_* kernels: every segment FA, swiglu < 2; the launcher checks).
   if constexpr (Tiles) {
     lathe_gemvm_tiles<ByBlock> T{maps[0], maps[1], maps[2], y0, y1, y2, n0 / LATHE_GEMV1T_ROWS, n1 / LATHE_GEMV1T_ROWS,
                                  n2 / LATHE_GEMV1T_ROWS, n0, swiglu, k / 256, xscale};
@@ -558,7 +558,7 @@ LATHE_GEMVM_FORM(q8_0, q8_0, q8_0, 2, int8x2, _fixed_early, false, LATHE_GEMVM_E
 LATHE_GEMVM_FORM(q8_0_ef, q8_0_ef, q8_0_ef, 1, int8, _fixed_early, false, LATHE_GEMVM_EARLY_BEFORE_WAIT, true)
 LATHE_GEMVM_FORM(q8_0_ef, q8_0_ef, q8_0_ef, 2, int8x2, _fixed_early, false, LATHE_GEMVM_EARLY_BEFORE_WAIT, true)
 
-// Q4_K's and Q5_K's tiles: lathe_gemvm_t_<fmt>_<contract>[_quantizing], the same parameters (group unused: a
+// Q3_K's, Q4_K's and Q5_K's tiles: lathe_gemvm_t_<fmt>_<contract>[_quantizing], the same parameters (group unused: a
 // block takes a tile whole) and m0..m2, the segments' tensor maps (gemv_decode_tiles.cuh; a segment past the
 // count: any map, unread). Kernels of their own, so the row kernels' code is what it was without them.
 #define LATHE_GEMVM_TILE_FORM(FMT, C, CNAME, SUFFIX, BY_BLOCK)                                                   \
@@ -577,6 +577,10 @@ LATHE_GEMVM_TILE_FORM(q4_k, 1, int8, , false)
 LATHE_GEMVM_TILE_FORM(q4_k, 1, int8, _quantizing, true)
 LATHE_GEMVM_TILE_FORM(q4_k, 2, int8x2, , false)
 LATHE_GEMVM_TILE_FORM(q4_k, 2, int8x2, _quantizing, true)
+LATHE_GEMVM_TILE_FORM(q3_k, 1, int8, , false)
+LATHE_GEMVM_TILE_FORM(q3_k, 1, int8, _quantizing, true)
+LATHE_GEMVM_TILE_FORM(q3_k, 2, int8x2, , false)
+LATHE_GEMVM_TILE_FORM(q3_k, 2, int8x2, _quantizing, true)
 LATHE_GEMVM_TILE_FORM(q5_k, 1, int8, , false)
 LATHE_GEMVM_TILE_FORM(q5_k, 1, int8, _quantizing, true)
 LATHE_GEMVM_TILE_FORM(q5_k, 2, int8x2, , false)
