@@ -227,6 +227,37 @@ TEST(Sampler, EqualsTheFullSortOverASweepOfOptions) {
   EXPECT_EQ(cases, 4 * 2 * 4 * 4 * 3 * 3 * 2);
 }
 
+TEST(Sampler, ManyTiedLogitsKeepTheFullSortsOrder) {
+  // A flat row without top-k (the sampler then orders thousands of candidates by their bits): long runs
+  // of equal logits, -0 beside +0 (equal, so token order decides), and top-p cutting inside a run, so a
+  // tie put out of token order would keep another set of tokens.
+  const size_t n = 20000;
+  std::vector<float> l(n);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t r = (i * 7919) % 5;
+    l[i] = r == 0 ? 0.0f : r == 1 ? -0.0f : r == 2 ? 0.25f : r == 3 ? -0.25f : 0.5f;
+  }
+  std::vector<int32_t> recent{3, 8, 19999, 12345};
+  for (const double top_p : {0.3, 0.5, 0.77})
+    for (const double penalty : {1.0, 1.5}) {
+      SamplerOptions o;
+      o.temperature = 1.0;
+      o.top_k = 0;
+      o.top_p = top_p;
+      o.min_p = 0;
+      o.repeat_penalty = penalty;
+      const std::vector<double> want = full_sort_distribution(o, l, recent), got = Sampler(o).distribution(l, recent);
+      size_t kept = 0;
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i] == 0, want[i] == 0) << "top-p " << top_p << " penalty " << penalty << ": token " << i;
+        ASSERT_NEAR(got[i], want[i], 1e-12);
+        kept += got[i] != 0;
+      }
+      EXPECT_GT(kept, 4096u);  // the many-candidate path
+      EXPECT_LT(kept, n);
+    }
+}
+
 TEST(Sampler, DrawsWhatTheFullSortDrawsOnAQwenVocabulary) {
   // 151,936 logits (Qwen's vocabulary), the defaults and two common variations; the draws of a
   // seeded sampler against draws from the full sort's distribution with the same generator.

@@ -3,7 +3,9 @@
 #include "base/error.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <utility>
 
 namespace lathe {
@@ -83,12 +85,44 @@ std::vector<Candidate> best_of(const Penalized& z, size_t m) {
   return heap;
 }
 
+// Candidates given in token order, put in the order `before`. Many (a flat row without top-k: up to
+// the whole vocabulary) by a stable radix sort of their logits' bits, largest first, so equal logits
+// keep token order as `before` has them, -0 keyed as +0 (they compare equal); 16 bits a pass, a pass
+// skipped where every key has the same digit (a float's widened mantissa ends in 29 zero bits).
+void sort_token_ordered(std::vector<Candidate>& c) {
+  if (c.size() < 4096) {
+    std::sort(c.begin(), c.end(), before);
+    return;
+  }
+  const size_t n = c.size();
+  std::vector<uint64_t> key(n), key2(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t b = std::bit_cast<uint64_t>(c[i].z == 0 ? 0.0 : c[i].z);
+    key[i] = ~((b >> 63) ? ~b : b | (uint64_t{1} << 63));  // ascending key: descending logit
+  }
+  std::vector<Candidate> c2(n);
+  std::vector<uint32_t> count(65537);
+  for (int shift = 0; shift < 64; shift += 16) {
+    std::fill(count.begin(), count.end(), 0u);
+    for (uint64_t k : key) ++count[((k >> shift) & 0xFFFF) + 1];
+    if (count[((key[0] >> shift) & 0xFFFF) + 1] == n) continue;  // one digit for all: nothing moves
+    for (size_t d = 1; d < count.size(); ++d) count[d] += count[d - 1];
+    for (size_t i = 0; i < n; ++i) {
+      const size_t at = count[(key[i] >> shift) & 0xFFFF]++;
+      key2[at] = key[i];
+      c2[at] = c[i];
+    }
+    key.swap(key2);
+    c.swap(c2);
+  }
+}
+
 // Every candidate in the order `before` (what top-p alone needs when the 256 best do not reach it).
 std::vector<Candidate> all_sorted(const Penalized& z) {
   std::vector<Candidate> all;
   all.reserve(z.size());
   z.for_each([&](int32_t t, double v) { all.push_back({v, t}); });
-  std::sort(all.begin(), all.end(), before);
+  sort_token_ordered(all);
   return all;
 }
 
@@ -98,7 +132,7 @@ std::vector<Candidate> at_least(const Penalized& z, double floor) {
   z.for_each([&](int32_t t, double v) {
     if (v >= floor) head.push_back({v, t});
   });
-  std::sort(head.begin(), head.end(), before);
+  sort_token_ordered(head);
   return head;
 }
 
@@ -308,9 +342,25 @@ std::vector<double> Sampler::distribution(std::span<const float> logits, std::sp
 }
 
 int32_t Sampler::draw(std::vector<std::pair<int32_t, double>> k) {
-  std::sort(k.begin(), k.end());  // the draw walks the kept tokens in token order
+  // The draw walks the kept tokens (each once) in token order: many are laid out by token instead of
+  // sorted (a kept probability of 0 is passed over either way, as an absent token is).
   const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
   double cum = 0;
+  if (k.size() >= 4096) {
+    int32_t lo = k.front().first, hi = lo;
+    for (const auto& [token, prob] : k) lo = std::min(lo, token), hi = std::max(hi, token);
+    std::vector<double> by_token(static_cast<size_t>(hi - lo) + 1, 0.0);
+    for (const auto& [token, prob] : k) by_token[static_cast<size_t>(token - lo)] = prob;
+    int32_t last = lo;
+    for (size_t i = 0; i < by_token.size(); ++i) {
+      if (by_token[i] == 0) continue;
+      last = lo + static_cast<int32_t>(i);
+      cum += by_token[i];
+      if (u < cum) return last;
+    }
+    return last;  // rounding left u past the sum
+  }
+  std::sort(k.begin(), k.end());
   int32_t last = k.front().first;
   for (const auto& [token, prob] : k) {
     if (prob == 0) continue;
