@@ -277,12 +277,45 @@ __device__ __forceinline__ uint32_t lathe_gemv1t_word(unsigned a) {
   return __funnelshift_r(lathe_lds32(a - 2), lathe_lds32(a + 2), 16);
 }
 
+// The s8 units' common steps (Q6_K's and Q3_K's: a piece's two 16-value halves each with its own
+// scale). lathe_gemv1t_s8_mma: the four mma of the unit's half h (pieces 4 h + kk into c[kk]), A the
+// levels level(r, half, kk) gives (row g, g + 8; values 16 half + 4t ..; s8 words), B the lane's x word
+// where its column carries piece kk + 4 (g / 4) of this half (b1 for half-1 columns, odd g).
+template <class Level>
+__device__ __forceinline__ void lathe_gemv1t_s8_mma(int (&c)[4][4], int h, const uint32_t (&xw)[4], Level&& level) {
+  const int g = (threadIdx.x & 31) >> 2;
+  const bool b_high = g & 1;     // the lane's column is a half 1 column: its word is b1
+  const int b_piece = g >> 2;    // ... of piece kk + 4 b_piece
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    uint32_t a[2][2];  // [row][half]
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) a[r][half] = level(r, half, kk);
+    const uint32_t b = b_piece == h ? xw[kk] : 0u;
+    lathe_mma_s8s8(c[kk], a[0][0], a[1][0], a[0][1], a[1][1], b_high ? 0u : b, b_high ? b : 0u);
+  }
+}
+
+// lathe_gemv1t_s8_terms: the lane's terms from those sums, scales(kk, sa0, sb0, sa1, sb1) giving the
+// halves' scales of its piece kk + 4 (t / 2) in rows g and g + 8.
+template <class Scales>
+__device__ __forceinline__ void lathe_gemv1t_s8_terms(const int (&c)[4][4], const float (&dsv)[4], Scales&& scales,
+                                                      float& acc0, float& acc1) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    float sa0, sb0, sa1, sb1;
+    scales(kk, sa0, sb0, sa1, sb1);
+    acc0 += dsv[kk] * fmaf(sa0, lathe_gemv_i2f(c[kk][0]), sb0 * lathe_gemv_i2f(c[kk][1]));
+    acc1 += dsv[kk] * fmaf(sa1, lathe_gemv_i2f(c[kk][2]), sb1 * lathe_gemv_i2f(c[kk][3]));
+  }
+}
+
 template <int C, bool Odd>
 __device__ __forceinline__ void lathe_gemv1t_q6_k_chunk(unsigned s, const uint32_t (&xw)[4], const float (&dsv)[4],
                                                         float& acc0, float& acc1) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const bool b_high = g & 1;     // the lane's column is a half 1 column: its word is b1
-  const int b_piece = g >> 2;    // ... of piece kk + 4 b_piece
   int c[4][4];
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) c[kk][0] = c[kk][1] = c[kk][2] = c[kk][3] = 0;
@@ -300,19 +333,11 @@ __device__ __forceinline__ void lathe_gemv1t_q6_k_chunk(unsigned s, const uint32
       qh[0][half] = lathe_gemv1t_word<Odd>(r0 + 128 + 32 * h + 16 * half);
       qh[1][half] = lathe_gemv1t_word<Odd>(r1 + 128 + 32 * h + 16 * half);
     }
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      uint32_t a[2][2];  // [row][half]
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-#pragma unroll
-        for (int half = 0; half < 2; ++half)
-          a[r][half] = static_cast<uint32_t>(lathe_gemv_bias(
-              ((ql[r][kk & 1][half] >> (4 * (kk >> 1))) & 0x0F0F0F0Fu) | (((qh[r][half] >> (2 * kk)) & 0x03030303u) << 4),
-              32));
-      const uint32_t b = b_piece == h ? xw[kk] : 0u;
-      lathe_mma_s8s8(c[kk], a[0][0], a[1][0], a[0][1], a[1][1], b_high ? 0u : b, b_high ? b : 0u);
-    }
+    lathe_gemv1t_s8_mma(c, h, xw, [&](int r, int half, int kk) {
+      return static_cast<uint32_t>(lathe_gemv_bias(
+          ((ql[r][kk & 1][half] >> (4 * (kk >> 1))) & 0x0F0F0F0Fu) | (((qh[r][half] >> (2 * kk)) & 0x03030303u) << 4),
+          32));
+    });
   }
   if (C == 1 && (t & 1)) return;  // int8: no q2 words
   // Row r's scales of the lane's pieces (h = t / 2: bytes 8 h .. 8 h + 7, piece kk's at 2 kk, 2 kk + 1) and d.
@@ -321,17 +346,14 @@ __device__ __forceinline__ void lathe_gemv1t_q6_k_chunk(unsigned s, const uint32
   const uint2 sc1 = make_uint2(lathe_gemv1t_word<Odd>(sr1), lathe_gemv1t_word<Odd>(sr1 + 4));
   const float d0 = __half2float(__ushort_as_half(lathe_lds16(s + LATHE_GEMV1T_Q6K_BOX * g + 208)));
   const float d1 = __half2float(__ushort_as_half(lathe_lds16(s + LATHE_GEMV1T_Q6K_BOX * (g + 8) + 208)));
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {
+  lathe_gemv1t_s8_terms(c, dsv, [&](int kk, float& sa0, float& sb0, float& sa1, float& sb1) {
     const uint32_t w0 = kk < 2 ? sc0.x : sc0.y, w1 = kk < 2 ? sc1.x : sc1.y;
     const int sh = 16 * (kk & 1);
-    const float sa0 = __fmul_rn(d0, static_cast<float>(static_cast<int8_t>((w0 >> sh) & 0xFFu)));
-    const float sb0 = __fmul_rn(d0, static_cast<float>(static_cast<int8_t>((w0 >> (sh + 8)) & 0xFFu)));
-    const float sa1 = __fmul_rn(d1, static_cast<float>(static_cast<int8_t>((w1 >> sh) & 0xFFu)));
-    const float sb1 = __fmul_rn(d1, static_cast<float>(static_cast<int8_t>((w1 >> (sh + 8)) & 0xFFu)));
-    acc0 += dsv[kk] * fmaf(sa0, lathe_gemv_i2f(c[kk][0]), sb0 * lathe_gemv_i2f(c[kk][1]));
-    acc1 += dsv[kk] * fmaf(sa1, lathe_gemv_i2f(c[kk][2]), sb1 * lathe_gemv_i2f(c[kk][3]));
-  }
+    sa0 = __fmul_rn(d0, static_cast<float>(static_cast<int8_t>((w0 >> sh) & 0xFFu)));
+    sb0 = __fmul_rn(d0, static_cast<float>(static_cast<int8_t>((w0 >> (sh + 8)) & 0xFFu)));
+    sa1 = __fmul_rn(d1, static_cast<float>(static_cast<int8_t>((w1 >> sh) & 0xFFu)));
+    sb1 = __fmul_rn(d1, static_cast<float>(static_cast<int8_t>((w1 >> (sh + 8)) & 0xFFu)));
+  }, acc0, acc1);
 }
 
 // The tile walk's formats: a unit's bytes, a box's width (a slot is 16 rows of it), the ring's slots a
@@ -451,8 +473,6 @@ __device__ __forceinline__ void lathe_gemv1t_q3_k_chunk(unsigned s, const uint32
                                                         float& acc0, float& acc1) {
   constexpr int B = LATHE_GEMV1T_Q3K_BOX;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const bool b_high = g & 1;   // the lane's column is a half 1 column: its word is b1
-  const int b_piece = g >> 2;  // ... of piece kk + 4 b_piece
   int c[4][4];
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) c[kk][0] = c[kk][1] = c[kk][2] = c[kk][3] = 0;
@@ -471,18 +491,10 @@ __device__ __forceinline__ void lathe_gemv1t_q3_k_chunk(unsigned s, const uint32
       qs[0][half] = lathe_gemv1t_word<Odd>(r0 + 32 + 32 * h + 16 * half);
       qs[1][half] = lathe_gemv1t_word<Odd>(r1 + 32 + 32 * h + 16 * half);
     }
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      uint32_t a[2][2];  // [row][half]
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-#pragma unroll
-        for (int half = 0; half < 2; ++half)
-          a[r][half] = static_cast<uint32_t>(lathe_gemv_bias(
-              ((qs[r][half] >> (2 * kk)) & 0x03030303u) | (((hm[r][half] >> (4 * h + kk)) & 0x01010101u) << 2), 4));
-      const uint32_t b = b_piece == h ? xw[kk] : 0u;
-      lathe_mma_s8s8(c[kk], a[0][0], a[1][0], a[0][1], a[1][1], b_high ? 0u : b, b_high ? b : 0u);
-    }
+    lathe_gemv1t_s8_mma(c, h, xw, [&](int r, int half, int kk) {
+      return static_cast<uint32_t>(lathe_gemv_bias(
+          ((qs[r][half] >> (2 * kk)) & 0x03030303u) | (((hm[r][half] >> (4 * h + kk)) & 0x01010101u) << 2), 4));
+    });
   }
   if (C == 1 && (t & 1)) return;  // int8: no q2 words
   // Row r's scale bytes (low nibbles 96 .. 103, high bits 104 .. 107) and d, for the lane's pieces
@@ -494,20 +506,19 @@ __device__ __forceinline__ void lathe_gemv1t_q3_k_chunk(unsigned s, const uint32
   const uint32_t hi0 = lathe_gemv1t_word<Odd>(sr0 + 8), hi1 = lathe_gemv1t_word<Odd>(sr1 + 8);
   const float d0 = __half2float(__ushort_as_half(lathe_lds16(sr0 + 12)));
   const float d1 = __half2float(__ushort_as_half(lathe_lds16(sr1 + 12)));
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {
-    const int sh = 16 * (kk & 1), nib = 4 * h, hs = 2 * (2 * h + (kk >> 1));
-    const uint32_t l0 = (lo0[kk >> 1] >> sh) & 0xFFFFu, l1 = (lo1[kk >> 1] >> sh) & 0xFFFFu;
-    const uint32_t e0 = (hi0 >> sh) & 0xFFFFu, e1 = (hi1 >> sh) & 0xFFFFu;
-    const int sa0 = static_cast<int>(((l0 >> nib) & 15u) | (((e0 >> hs) & 3u) << 4));
-    const int sb0 = static_cast<int>(((l0 >> (8 + nib)) & 15u) | (((e0 >> (8 + hs)) & 3u) << 4));
-    const int sa1 = static_cast<int>(((l1 >> nib) & 15u) | (((e1 >> hs) & 3u) << 4));
-    const int sb1 = static_cast<int>(((l1 >> (8 + nib)) & 15u) | (((e1 >> (8 + hs)) & 3u) << 4));
-    const float fa0 = __fmul_rn(d0, static_cast<float>(sa0 - 32)), fb0 = __fmul_rn(d0, static_cast<float>(sb0 - 32));
-    const float fa1 = __fmul_rn(d1, static_cast<float>(sa1 - 32)), fb1 = __fmul_rn(d1, static_cast<float>(sb1 - 32));
-    acc0 += dsv[kk] * fmaf(fa0, lathe_gemv_i2f(c[kk][0]), fb0 * lathe_gemv_i2f(c[kk][1]));
-    acc1 += dsv[kk] * fmaf(fa1, lathe_gemv_i2f(c[kk][2]), fb1 * lathe_gemv_i2f(c[kk][3]));
-  }
+  // Sub-block 8 h + 2 kk (+ 1)'s 6 bits: the low nibble h of byte 2 kk (+ 1), the high bits 2 (2 h + kk / 2)
+  // of byte 8 + 2 (kk % 2) (+ 1).
+  auto scale = [&](uint32_t lo, uint32_t hi, int kk, int second, float d) {
+    const int sh = 16 * (kk & 1) + 8 * second;
+    const int q = static_cast<int>(((lo >> (sh + 4 * h)) & 15u) | (((hi >> (sh + 2 * (2 * h + (kk >> 1)))) & 3u) << 4));
+    return __fmul_rn(d, static_cast<float>(q - 32));
+  };
+  lathe_gemv1t_s8_terms(c, dsv, [&](int kk, float& sa0, float& sb0, float& sa1, float& sb1) {
+    sa0 = scale(lo0[kk >> 1], hi0, kk, 0, d0);
+    sb0 = scale(lo0[kk >> 1], hi0, kk, 1, d0);
+    sa1 = scale(lo1[kk >> 1], hi1, kk, 0, d1);
+    sb1 = scale(lo1[kk >> 1], hi1, kk, 1, d1);
+  }, acc0, acc1);
 }
 
 // Q3_K: Q6_K's lanes and x words, its rings within the row walk's (so x stays where the row walk
