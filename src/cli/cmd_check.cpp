@@ -14,6 +14,8 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 namespace lathe::cli {
 namespace {
@@ -29,6 +31,7 @@ double contract_bound(const std::string& activations) {
 
 struct Diff {
   double max_abs = 0, normalized = 0;
+  std::vector<double> rows;  // each row's normalized difference
 };
 
 Diff compare(const std::vector<float>& gpu, const std::vector<float>& cpu, int64_t n_vocab) {
@@ -43,8 +46,17 @@ Diff compare(const std::vector<float>& gpu, const std::vector<float>& cpu, int64
     }
     d.max_abs = std::max(d.max_abs, diff);
     d.normalized = std::max(d.normalized, diff / std::max(scale, 1e-30));
+    d.rows.push_back(diff / std::max(scale, 1e-30));
   }
   return d;
+}
+
+// The rows' normalized differences on one line ("row: value"), for a prefill that breaks the bound:
+// which prompt positions are off says much about where (a chunk's tiles, its last row, all of them).
+std::string row_list(const std::vector<double>& rows) {
+  std::string out;
+  for (size_t r = 0; r < rows.size(); ++r) out += fmt::format("{}{}: {:.1e}", r ? ", " : "", r, rows[r]);
+  return out;
 }
 
 }  // namespace
@@ -107,7 +119,9 @@ Action add_check_command(CLI::App& app) {
     reset_routing_margin();
     std::vector<float> lc = cpu.run(ids, 0, true);
     std::vector<float> lg = gpu->run(ids, 0, true);
-    account(compare(lg, lc, n_vocab), fmt::format("prefill {} rows", *prompt), true);
+    const Diff prefill = compare(lg, lc, n_vocab);
+    account(prefill, fmt::format("prefill {} rows", *prompt), true);
+    if (prefill.normalized > bound) fmt::print("  prefill by row: {}\n", row_list(prefill.rows));
     int agree = 0;
     std::vector<float> last_cpu(lc.end() - n_vocab, lc.end()), last_gpu(lg.end() - n_vocab, lg.end());
     for (int64_t s = 0; s < *steps; ++s) {
