@@ -147,6 +147,32 @@ TEST(CpuOpsProduct, QuantizedMatrixEqualsItsDequantizedValues) {
   }
 }
 
+TEST(CpuOpsProduct, TheF16ProductIsTheProductOfTheRoundedValues) {
+  // product_f16 (the lane's f16 GEMM replayed, LaneRounding): x and each dequantized weight rounded to
+  // f16, then the interpreter's f32 product: exactly the product of an f16 matrix of those weights and
+  // an x holding the rounded values; and not the plain product (the rounding is there).
+  int64_t n = 24, k = 256;
+  auto source = test::f32_matrix(1, n, k, 31);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n * row_bytes(GgmlType::Q4_K, k)));
+  for (int64_t r = 0; r < n; ++r)
+    quantize_row(GgmlType::Q4_K, source.values.data() + r * k, bytes.data() + r * row_bytes(GgmlType::Q4_K, k), k);
+  MatrixRef q4{GgmlType::Q4_K, bytes.data(), k, n, 1};
+  std::vector<uint16_t> halves(static_cast<size_t>(n * k));
+  std::vector<float> row(static_cast<size_t>(k));
+  for (int64_t r = 0; r < n; ++r) {
+    q4.row(r, row.data());
+    for (int64_t c = 0; c < k; ++c) halves[static_cast<size_t>(r * k + c)] = f32_to_f16(row[static_cast<size_t>(c)]);
+  }
+  MatrixRef w16{GgmlType::F16, reinterpret_cast<const uint8_t*>(halves.data()), k, n, 1};
+  Tensor x = random_tensor({12, k}, 32), x16 = x;
+  for (float& v : x16.data) v = f16_to_f32(f32_to_f16(v));
+  expect_close(product_f16(x, q4), product(x16, w16), 0);
+  const Tensor plain = product(x, q4), rounded = product_f16(x, q4);
+  double diff = 0;
+  for (size_t i = 0; i < plain.data.size(); ++i) diff = std::max(diff, std::abs(double(plain.data[i]) - rounded.data[i]));
+  EXPECT_GT(diff, 0.0);
+}
+
 TEST(CpuOpsProduct, GatherRows) {
   auto table = test::f32_matrix(1, 10, 6, 11);
   std::vector<int32_t> ids{3, 0, 9, 3};

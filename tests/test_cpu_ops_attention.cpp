@@ -193,6 +193,24 @@ TEST(CpuOpsAttention, HandComputed) {
   EXPECT_FLOAT_EQ(dflt.data[0], float(10 * d0 / (d0 + d1)));
 }
 
+TEST(CpuOpsAttention, TheCacheStoresF16ValuesWhereAskedTo) {
+  // cache_append's f16 form (the lane's cache replayed, LaneRounding): each stored value is the f16
+  // rounding of the row's; the plain form stores the row as it is.
+  Tensor cache({4, 2, 8}), cache16({4, 2, 8});
+  Tensor x({1, 2, 8});
+  for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = 0.1f * static_cast<float>(i) + 1e-4f;
+  const int32_t at[1] = {2};
+  cache_append(cache, x, at);
+  cache_append(cache16, x, at, true);
+  int rounded = 0;
+  for (int64_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(cache.row(2)[i], x.data[i]);
+    EXPECT_EQ(cache16.row(2)[i], f16_to_f32(f32_to_f16(x.data[i])));
+    rounded += cache16.row(2)[i] != x.data[i];
+  }
+  EXPECT_GT(rounded, 8);
+}
+
 TEST(CpuOpsAttention, OneVisibleSlotReturnsItsValue) {
   Tensor q = random_tensor({3, 4, 8}, 50), k = random_tensor({6, 2, 8}, 51), v = random_tensor({6, 2, 8}, 52);
   std::vector<int32_t> first{0, 0, 0}, later{2, 5, 3};

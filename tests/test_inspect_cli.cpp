@@ -308,6 +308,31 @@ TEST(InspectLogitsRefusals, OutOfRangeIdsAreRefusedByName) {
   EXPECT_NE(ctx.out.find("3 tokens, more than the context of 2"), std::string::npos) << ctx.out;
 }
 
+// --lane-rounding: the interpreter's logits with the GPU lane's roundings (12 tokens: one chunk of
+// more than 8 rows, so its products round too) stay near the plain ones and are not them; the flag
+// goes with --device cpu only.
+TEST(InspectLogitsLaneRounding, RoundsNearThePlainLogitsOnTheCpuOnly) {
+  const std::string model = data("transformers/qwen3.gguf"), tokens = "5,17,300,2,9,44,100,7,8,300,31,400";
+  const std::string plain = temp_path("lathe_logits_plain.npy"), rounded = temp_path("lathe_logits_rounded.npy");
+  ASSERT_EQ(run("logits " + model + " --device cpu --tokens " + tokens + " -o " + plain).status, 0);
+  const Ran r = run("logits " + model + " --device cpu --lane-rounding --tokens " + tokens + " -o " + rounded);
+  ASSERT_EQ(r.status, 0) << r.out;
+  const std::vector<float> a = values<float>(read_npy(plain)), b = values<float>(read_npy(rounded));
+  ASSERT_EQ(a.size(), b.size());
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(double(a[i])));
+  }
+  EXPECT_GT(diff, 0.0);
+  EXPECT_LT(diff / scale, 2e-3);
+  for (const std::string device : {"gpu", "auto"}) {
+    const Ran refused = run("logits " + model + " --device " + device + " --lane-rounding --tokens 1,2 -o " + rounded);
+    EXPECT_EQ(refused.status, 1) << refused.out;
+    EXPECT_NE(refused.out.find("--lane-rounding"), std::string::npos) << refused.out;
+  }
+}
+
 // ---- perplexity
 
 // The figure is llama-perplexity's from the logits: windows of 32 ids, the last 15 predictions of

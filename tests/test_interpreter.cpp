@@ -173,6 +173,38 @@ INSTANTIATE_TEST_SUITE_P(Synthetic, EveryShape,
                            return n;
                          });
 
+// The lane's roundings replayed (LaneRounding): the f16 chunk products only in a chunk of more than 8
+// rows (a decode step of 8 takes the GEMV on the GPU), the f16 cache in every step; each moves the
+// logits, by about what f16 rounding of a tiny model's values gives (well under the int8x2 bound).
+TEST(Interpreter, TheLanesRoundingsApplyWhereTheLaneRounds) {
+  Model m = model("qwen3-tiny");
+  const int32_t n_vocab = static_cast<int32_t>(m.mp.bindings.at("n_vocab"));
+  const std::vector<int32_t> tokens = random_tokens(12, 5, n_vocab);
+  auto logits = [&](int rows, LaneRounding r) {
+    Interpreter chunk = m.cut("prefill:" + std::to_string(rows));
+    chunk.set_rounding(r);
+    KvState state = chunk.new_state();
+    StepInput in;
+    for (int i = 0; i < rows; ++i) {
+      in.tokens.push_back(tokens[static_cast<size_t>(i)]);
+      in.positions.push_back(i);
+      in.sequences.push_back(0);
+    }
+    const Tensor& t = chunk.step(in, state).at("logits").tensor;
+    return std::vector<float>(t.data.begin(), t.data.end());
+  };
+  const LaneRounding none, products{false, true}, cache{true, false};
+  // 8 rows: no chunk product rounds; the cache does (from the second row on, which reads the first's).
+  EXPECT_EQ(logits(8, products), logits(8, none));
+  const double cache8 = relative_error(logits(8, cache).data(), logits(8, none));
+  EXPECT_GT(cache8, 0.0);
+  EXPECT_LT(cache8, 2e-3);
+  // 12 rows: the products round too.
+  const double products12 = relative_error(logits(12, products).data(), logits(12, none));
+  EXPECT_GT(products12, 0.0);
+  EXPECT_LT(products12, 2e-3);
+}
+
 TEST(Interpreter, CachesCarryAcrossStepsOnePerSequence) {
   Model m = model("qwen3-tiny");
   Interpreter decode = m.cut("decode");

@@ -73,6 +73,7 @@ Action add_check_command(CLI::App& app) {
   cmd->add_option("--prompt-tokens", *prompt, "tokens in the prompt (random ids, seeded)")->capture_default_str();
   cmd->add_option("--steps", *steps, "decode steps after the prompt")->capture_default_str();
   add_engine_options(cmd, *o);
+  add_lane_rounding_option(cmd, *o);
   o->n_ctx = 256;
   return [path, o, prompt, steps, weights] {
     if (*prompt <= 0 || *steps < 0) fail("--prompt-tokens must be positive and --steps at least 0");
@@ -88,15 +89,16 @@ Action add_check_command(CLI::App& app) {
     }
     const GgufFile file = GgufFile::open(checkpoint);
     CpuEngine cpu(file, o->n_ctx, o->max_chunk, o->program);
+    if (o->lane_rounding) cpu.set_rounding(lane_rounding_of(*o));
     std::unique_ptr<Engine> gpu = make_gpu_engine(file, *o);
     const int64_t n_vocab = cpu.n_vocab();
     std::mt19937 rng(1234);
     std::vector<int32_t> ids(static_cast<size_t>(*prompt));
     for (int32_t& t : ids) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(std::min<int64_t>(n_vocab, 1000)));
     const double bound = contract_bound(o->activations);
-    fmt::print("check {}{} on {} against {}: {} prompt tokens, {} decode steps, bound {:.0e} ({})\n", *path,
-               o->program.empty() ? "" : " (weights " + checkpoint + ")", gpu->name(), cpu.name(), *prompt, *steps,
-               bound, o->activations);
+    fmt::print("check {}{} on {} against {}{}: {} prompt tokens, {} decode steps, bound {:.0e} ({})\n", *path,
+               o->program.empty() ? "" : " (weights " + checkpoint + ")", gpu->name(), cpu.name(),
+               o->lane_rounding ? " rounding as the lane does" : "", *prompt, *steps, bound, o->activations);
     // A mixture's router may legitimately choose another expert where its k-th and (k+1)-th logits
     // are closer than the contract lets values move: such a step's logits are right for the other
     // expert, not held to the bound, and named (docs/numerics.md).

@@ -33,6 +33,7 @@ Action add_logits_command(CLI::App& app) {
   cmd->add_option("-o,--out", o->out, "the float32 .npy file written, shape [n_tokens, n_vocab]")
       ->required();
   add_engine_options(cmd, o->engine);
+  add_lane_rounding_option(cmd, o->engine);
   auto* ctx = cmd->get_option("--ctx");
   ctx->description("context length (default: the number of tokens)");
   return [o, ctx] {

@@ -4,6 +4,10 @@
 #include "fuse/fusion.h"
 
 #include <fmt/core.h>
+
+#include <cstdlib>
+#include <string>
+
 #include "model/model_spec.h"
 #include "runtime/cpu_engine.h"
 #include "runtime/cuda_driver.h"
@@ -34,6 +38,22 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
                   "(a second captured graph); 0: the last split merges at every position (default: 128, the "
                   "first position whose rows split; also LATHE_ATTN_MERGE_FROM)")
       ->check(CLI::NonNegativeNumber);
+}
+
+void add_lane_rounding_option(CLI::App* cmd, EngineOptions& o) {
+  cmd->add_flag("--lane-rounding", o.lane_rounding,
+                "the interpreter rounds as the GPU lane does (the KV cache in f16; under the int8 contracts a "
+                "prefill chunk's products with x and the weights in f16): what is left of a difference is not "
+                "rounding (docs/numerics.md)");
+}
+
+LaneRounding lane_rounding_of(const EngineOptions& o) {
+  const char* gemm = std::getenv("LATHE_PREFILL_GEMM");
+  LaneRounding r;
+  r.f16_cache = true;
+  r.f16_chunk_products = parse_activations(o.activations) != kernels::Activations::f32 &&
+                         !(gemm && std::string(gemm) == "int8");
+  return r;
 }
 
 kernels::Activations parse_activations(const std::string& name) {
@@ -80,6 +100,12 @@ LoadedModel load_model(const std::string& path, const EngineOptions& o) {
 
 std::unique_ptr<Engine> make_engine(const GgufFile& file, const EngineOptions& o) {
   if (o.n_ctx <= 0) fail("--ctx must be positive, not {}", o.n_ctx);
+  if (o.lane_rounding) {
+    if (o.device != "cpu") fail("--lane-rounding rounds the interpreter's values as the GPU lane does: give --device cpu");
+    auto e = std::make_unique<CpuEngine>(file, o.n_ctx, 64, o.program);
+    e->set_rounding(lane_rounding_of(o));
+    return e;
+  }
   if (o.device == "gpu") return make_gpu_engine(file, o);
   std::string why;
   const bool gpu = o.device == "auto" && cuda::gpu_available(&why);

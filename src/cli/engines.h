@@ -4,6 +4,7 @@
 #pragma once
 
 #include "gguf/gguf_file.h"
+#include "interp/interpreter.h"
 #include "kernels/gemv_launch.h"
 #include "runtime/engine.h"
 #include "runtime/tokenizer.h"
@@ -28,9 +29,19 @@ struct EngineOptions {
   double gpu_memory_gb = 0;            // > 0: the most GPU memory to take, in GB (1e9 bytes)
   bool persistent = false;             // the decode step as persistent launches (GPU lane)
   int64_t merge_from = -1;             // >= 0: GpuEngineOptions::long_from (-1: its default)
+  bool lane_rounding = false;          // the interpreter replays the GPU lane's roundings (add_lane_rounding_option)
 };
 
 void add_engine_options(CLI::App* cmd, EngineOptions& options);
+
+// --lane-rounding, for the commands that compare the interpreter with the GPU lane or write its logits
+// (check, logits): the interpreter rounds where the lane does (interp/interpreter.h: LaneRounding).
+void add_lane_rounding_option(CLI::App* cmd, EngineOptions& options);
+
+// The roundings the GPU lane makes under options.activations: the f16 cache always; a chunk's f16
+// products under the int8 contracts (unless LATHE_PREFILL_GEMM=int8 keeps the int8 GEMM, which rounds
+// nothing the interpreter does not).
+LaneRounding lane_rounding_of(const EngineOptions& options);
 
 // "f32", "int8" or "int8x2" as the GPU lane's contract; a UserError for anything else.
 kernels::Activations parse_activations(const std::string& name);

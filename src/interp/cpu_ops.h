@@ -44,6 +44,8 @@ struct MatrixRef {
 // ---- gather and products
 Tensor gather_rows(const MatrixRef& table, std::span<const int32_t> ids);  // [ids, n_cols]
 Tensor product(const Tensor& x, const MatrixRef& w);  // x [.., k] times w (n_rows x k)^T: [.., n_rows]
+// The same with x and each dequantized weight rounded to f16 first (the f16 tensor-core GEMM's operands).
+Tensor product_f16(const Tensor& x, const MatrixRef& w);
 
 // ---- elementwise (b has x's shape, or is a vector of x's last dimension broadcast over rows)
 Tensor add(const Tensor& a, const Tensor& b);
@@ -94,8 +96,9 @@ struct AttentionOptions {
 };
 Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                  std::span<const int32_t> positions, const AttentionOptions& options);
-// Writes rows of x [rows, n_head_kv, d] into cache [n_ctx, n_head_kv, d] at the given positions.
-void cache_append(Tensor& cache, const Tensor& x, std::span<const int32_t> positions);
+// Writes rows of x [rows, n_head_kv, d] into cache [n_ctx, n_head_kv, d] at the given positions
+// (f16: each value rounded to f16 as it is stored, as the GPU lane's cache holds it).
+void cache_append(Tensor& cache, const Tensor& x, std::span<const int32_t> positions, bool f16 = false);
 
 // ---- mixture of experts, per row: router logits = x . router^T, softmax over all experts, keep the
 // top k (ties to the lower index), renormalize the kept weights when asked, and combine

@@ -6,6 +6,8 @@
 // (the output takes v's).
 #include "interp/cpu_ops_internal.h"
 
+#include "gguf/block_format.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -83,7 +85,7 @@ Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
   return out;
 }
 
-void cache_append(Tensor& cache, const Tensor& x, std::span<const int32_t> positions) {
+void cache_append(Tensor& cache, const Tensor& x, std::span<const int32_t> positions, bool f16) {
   cpu::require_rank(cache, 3, "cache append", "the cache");
   cpu::require_rank(x, 3, "cache append", "x");
   if (x.dim(1) != cache.dim(1) || x.dim(2) != cache.dim(2))
@@ -95,7 +97,10 @@ void cache_append(Tensor& cache, const Tensor& x, std::span<const int32_t> posit
   for (size_t r = 0; r < positions.size(); ++r) {
     if (positions[r] < 0 || positions[r] >= cache.dim(0))
       fail("cache append: position {} is outside the cache's {} slots", positions[r], cache.dim(0));
-    std::copy_n(x.row(r), slot_size, cache.row(positions[r]));
+    float* slot = cache.row(positions[r]);
+    std::copy_n(x.row(r), slot_size, slot);
+    if (f16)
+      for (int64_t i = 0; i < slot_size; ++i) slot[i] = f16_to_f32(f32_to_f16(slot[i]));
   }
 }
 

@@ -2,6 +2,8 @@
 // dotted with every row of x; threads take disjoint ranges of the matrix's rows (output columns).
 #include "interp/cpu_ops_internal.h"
 
+#include "gguf/block_format.h"
+
 #include <vector>
 
 namespace lathe {
@@ -11,6 +13,36 @@ void require_single(const MatrixRef& w, std::string_view op) {
   if (w.n_stack != 1)
     fail("{}: the matrix is a stack of {} experts of {} x {}; one expert is needed", op, w.n_stack,
          w.n_rows, w.n_cols);
+}
+
+float round_to_f16(float v) { return f16_to_f32(f32_to_f16(v)); }
+
+// x times w^T; with `f16`, x's values and each dequantized weight rounded to f16 first.
+Tensor product_rounded(const Tensor& x, const MatrixRef& w, bool f16) {
+  require_single(w, "product");
+  if (x.shape.empty() || x.dim(-1) != w.n_cols)
+    fail("product: x {} does not fit a matrix of {} rows of {} values (x's last dimension must be {})",
+         x.shape_string(), w.n_rows, w.n_cols, w.n_cols);
+  int64_t k = w.n_cols, n = w.n_rows, rows = cpu::rows_of(x);
+  std::vector<int64_t> shape = x.shape;
+  shape.back() = n;
+  Tensor out(shape);
+  std::vector<float> x16;
+  if (f16) {
+    x16 = x.data;
+    for (float& v : x16) v = round_to_f16(v);
+  }
+  const float* xd = f16 ? x16.data() : x.data.data();
+  cpu::parallel_for(n, double(rows + 1) * double(k), [&](int64_t begin, int64_t end) {
+    std::vector<float> w_row(k);
+    for (int64_t j = begin; j < end; ++j) {
+      w.row(j, w_row.data());
+      if (f16)
+        for (float& v : w_row) v = round_to_f16(v);
+      for (int64_t r = 0; r < rows; ++r) out.data[r * n + j] = static_cast<float>(cpu::dot(xd + r * k, w_row.data(), k));
+    }
+  });
+  return out;
 }
 
 }  // namespace
@@ -27,24 +59,7 @@ Tensor gather_rows(const MatrixRef& table, std::span<const int32_t> ids) {
   return out;
 }
 
-Tensor product(const Tensor& x, const MatrixRef& w) {
-  require_single(w, "product");
-  if (x.shape.empty() || x.dim(-1) != w.n_cols)
-    fail("product: x {} does not fit a matrix of {} rows of {} values (x's last dimension must be {})",
-         x.shape_string(), w.n_rows, w.n_cols, w.n_cols);
-  int64_t k = w.n_cols, n = w.n_rows, rows = cpu::rows_of(x);
-  std::vector<int64_t> shape = x.shape;
-  shape.back() = n;
-  Tensor out(shape);
-  cpu::parallel_for(n, double(rows + 1) * double(k), [&](int64_t begin, int64_t end) {
-    std::vector<float> w_row(k);
-    for (int64_t j = begin; j < end; ++j) {
-      w.row(j, w_row.data());
-      for (int64_t r = 0; r < rows; ++r)
-        out.data[r * n + j] = static_cast<float>(cpu::dot(x.data.data() + r * k, w_row.data(), k));
-    }
-  });
-  return out;
-}
+Tensor product(const Tensor& x, const MatrixRef& w) { return product_rounded(x, w, false); }
+Tensor product_f16(const Tensor& x, const MatrixRef& w) { return product_rounded(x, w, true); }
 
 }  // namespace lathe

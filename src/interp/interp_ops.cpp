@@ -47,8 +47,19 @@ std::vector<int32_t> take(const std::vector<int32_t>& values, const std::vector<
 void append(Frame& f, const Tensor& x, int64_t layer, bool keys) {
   for (const auto& [seq, rows] : f.rows_of_sequence) {
     Tensor& cache = keys ? f.state.keys(seq, layer) : f.state.values(seq, layer);
-    cache_append(cache, take_rows(x, rows), take(f.positions, rows));
+    cache_append(cache, take_rows(x, rows), take(f.positions, rows), f.impl.rounding.f16_cache);
   }
+}
+
+// A product as the interpreter computes it, or with the f16 GEMM's roundings where the lane's are
+// replayed (LaneRounding) and the GPU would run it there: a chunk of more than 8 rows (the decode GEMV
+// takes up to 8) of a format that GEMM reads.
+Tensor product_as_lane(const Frame& f, const Tensor& x, const MatrixRef& w) {
+  const int64_t rows = x.shape.empty() || x.shape.back() == 0 ? 0 : x.numel() / x.shape.back();
+  const bool gemm_f16 = w.type == GgmlType::F16 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q2_K ||
+                        w.type == GgmlType::Q3_K || w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K ||
+                        w.type == GgmlType::Q6_K;
+  return f.impl.rounding.f16_chunk_products && rows > 8 && gemm_f16 ? product_f16(x, w) : product(x, w);
 }
 
 Tensor attend(Frame& f, const lang::Op& op) {
@@ -126,7 +137,7 @@ InterpValue run_op(Frame& f, const lang::Statement& s) {
   const std::vector<lang::Operand>& a = op.args;
   switch (op.kind) {
     case OpKind::gather: return activation(gather_rows(f.matrix(a[0]), f.ids(a[1])));
-    case OpKind::product: return activation(product(f.tensor(a[0]), f.matrix(a[1])));
+    case OpKind::product: return activation(product_as_lane(f, f.tensor(a[0]), f.matrix(a[1])));
     case OpKind::add: return activation(add(f.tensor(a[0]), f.tensor(a[1])));
     case OpKind::subtract: return activation(subtract(f.tensor(a[0]), f.tensor(a[1])));
     case OpKind::multiply: return activation(multiply(f.tensor(a[0]), f.tensor(a[1])));

@@ -26,6 +26,7 @@ struct Interpreter::Impl {
   std::map<std::pair<std::string, int64_t>, BoundConstant> constants;
   std::map<std::string, std::string> placeholders;  // declared name -> its loop variable, or ""
   bool has_caches = false;
+  LaneRounding rounding;
   int64_t cache_layers = 0, cache_positions = 0, cache_heads = 0, cache_head_dim = 0;
 
   std::string where(const lang::SourceLoc& loc) const;  // "models/qwen3.lathe:12"

@@ -202,6 +202,8 @@ Interpreter& Interpreter::operator=(Interpreter&&) noexcept = default;
 const lang::Program& Interpreter::program() const { return impl_->program; }
 const lang::Bindings& Interpreter::bindings() const { return impl_->bindings; }
 
+void Interpreter::set_rounding(const LaneRounding& rounding) { impl_->rounding = rounding; }
+
 KvState Interpreter::new_state() const {
   const Impl& i = *impl_;
   if (!i.has_caches) return KvState();

@@ -75,6 +75,17 @@ class KvState {
   std::map<int32_t, Sequence> sequences_;
 };
 
+// Roundings the GPU lane makes where the interpreter computes in f32, replayed on request so that a
+// difference between the two can be told apart from rounding (`lathe check --lane-rounding`,
+// docs/numerics.md): the KV cache's keys and values stored as f16 (every contract), and a chunk's
+// products (more than 8 rows) of a format the f16 tensor-core GEMM reads (F16, Q8_0, Q2_K to Q6_K) with
+// x and each dequantized weight rounded to f16 (the int8 contracts' prefill). Not replayed: the
+// flash attention's f16 q and weights, the mixture's f16 chunk products, the int8 forms of decode rows.
+struct LaneRounding {
+  bool f16_cache = false;
+  bool f16_chunk_products = false;
+};
+
 class Interpreter {
  public:
   // Checks `program` with `bindings` (a value for every parameter it declares) and binds its constants
@@ -91,6 +102,9 @@ class Interpreter {
 
   // Empty caches of the shape the program's `Carry` declares (an empty state when it carries none).
   KvState new_state() const;
+
+  // The lane's roundings replayed from the next step on (none by default).
+  void set_rounding(const LaneRounding& rounding);
 
   // Runs one step: every statement once, the caches of the rows' sequences read and written in place.
   // Malformed rows (counts, positions past the cache or out of order, unknown tokens) are UserErrors.

@@ -21,7 +21,13 @@ const Interpreter& CpuEngine::cut(int64_t rows) {
   const lang::Cut c = rows == 1 ? lang::Cut{lang::Cut::Kind::decode, 1}
                                 : lang::Cut{lang::Cut::Kind::prefill, rows};
   auto interp = std::make_unique<Interpreter>(lang::make_cut(program_.program, c), program_.bindings, file_);
+  interp->set_rounding(rounding_);
   return *cuts_.emplace(rows, std::move(interp)).first->second;
+}
+
+void CpuEngine::set_rounding(const LaneRounding& rounding) {
+  rounding_ = rounding;
+  for (auto& [rows, interp] : cuts_) interp->set_rounding(rounding);
 }
 
 std::vector<float> CpuEngine::run(std::span<const int32_t> tokens, int64_t start, bool all_logits) {

@@ -21,6 +21,8 @@ class CpuEngine : public Engine {
   int64_t n_vocab() const override { return n_vocab_; }
   std::string name() const override { return "cpu (reference interpreter)"; }
   const ModelProgram& program() const { return program_; }
+  // The GPU lane's roundings replayed from the next run on (interp/interpreter.h: LaneRounding).
+  void set_rounding(const LaneRounding& rounding);
 
  private:
   const Interpreter& cut(int64_t rows);  // the prefill:rows cut (decode for 1), made on first use
@@ -30,6 +32,7 @@ class CpuEngine : public Engine {
   ModelProgram program_;
   std::map<int64_t, std::unique_ptr<Interpreter>> cuts_;
   KvState state_;
+  LaneRounding rounding_;
 };
 
 }  // namespace lathe
