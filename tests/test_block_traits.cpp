@@ -100,6 +100,15 @@ inline float4 lathe_lds128f(unsigned a) {
   std::memcpy(&v, g_shared + a, 16);
   return v;
 }
+inline int4 lathe_lds128(unsigned a) {
+  int4 v;
+  std::memcpy(&v, g_shared + a, 16);
+  return v;
+}
+inline int __dp4a(int a, int b, int c) {  // four signed byte products added to c
+  for (int i = 0; i < 4; ++i) c += static_cast<int8_t>(a >> (8 * i)) * static_cast<int8_t>(b >> (8 * i));
+  return c;
+}
 inline uint32_t __vneg4(uint32_t v) {
   uint32_t r = 0;
   for (int i = 0; i < 4; ++i) r |= static_cast<uint32_t>(static_cast<uint8_t>(-static_cast<int8_t>(v >> (8 * i)))) << (8 * i);
@@ -362,8 +371,8 @@ TEST(BlockTraits, TheDecodeWalksPiecesAreDequantizeRowsBits) {
 // of one unit (256 values) in a slot as a TMA box lays them (rows `box` bytes apart), x's int8x2 (or
 // int8) levels and (d1, d2, sum) as the row walk stages them, every lane's x_of and chunk, the lanes'
 // sums a row against the f64 sum of dequantize_row's weights times x's levels. Q4_K's and Q6_K's
-// (measured on the GPU since the twenty-first and twenty-third sessions) check the emulation; Q5_K's
-// and Q3_K's are the new ones. `o`: the unit's bytes into each box row (Q6_K's and Q3_K's units lie
+// (measured on the GPU since the twenty-first and twenty-third sessions) check the emulation; Q5_K's,
+// Q3_K's and Q2_K's are the new ones. `o`: the unit's bytes into each box row (Q6_K's and Q3_K's units lie
 // 0-14 bytes in, read as words 2 bytes past a word where o % 4 == 2).
 template <class F, int C>
 void expect_tile_unit_matches(GgmlType t, std::mt19937& rng, unsigned o = 0) {
@@ -433,6 +442,10 @@ TEST(BlockTraits, TheDecodeTilesUnitsOnAHostWarp) {
       expect_tile_unit_matches<lathe_gemv1t_fmt_q6_k, 1>(GgmlType::Q6_K, rng, o);
       expect_tile_unit_matches<lathe_gemv1t_fmt_q3_k, 2>(GgmlType::Q3_K, rng, o);
       expect_tile_unit_matches<lathe_gemv1t_fmt_q3_k, 1>(GgmlType::Q3_K, rng, o);
+      if (o % 4 == 0) {  // Q2_K's 84-byte units lie 4 c % 16 bytes in
+        expect_tile_unit_matches<lathe_gemv1t_fmt_q2_k, 2>(GgmlType::Q2_K, rng, o);
+        expect_tile_unit_matches<lathe_gemv1t_fmt_q2_k, 1>(GgmlType::Q2_K, rng, o);
+      }
     }
   }
 }

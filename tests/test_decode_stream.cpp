@@ -85,7 +85,7 @@ TEST(DecodeStream, MirrorsMatchTheKernelText) {
   // slot 16 rows of a box, 128 bytes of alignment), Q4_K's where the row walk's is (the merged
   // kernels stage x once for either walk).
   EXPECT_EQ(defined("LATHE_GEMV1T_ROWS"), kDecodeTileRows);
-  for (const auto& [type, macro] : {std::pair{GgmlType::Q3_K, "Q3K"}, std::pair{GgmlType::Q4_K, "Q4K"},
+  for (const auto& [type, macro] : {std::pair{GgmlType::Q2_K, "Q2K"}, std::pair{GgmlType::Q3_K, "Q3K"}, std::pair{GgmlType::Q4_K, "Q4K"},
                                     std::pair{GgmlType::Q5_K, "Q5K"}, std::pair{GgmlType::Q6_K, "Q6K"}}) {
     const DecodeTileFormat* f = decode_tile_format_listed(type);
     ASSERT_NE(f, nullptr) << macro;
@@ -100,7 +100,7 @@ TEST(DecodeStream, MirrorsMatchTheKernelText) {
     EXPECT_GE(f->x_offset, warps * f->stages * kDecodeTileRows * f->box_bytes + 128) << macro;
     EXPECT_EQ(f->x_offset % 16, 0) << macro;
   }
-  for (const GgmlType t : {GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K})  // the merged kernels' tiles
+  for (const GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K})  // x where the row walk has it
     EXPECT_EQ(decode_tile_format_listed(t)->x_offset, kDecodeStageBytes) << ggml_type_name(t);
   EXPECT_EQ(decode_tile_format(GgmlType::Q8_0), nullptr);
 }

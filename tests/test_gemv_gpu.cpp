@@ -202,7 +202,7 @@ TEST(GemvGpu, DecodeKernelMatchesCpu) {
   }
 }
 
-// Q3_K's, Q4_K's, Q5_K's and Q6_K's decode products on tensor cores (gemv_decode_tiles.cuh) against the CPU and against
+// Q2_K's to Q6_K's decode products on tensor cores (gemv_decode_tiles.cuh) against the CPU and against
 // the row walk they replace: the same integer sums and terms (Q6_K's two x words' terms not fused),
 // added in another order, so within a few f32 ulps of the row's scale of the row walk's result. Shapes: a tile for every SM and several, 16 to 48 units a row (one to
 // three a warp), both contracts, x quantized before the launch and by each block
@@ -214,13 +214,13 @@ TEST(GemvGpu, DecodeTilesMatchRowsAndCpu) {
   std::mt19937 rng(21);
   const int64_t sm_count = cuda::Context::get().info().sm_count;
   const int64_t min_rows = 16 * sm_count;
-  std::printf("Q3_K, Q4_K, Q5_K and Q6_K decode tiles: normalized error against the CPU, and against the row walk"
-              " (Q3_K's and Q5_K's under LATHE_DECODE_K35=1; else the rows they keep)\n");
+  std::printf("Q2_K to Q6_K decode tiles: normalized error against the CPU, and against the row walk (Q2_K: the"
+              " general product) (Q2_K's, Q3_K's and Q5_K's under LATHE_DECODE_K35=1; else the rows they keep)\n");
   const std::pair<int64_t, int64_t> shapes[] = {{min_rows, 4096}, {min_rows + 48, 8192}, {4096, 4096},
                                                 {4096, 12288},    {12288, 4096},         {min_rows, 2048},
                                                 {4096, 14336},    {min_rows, 4352}};
-  for (const GgmlType t : {GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
-    const bool has_tiles = decode_tile_format(t) != nullptr;  // Q3_K and Q5_K: LATHE_DECODE_K35=1
+  for (const GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    const bool has_tiles = decode_tile_format(t) != nullptr;  // Q2_K, Q3_K and Q5_K: LATHE_DECODE_K35=1
     for (auto [n_out, k] : shapes) {
       const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
       const std::vector<float> wf = dequantize(t, m, n_out, k);

@@ -14,7 +14,8 @@
 namespace lathe::kernels {
 
 namespace {
-// LATHE_DECODE_K35 (read once): 1 puts Q3_K and Q5_K on the decode row walk and on the tiles;
+// LATHE_DECODE_K35 (read once): 1 puts Q3_K and Q5_K on the decode row walk and on the tiles, and Q2_K
+// on the tiles (its plain products);
 // unset or anything else keeps them on the general product, which a GPU has checked (the new forms are
 // checked on the host, gemv_blocks_walk.cuh's pieces, and wait for their first GPU run: docs/perf.md,
 // thirty-ninth session).
@@ -39,18 +40,20 @@ const DecodeFormat* decode_format(GgmlType t) {
 }
 
 const DecodeTileFormat* decode_tile_format(GgmlType t) {
-  if (!g_k35 && (t == GgmlType::Q3_K || t == GgmlType::Q5_K)) return nullptr;
+  if (!g_k35 && (t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q5_K)) return nullptr;
   return decode_tile_format_listed(t);
 }
 
 const DecodeTileFormat* decode_tile_format_listed(GgmlType t) {
   // x_offset: Q4_K's x stays where the row walk stages it (its rings fit in the decode rings' area);
   // Q6_K's rings (16 warps x 3 x 16 x 240 bytes, 128 of alignment) are larger, so x follows them.
-  // Q5_K's (16 x 3 x 16 x 176 bytes, 128 of alignment) and Q3_K's (16 x 4 x 16 x 144: a 110-byte unit
-  // 0-14 bytes into a box of 144) fit there too.
-  static const DecodeTileFormat q3_k{"q3_k", 110, 144, 4, kDecodeStageBytes}, q4_k{"q4_k", 144, 144, 4, kDecodeStageBytes},
-      q5_k{"q5_k", 176, 176, 3, kDecodeStageBytes}, q6_k{"q6_k", 210, 240, 3, 128 + 16 * 3 * kDecodeTileRows * 240};
+  // Q5_K's (16 x 3 x 16 x 176 bytes, 128 of alignment), Q3_K's (16 x 4 x 16 x 144: a 110-byte unit 0-14
+  // bytes into a box of 144) and Q2_K's (16 x 5 x 16 x 112: an 84-byte unit 0-12 bytes in) fit there too.
+  static const DecodeTileFormat q2_k{"q2_k", 84, 112, 5, kDecodeStageBytes}, q3_k{"q3_k", 110, 144, 4, kDecodeStageBytes},
+      q4_k{"q4_k", 144, 144, 4, kDecodeStageBytes}, q5_k{"q5_k", 176, 176, 3, kDecodeStageBytes},
+      q6_k{"q6_k", 210, 240, 3, 128 + 16 * 3 * kDecodeTileRows * 240};
   switch (t) {
+    case GgmlType::Q2_K: return &q2_k;
     case GgmlType::Q3_K: return &q3_k;
     case GgmlType::Q4_K: return &q4_k;
     case GgmlType::Q5_K: return &q5_k;

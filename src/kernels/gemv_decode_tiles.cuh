@@ -1,4 +1,4 @@
-// The decode GEMV of Q3_K, Q4_K, Q5_K and Q6_K on tensor cores, 16 rows a tile: y[o] = W[o] . x for ONE row of x
+// The decode GEMV of Q2_K to Q6_K on tensor cores, 16 rows a tile: y[o] = W[o] . x for ONE row of x
 // under the int8 contracts (C = 1 int8, C = 2 int8x2), the same products as gemv_decode.cuh's q4_K and
 // q6_K (the same levels, scales and offsets, and a sub-block's f32 formula term for term), with a
 // sub-block's integer sums made by mma.sync instead of __dp4a. Below for Q4_K; Q6_K's unit
@@ -53,6 +53,9 @@
 #define LATHE_GEMV1T_Q5K_UNIT 176
 #define LATHE_GEMV1T_Q5K_BOX 176
 #define LATHE_GEMV1T_Q5K_STAGES 3  // 16 warps x 3 x 2,816 + 128 of alignment: within the decode rings (16 x 4 x 2,560)
+#define LATHE_GEMV1T_Q2K_UNIT 84
+#define LATHE_GEMV1T_Q2K_BOX 112  // the unit 0-12 bytes in (16-byte starts); rows 28 words apart: no bank conflicts
+#define LATHE_GEMV1T_Q2K_STAGES 5  // 16 warps x 5 x 1,792 + 128 of alignment: within the decode rings (16 x 4 x 2,560)
 #define LATHE_GEMV1T_Q3K_UNIT 110
 #define LATHE_GEMV1T_Q3K_BOX 144  // the unit 0-14 bytes in (16-byte starts); rows 36 words apart: no bank conflicts
 #define LATHE_GEMV1T_Q3K_STAGES 4  // 16 warps x 4 x 2,304 + 128 of alignment: within the decode rings (16 x 4 x 2,560)
@@ -546,6 +549,103 @@ struct lathe_gemv1t_fmt_q3_k {
   }
 };
 
+// Q2_K's unit at shared address s (rows LATHE_GEMV1T_Q2K_BOX apart: scales[16] at 0, qs[64] at 16, d at
+// 80, dmin at 82; unit c 4 c % 16 bytes into its box: word-aligned) times x's unit, as Q3_K's: piece
+// j = 4 h + kk is values 32 j .. 32 j + 31, value l of it bits 2 kk of qs[32 h + l] (levels 0-3, s8
+// in value order), its halves sub-blocks 2 j and 2 j + 1, each with scale byte 8 h + 2 kk (+ 1): d times
+// its low nibble, less dmin times its high nibble times the half's x (gemv_blocks.cuh's
+// lathe_gemv_q2_k). So a lane's term also needs the sums of its own x levels over its piece's two
+// halves (q1's or q2's by t % 2): lathe_gemv1t_q2_k_x carries them, formed with x's words.
+struct lathe_gemv1t_q2_k_x {
+  uint32_t xw[4];  // Q6_K's B words
+  float dsv[4];    // ... and x's d1 or d2
+  int xs[4][2];    // the lane's x levels summed over half 0 and half 1 of piece kk + 4 (t / 2)
+};
+
+template <int C>
+__device__ __forceinline__ void lathe_gemv1t_q2_k_chunk(unsigned s, const lathe_gemv1t_q2_k_x& x, float& acc0,
+                                                        float& acc1) {
+  constexpr int B = LATHE_GEMV1T_Q2K_BOX;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  int c[4][4];
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) c[kk][0] = c[kk][1] = c[kk][2] = c[kk][3] = 0;
+  const unsigned r0 = s + B * g + 4 * t, r1 = r0 + 8 * B;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    uint32_t qs[2][2];  // [row][half]: qs bytes 32 h + 16 half + 4t ..
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      qs[0][half] = lathe_lds32(r0 + 16 + 32 * h + 16 * half);
+      qs[1][half] = lathe_lds32(r1 + 16 + 32 * h + 16 * half);
+    }
+    lathe_gemv1t_s8_mma(c, h, x.xw, [&](int r, int half, int kk) { return (qs[r][half] >> (2 * kk)) & 0x03030303u; });
+  }
+  if (C == 1 && (t & 1)) return;  // int8: no q2 words
+  // Row r's scale bytes of the lane's pieces (h = t / 2: bytes 8 h .. 8 h + 7, piece kk's at 2 kk, 2 kk + 1),
+  // d and dmin.
+  const unsigned sr0 = s + B * g, sr1 = sr0 + 8 * B, h8 = 8 * (t >> 1);
+  const uint32_t sc0[2] = {lathe_lds32(sr0 + h8), lathe_lds32(sr0 + h8 + 4)};
+  const uint32_t sc1[2] = {lathe_lds32(sr1 + h8), lathe_lds32(sr1 + h8 + 4)};
+  const float d0 = __half2float(__ushort_as_half(lathe_lds16(sr0 + 80)));
+  const float m0 = __half2float(__ushort_as_half(lathe_lds16(sr0 + 82)));
+  const float d1 = __half2float(__ushort_as_half(lathe_lds16(sr1 + 80)));
+  const float m1 = __half2float(__ushort_as_half(lathe_lds16(sr1 + 82)));
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    const int sh = 16 * (kk & 1);
+    const uint32_t a0 = (sc0[kk >> 1] >> sh) & 0xFFFFu, a1 = (sc1[kk >> 1] >> sh) & 0xFFFFu;
+    // row r's half-0 and half-1 bytes: low nibble the scale, high the min
+    const float sa0 = __fmul_rn(d0, static_cast<float>(a0 & 15u)), sb0 = __fmul_rn(d0, static_cast<float>((a0 >> 8) & 15u));
+    const float ma0 = __fmul_rn(m0, static_cast<float>((a0 >> 4) & 15u)), mb0 = __fmul_rn(m0, static_cast<float>(a0 >> 12));
+    const float sa1 = __fmul_rn(d1, static_cast<float>(a1 & 15u)), sb1 = __fmul_rn(d1, static_cast<float>((a1 >> 8) & 15u));
+    const float ma1 = __fmul_rn(m1, static_cast<float>((a1 >> 4) & 15u)), mb1 = __fmul_rn(m1, static_cast<float>(a1 >> 12));
+    const float xa = lathe_gemv_i2f(x.xs[kk][0]), xb = lathe_gemv_i2f(x.xs[kk][1]);
+    acc0 += x.dsv[kk] * (fmaf(sa0, lathe_gemv_i2f(c[kk][0]), sb0 * lathe_gemv_i2f(c[kk][1])) - fmaf(ma0, xa, mb0 * xb));
+    acc1 += x.dsv[kk] * (fmaf(sa1, lathe_gemv_i2f(c[kk][2]), sb1 * lathe_gemv_i2f(c[kk][3])) - fmaf(ma1, xa, mb1 * xb));
+  }
+}
+
+// Q2_K: Q6_K's lanes and x words, and the lane's x level sums; its rings within the row walk's. The
+// plain product's tiles only (the merged and norm-epilogue products read a row walk's piece trait,
+// which Q2_K, with a min every 16 values, has not).
+struct lathe_gemv1t_fmt_q2_k {
+  static constexpr int unit = LATHE_GEMV1T_Q2K_UNIT, box = LATHE_GEMV1T_Q2K_BOX, stages = LATHE_GEMV1T_Q2K_STAGES;
+  static constexpr int slot = LATHE_GEMV1T_ROWS * box;  // 1,792: one box, 128-byte aligned
+  static constexpr int x_offset = LATHE_GEMV1_WARPS * LATHE_GEMV1_STAGES * LATHE_GEMV1_SLOT;  // the row walk's
+  struct lane_x {
+    lathe_gemv1t_fmt_q6_k::lane_x w;
+    unsigned xs;  // the lane's x levels (q1 or q2 by t % 2) of piece 4 (t / 2)
+  };
+  template <int C>
+  static __device__ __forceinline__ lane_x x_lane(unsigned sx_a, unsigned sds_a, int k) {
+    const int t = threadIdx.x & 3;
+    return {lathe_gemv1t_fmt_q6_k::x_lane<C>(sx_a, sds_a, k), sx_a + ((t & 1) ? k : 0) + 128 * (t >> 1)};
+  }
+  using xfrag = lathe_gemv1t_q2_k_x;
+  template <int C>
+  static __device__ __forceinline__ xfrag x_of(const lane_x& lx, unsigned u) {
+    const lathe_gemv1t_fmt_q6_k::xfrag w = lathe_gemv1t_fmt_q6_k::x_of<C>(lx.w, u);
+    xfrag x;
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      x.xw[kk] = w.xw[kk];
+      x.dsv[kk] = w.dsv[kk];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int4 v = lathe_lds128(lx.xs + 256 * u + 32 * kk + 16 * half);
+        x.xs[kk][half] =
+            __dp4a(v.w, 0x01010101, __dp4a(v.z, 0x01010101, __dp4a(v.y, 0x01010101, __dp4a(v.x, 0x01010101, 0))));
+      }
+    }
+    return x;
+  }
+  template <int C>
+  static __device__ __forceinline__ void chunk(unsigned s, unsigned o, const xfrag& x, float& acc0, float& acc1) {
+    lathe_gemv1t_q2_k_chunk<C>(s + o, x, acc0, acc1);
+  }
+};
+
 // The tile format of a row walk's piece trait, for the merged products' tile form (gemv_multi.cuh).
 template <class F>
 struct lathe_gemv1t_fmt_of;
@@ -755,6 +855,8 @@ __device__ __forceinline__ void lathe_gemv1t_body(const LatheTileMap* wm, const 
     lathe_gemv1t_body<lathe_gemv1t_fmt_##FMT, C>(&wm, xq, y, k, n_out, xf, early);                             \
   }
 
+LATHE_GEMV1T_KERNEL(q2_k, 1, int8)
+LATHE_GEMV1T_KERNEL(q2_k, 2, int8x2)
 LATHE_GEMV1T_KERNEL(q3_k, 1, int8)
 LATHE_GEMV1T_KERNEL(q3_k, 2, int8x2)
 LATHE_GEMV1T_KERNEL(q4_k, 1, int8)

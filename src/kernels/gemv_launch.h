@@ -97,7 +97,7 @@ enum class TileProduct { plain, norm_epilogue, merged };
 
 // Whether the tile form (gemv_decode_tiles.cuh) takes one row of w under contract a in product p: Q4_K,
 // and Q3_K and Q5_K where decode_tile_format has them (LATHE_DECODE_K35=1), in every product; Q6_K in
-// the plain and norm-epilogue products; whole 16-row tiles, k a multiple of
+// the plain and norm-epilogue products; Q2_K (LATHE_DECODE_K35=1) in the plain ones; whole 16-row tiles, k a multiple of
 // 16 units (4,096), the form set for p, its shared memory within the device's; the plain product (its
 // tiles dealt over the SMs, not a block's own 32-row blocks) also needs a tile for every SM. Returns
 // its group parameter (16: the block's warps a tile), 0 where not.
@@ -109,8 +109,8 @@ int64_t decode_tile_shared_bytes(const WeightMatrix& w, Activations a);
 
 // The tile kernels' tensor map of w (a LatheTileMap parameter, gemv_decode_tiles.cuh): w's rows as 2D
 // bytes [n_out][row_bytes], a box 16 rows of the format's box width (decode_tile_format: Q4_K's and
-// Q5_K's unit, 144 and 176 bytes; Q3_K's 110-byte unit in 144, Q6_K's 210-byte one in 240: the unit up
-// to 14 bytes in, zeros past a row's end).
+// Q5_K's unit, 144 and 176 bytes; Q2_K's 84-byte unit in 112, Q3_K's 110-byte one in 144, Q6_K's
+// 210-byte one in 240: the unit up to 14 bytes in, zeros past a row's end).
 CUtensorMap decode_tile_map(const WeightMatrix& w);
 
 // The decode products' requests made before the programmatic-launch wait (their `early` argument):
