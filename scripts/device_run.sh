@@ -2104,9 +2104,9 @@ for part in "$@"; do
       f=$(synth qwen3-8b $t)
       echo "== check qwen3-8b $t --lane-rounding"; timeout 150 $L check $f --steps 3 --lane-rounding 2>&1 | grep -E "prefill|step|largest"
     done ;;
-  k39t)  # k39s cut further (three minutes): the decode kernels' tests, the top candidates', the 8B q5_k_m's
-         # and q3_k_m's checks and tg128 with the new formats on (LATHE_DECODE_K35=1) and off, and the
-         # q3_k_m's with its tiles held back (LATHE_DECODE_TILES=0: the row walk alone)
+  k39t)  # k39s cut further (four minutes): the decode kernels' tests, the top candidates', the 8B q5_k_m's,
+         # q3_k_m's and q2_k's checks and tg128 with the new forms on (LATHE_DECODE_K35=1) and off, and the
+         # q3_k_m's with every tile held back (LATHE_DECODE_TILES=0: the row walks alone)
     LATHE_DECODE_K35=1 timeout 60 $C/test_gemv_gpu --gtest_filter='*DecodeKernel*:*DecodeTiles*' 2>&1 | grep -E "^  (q3_K|q5_K)|PASSED|FAILED|Failure" | head -24
     timeout 20 $C/test_top_candidates_gpu 2>&1 | grep -E "PASSED|FAILED|Failure|^top"
     f=$(synth qwen3-8b q5_k_m)
@@ -2117,7 +2117,11 @@ for part in "$@"; do
     echo "== check qwen3-8b q3_k_m (K35 on)"; LATHE_DECODE_K35=1 timeout 60 $L check $f --steps 2 2>&1 | tail -2
     echo "== tg128 qwen3-8b q3_k_m (K35 on)"; with_env LATHE_DECODE_K35=1 tg_short $f
     echo "== tg128 qwen3-8b q3_k_m (K35 on, tiles off)"; with_env "LATHE_DECODE_K35=1 LATHE_DECODE_TILES=0" tg_short $f
-    echo "== tg128 qwen3-8b q3_k_m (K35 off)"; with_env LATHE_DECODE_K35=0 tg_short $f ;;
+    echo "== tg128 qwen3-8b q3_k_m (K35 off)"; with_env LATHE_DECODE_K35=0 tg_short $f
+    f=$(synth qwen3-8b q2_k)  # (fortieth session: Q2_K's plain products on tiles)
+    echo "== check qwen3-8b q2_k (K35 on)"; LATHE_DECODE_K35=1 timeout 60 $L check $f --steps 2 2>&1 | tail -2
+    echo "== tg128 qwen3-8b q2_k (K35 on)"; with_env LATHE_DECODE_K35=1 tg_short $f
+    echo "== tg128 qwen3-8b q2_k (K35 off)"; with_env LATHE_DECODE_K35=0 tg_short $f ;;
   k39s)  # k39 and r39 cut to what a few minutes of device time allow: the decode kernels' tests (Q3_K and
          # Q5_K on the row walk, Q5_K's tiles), the 8B q5_k_m's and the 0.6B q3_k_m's checks, tg128 of
          # the 8B q5_k_m against the general product, the top candidates' tests and the lane's head test
