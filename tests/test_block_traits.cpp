@@ -312,20 +312,27 @@ void expect_walk_pieces_match(GgmlType t, const std::vector<uint8_t>& row, int64
   std::vector<float> want(static_cast<size_t>(n));
   dequantize_row(t, row.data(), want.data(), n);
   for (int64_t u = 0; u < n / F::unit_values; ++u)
-    for (const unsigned at : {256u, 258u}) {
+    for (const unsigned at : {256u, 258u, 260u}) {
       if (at % 16 != 0 && F::unit_bytes % 16 == 0) continue;  // units of whole 16-byte lines stay aligned
+      if (at % 4 != 0 && F::unit_bytes % 4 == 0) continue;    // and units of whole words word-aligned
       std::memcpy(g_shared + at, row.data() + u * F::unit_bytes, F::unit_bytes);
       for (int j = 0; j < F::pieces; ++j)
         for (int sw = 0; sw < 2; ++sw) {
           uint32_t q[8];
-          float sa, sb, offset;
-          F::piece(at & ~3u, at & 3u, j, sw, q, sa, sb, offset);
+          float sa, sb, offset, offset_b = 0.0f;
+          if constexpr (F::two_offsets)
+            F::piece(at & ~3u, at & 3u, j, sw, q, sa, sb, offset, offset_b);
+          else
+            F::piece(at & ~3u, at & 3u, j, sw, q, sa, sb, offset);
           for (int half = 0; half < 2; ++half)
             for (int i = 0; i < 16; ++i) {
               const uint32_t word = q[(half == sw ? 0 : 4) + i / 4];
               const int level = static_cast<int8_t>(word >> (8 * (i % 4)));
               const float scaled = (half == 0 ? sa : sb) * static_cast<float>(level);
-              const float got = F::has_offset ? scaled + offset : scaled;  // (+0 would turn a -0 into +0)
+              // (+0 would turn a -0 into +0)
+              const float got = F::two_offsets ? scaled + (half == 0 ? offset : offset_b)
+                                : F::has_offset ? scaled + offset
+                                                : scaled;
               const float w = want[static_cast<size_t>(u * F::unit_values + 32 * j + 16 * half + i)];
               ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(w))
                   << ggml_type_name(t) << " " << what << ": unit " << u << " at " << at << " piece " << j << " sw " << sw
@@ -340,7 +347,7 @@ TEST(BlockTraits, TheDecodeWalksPiecesAreDequantizeRowsBits) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> byte(0, 255);
   const int64_t n = 2048;
-  for (const GgmlType t : {GgmlType::Q8_0, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (const GgmlType t : {GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     for (int rep = 0; rep < 3; ++rep) {
       std::vector<float> values(static_cast<size_t>(n));
       for (float& v : values) v = normal(rng) * (rep == 2 ? 1e-3f : 1.0f);
@@ -356,6 +363,7 @@ TEST(BlockTraits, TheDecodeWalksPiecesAreDequantizeRowsBits) {
         }
         switch (t) {
           case GgmlType::Q8_0: expect_walk_pieces_match<lathe_gemv1_q8_0>(t, row, n, what); break;
+          case GgmlType::Q2_K: expect_walk_pieces_match<lathe_gemv1_q2_k>(t, row, n, what); break;
           case GgmlType::Q3_K: expect_walk_pieces_match<lathe_gemv1_q3_k>(t, row, n, what); break;
           case GgmlType::Q4_K: expect_walk_pieces_match<lathe_gemv1_q4_k>(t, row, n, what); break;
           case GgmlType::Q5_K: expect_walk_pieces_match<lathe_gemv1_q5_k>(t, row, n, what); break;

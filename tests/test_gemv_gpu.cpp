@@ -162,7 +162,7 @@ TEST(GemvGpu, DecodeKernelMatchesCpu) {
   std::mt19937 rng(12);
   std::printf("decode GEMV (1 row) normalized error: decode kernel / general kernel\n");
   const std::pair<int64_t, int64_t> shapes[] = {{1024, 4096}, {4096, 12288}, {3, 11008}, {2500, 2816}};  // (n_out, k)
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     for (auto [n_out, k] : shapes) {
       const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
       const std::vector<float> wf = dequantize(t, m, n_out, k);
@@ -279,7 +279,7 @@ TEST(GemvGpu, QuantizingRowIsBitIdenticalToQuantizerThenGemv) {
   } restore{set_quantizing_row_max_k(int64_t{1} << 30)};
   std::mt19937 rng(31);
   const std::pair<int64_t, int64_t> shapes[] = {{4096, 4096}, {1024, 12288}, {3, 2816}, {151, 256}};  // (n_out, k)
-  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     for (auto [n_out, k] : shapes) {
       const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
       const std::vector<float> x = random_values(k, rng);

@@ -458,7 +458,7 @@ TEST(MoeGpu, ExpertsMatchInterpreter) {
   std::printf("moe gate/up/swiglu and down/combine: error vs interpreter on x^, h^ (bound %.0e) / vs fallback "
               "launches (bound %.0e)\n", kBoundRebuilt, kBoundFallback);
   for (const MoeShape& sh : kShapes)
-    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
       const int64_t block = block_format(t).block_size;
       if (sh.n_embd % block != 0 || sh.n_ff % block != 0) continue;  // K formats need 256 | n_ff
       const Stack gate = make_stack(t, sh.n_expert, sh.n_ff, sh.n_embd, rng);

@@ -15,6 +15,7 @@
 // (=dealt: each 32-row block quantized by its last writer, whose counts must be left zero). Then which
 // shapes the launcher takes unforced, and the timing at qwen3-8b's shapes: o then gate/up, and down
 // then q/k/v, each pair in a graph.
+#include "kernels/decode_stream.h"
 #include "kernels/gemv_launch.h"
 #include "kernels/gemv_multi_launch.h"
 #include "kernels/norm_epilogue_launch.h"
@@ -118,11 +119,17 @@ void matches_the_held_back_form(const char* form) {
       {GgmlType::Q5_K, GgmlType::Q5_K, 4096, 4096, true},    // Q5_K_M's o and gate/up
       {GgmlType::Q5_K, GgmlType::Q6_K, 4096, 12288, false},  // Q5_K_M's down, q/k/v
       {GgmlType::Q3_K, GgmlType::Q3_K, 4096, 4096, true},    // Q3_K_M's gate/up
+      {GgmlType::Q2_K, GgmlType::Q2_K, 4096, 4096, true},    // a Q2_K o then gate/up
   };
   std::printf("norm epilogue (%s): merged outputs' normalized difference from the held-back form (bound %.0e)\n",
               dealt ? "rows dealt" : "by 32-row blocks", kBoundOutputs);
   for (const Case& c : cases) {
     const int64_t n = c.n_embd;
+    if (!decode_format(c.producer) || !decode_format(c.consumer)) {  // Q2_K, Q3_K, Q5_K: LATHE_DECODE_K35=1
+      std::printf("  %s then %s: not on the row walk here (LATHE_DECODE_K35 unset)\n",
+                  std::string(ggml_type_name(c.producer)).c_str(), std::string(ggml_type_name(c.consumer)).c_str());
+      continue;
+    }
     const std::vector<uint8_t> pb = random_matrix(c.producer, n, c.k, rng);
     const DeviceBuffer pd = upload(pb);
     const WeightMatrix pw{c.producer, pd.ptr(), n, c.k};
@@ -139,7 +146,7 @@ void matches_the_held_back_form(const char* form) {
     const DeviceBuffer xpd = upload(xp), rd = upload(resid), wd = upload(w);
     // K-format producers also with the tiles (gemv_decode_tiles.cuh) on: held back and fused both
     // take them.
-    const bool tile_format = c.producer == GgmlType::Q3_K || c.producer == GgmlType::Q4_K ||
+    const bool tile_format = c.producer == GgmlType::Q2_K || c.producer == GgmlType::Q3_K || c.producer == GgmlType::Q4_K ||
                              c.producer == GgmlType::Q5_K || c.producer == GgmlType::Q6_K;
     // (The dealt form walks rows: where the tiles take the product it is not taken.)
     for (int tiles = 0; tiles <= (tile_format && !dealt ? 1 : 0); ++tiles)

@@ -14,8 +14,7 @@
 namespace lathe::kernels {
 
 namespace {
-// LATHE_DECODE_K35 (read once): 1 puts Q3_K and Q5_K on the decode row walk and on the tiles, and Q2_K
-// on the tiles (its plain products);
+// LATHE_DECODE_K35 (read once): 1 puts Q2_K, Q3_K and Q5_K on the decode row walk and on the tiles;
 // unset or anything else keeps them on the general product, which a GPU has checked (the new forms are
 // checked on the host, gemv_blocks_walk.cuh's pieces, and wait for their first GPU run: docs/perf.md,
 // thirty-ninth session).
@@ -26,10 +25,11 @@ const bool g_k35 = [] {
 }  // namespace
 
 const DecodeFormat* decode_format(GgmlType t) {
-  if (!g_k35 && (t == GgmlType::Q3_K || t == GgmlType::Q5_K)) return nullptr;
-  static const DecodeFormat q8_0{"q8_0", 32, 64}, q3_k{"q3_k", 256, 16}, q4_k{"q4_k", 256, 16}, q5_k{"q5_k", 256, 8},
-      q6_k{"q6_k", 256, 12};
+  if (!g_k35 && (t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q5_K)) return nullptr;
+  static const DecodeFormat q8_0{"q8_0", 32, 64}, q2_k{"q2_k", 256, 16}, q3_k{"q3_k", 256, 16}, q4_k{"q4_k", 256, 16},
+      q5_k{"q5_k", 256, 8}, q6_k{"q6_k", 256, 12};
   switch (t) {
+    case GgmlType::Q2_K: return &q2_k;
     case GgmlType::Q8_0: return &q8_0;
     case GgmlType::Q3_K: return &q3_k;
     case GgmlType::Q4_K: return &q4_k;

@@ -61,10 +61,11 @@ __device__ __forceinline__ void lathe_gemv1_words4(unsigned ua, unsigned m, uint
 // 8 words of signed levels IN THE LANE'S x ORDER: words 0-3 are the piece's 16-value half sw, words
 // 4-7 its half 1 - sw (a lane reads its x block's halves in that order to spread the banks; taking the
 // weights in the same order, by address, replaces 8-16 selects on x a piece). Half 0 is scaled by sa,
-// half 1 by sb, plus offset * (sum of the 32 x).
+// half 1 by sb, plus offset * (sum of the 32 x). A format with a min a half (two_offsets: Q2_K) gives
+// two: piece(ua, m, j, sw, q, sa, sb, oa, ob), each half's offset times that half's x.
 struct lathe_gemv1_q8_0 {  // d:f16, qs:int8[32]; a piece is a block
   static constexpr int unit_values = 32, unit_bytes = 34, pieces = 1, chunk_units = 64;
-  static constexpr bool has_offset = false, two_scales = false;
+  static constexpr bool has_offset = false, two_scales = false, two_offsets = false;
   static constexpr bool evict_first = false;  // lathe_gemv1_q8_0_ef (below) streams evict-first
   static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int, int sw, uint32_t* q, float& sa,
                                                float& sb, float& offset) {
@@ -99,7 +100,7 @@ __device__ __forceinline__ void lathe_gemv1_q4_k_scale(uint4 hd, int jj, bool lo
 // Units are 144 bytes from a 16-byte aligned base: 16-byte aligned.
 struct lathe_gemv1_q4_k {
   static constexpr int unit_values = 256, unit_bytes = 144, pieces = 8, chunk_units = 16;
-  static constexpr bool has_offset = true, two_scales = false;
+  static constexpr bool has_offset = true, two_scales = false, two_offsets = false;
   static constexpr bool evict_first = false;
   static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int j, int sw, uint32_t* q, float& sa,
                                                float& sb, float& offset) {
@@ -122,7 +123,7 @@ struct lathe_gemv1_q4_k {
 // 2 (s / 4) of scales[8 + s % 4]). Units are 110 bytes: 2-byte aligned, read as Q6_K's by words.
 struct lathe_gemv1_q3_k {
   static constexpr int unit_values = 256, unit_bytes = 110, pieces = 8, chunk_units = 16;
-  static constexpr bool has_offset = false, two_scales = true;
+  static constexpr bool has_offset = false, two_scales = true, two_offsets = false;
   static constexpr bool evict_first = false;
   static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int j, int sw, uint32_t* q, float& sa,
                                                float& sb, float& offset) {
@@ -154,7 +155,7 @@ struct lathe_gemv1_q3_k {
 // 16-byte aligned base: 16-byte aligned.
 struct lathe_gemv1_q5_k {
   static constexpr int unit_values = 256, unit_bytes = 176, pieces = 8, chunk_units = 8;
-  static constexpr bool has_offset = true, two_scales = false;
+  static constexpr bool has_offset = true, two_scales = false, two_offsets = false;
   static constexpr bool evict_first = false;
   static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int j, int sw, uint32_t* q, float& sa,
                                                float& sb, float& offset) {
@@ -172,11 +173,39 @@ struct lathe_gemv1_q5_k {
   }
 };
 
+// Q2_K (scales[16] at 0, qs[64] at 16, d at 80, dmin at 82; gemv_blocks.cuh's lathe_gemv_q2_k): piece
+// j = 4 h + kk covers values 128 h + 32 kk + l, l < 32, its levels bits 2 kk of qs[32 h + l] (0-3);
+// its halves have their own scale bytes 8 h + 2 kk and + 1, d times the low nibble, less dmin times the
+// high nibble for every value: a min a half (two_offsets). Units are 84 bytes from a 16-byte aligned
+// base, rows a whole number of words: every unit word-aligned (m == 0).
+struct lathe_gemv1_q2_k {
+  static constexpr int unit_values = 256, unit_bytes = 84, pieces = 8, chunk_units = 16;
+  static constexpr bool has_offset = false, two_scales = true, two_offsets = true;
+  static constexpr bool evict_first = false;
+  static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int j, int sw, uint32_t* q, float& sa,
+                                               float& sb, float& oa, float& ob) {
+    const int h = j >> 2, kk = j & 3;
+    const unsigned u = ua + m, ql = u + 16 + 32 * h;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      q[i] = (lathe_lds32(ql + 16 * sw + 4 * i) >> (2 * kk)) & 0x03030303u;
+      q[4 + i] = (lathe_lds32(ql + 16 - 16 * sw + 4 * i) >> (2 * kk)) & 0x03030303u;
+    }
+    const float d = __half2float(__ushort_as_half(lathe_lds16(u + 80)));
+    const float dmin = __half2float(__ushort_as_half(lathe_lds16(u + 82)));
+    const unsigned scw = lathe_lds16(u + 8 * h + 2 * kk);  // half 0's byte, then half 1's
+    sa = __fmul_rn(d, static_cast<float>(scw & 15u));
+    sb = __fmul_rn(d, static_cast<float>((scw >> 8) & 15u));
+    oa = -__fmul_rn(dmin, static_cast<float>((scw >> 4) & 15u));
+    ob = -__fmul_rn(dmin, static_cast<float>(scw >> 12));
+  }
+};
+
 // Q6_K: piece j = 4 h + kk covers values 128 h + 32 kk .. + 31 (see gemv_blocks.cuh); its first and
 // second 16 values have scales 8 h + 2 kk and + 1.
 struct lathe_gemv1_q6_k {
   static constexpr int unit_values = 256, unit_bytes = 210, pieces = 8, chunk_units = 12;
-  static constexpr bool has_offset = false, two_scales = true;
+  static constexpr bool has_offset = false, two_scales = true, two_offsets = false;
   static constexpr bool evict_first = false;
   static __device__ __forceinline__ void piece(unsigned ua, unsigned m, int j, int sw, uint32_t* q, float& sa,
                                                float& sb, float& offset) {

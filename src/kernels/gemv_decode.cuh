@@ -196,8 +196,11 @@ __device__ __forceinline__ lathe_gemv1_x lathe_gemv1_load_x(unsigned xa, int xo,
 template <class F, int C>
 __device__ __forceinline__ float lathe_gemv1_piece_x(unsigned ua, unsigned m, int j, int sw, const lathe_gemv1_x& x) {
   uint32_t q[8];
-  float sa, sb, offset;
-  F::piece(ua, m, j, sw, q, sa, sb, offset);
+  float sa, sb, offset, offset_b = 0.0f;
+  if constexpr (F::two_offsets)
+    F::piece(ua, m, j, sw, q, sa, sb, offset, offset_b);
+  else
+    F::piece(ua, m, j, sw, q, sa, sb, offset);
   const float4 ds = x.ds;
   float t;
   if constexpr (F::two_scales) {
@@ -208,6 +211,15 @@ __device__ __forceinline__ float lathe_gemv1_piece_x(unsigned ua, unsigned m, in
       const int f2 = lathe_gemv1_dot4(q, x.b0, 0), g2 = lathe_gemv1_dot4(q + 4, x.b1, 0);
       const int h2 = sw ? g2 : f2, h3 = sw ? f2 : g2;
       t = fmaf(ds.y, fmaf(sa, lathe_gemv_i2f(h2), sb * lathe_gemv_i2f(h3)), t);
+    }
+    if constexpr (F::two_offsets) {  // each half's min times that half's x: x's level sums, in value order
+      const uint32_t ones[4] = {0x01010101u, 0x01010101u, 0x01010101u, 0x01010101u};
+      const int e = lathe_gemv1_dot4(ones, x.a0, 0), r = lathe_gemv1_dot4(ones, x.a1, 0);
+      t = fmaf(ds.x, fmaf(offset, lathe_gemv_i2f(sw ? r : e), offset_b * lathe_gemv_i2f(sw ? e : r)), t);
+      if constexpr (C == 2) {
+        const int e2 = lathe_gemv1_dot4(ones, x.b0, 0), r2 = lathe_gemv1_dot4(ones, x.b1, 0);
+        t = fmaf(ds.y, fmaf(offset, lathe_gemv_i2f(sw ? r2 : e2), offset_b * lathe_gemv_i2f(sw ? e2 : r2)), t);
+      }
     }
   } else {
     t = ds.x * lathe_gemv_i2f(lathe_gemv1_dot4(q + 4, x.a1, lathe_gemv1_dot4(q, x.a0, 0)));

@@ -606,9 +606,8 @@ __device__ __forceinline__ void lathe_gemv1t_q2_k_chunk(unsigned s, const lathe_
   }
 }
 
-// Q2_K: Q6_K's lanes and x words, and the lane's x level sums; its rings within the row walk's. The
-// plain product's tiles only (the merged and norm-epilogue products read a row walk's piece trait,
-// which Q2_K, with a min every 16 values, has not).
+// Q2_K: Q6_K's lanes and x words, and the lane's x level sums; its rings within the row walk's (so x
+// stays where the row walk stages it and the merged and norm-epilogue products take its tiles too).
 struct lathe_gemv1t_fmt_q2_k {
   static constexpr int unit = LATHE_GEMV1T_Q2K_UNIT, box = LATHE_GEMV1T_Q2K_BOX, stages = LATHE_GEMV1T_Q2K_STAGES;
   static constexpr int slot = LATHE_GEMV1T_ROWS * box;  // 1,792: one box, 128-byte aligned
@@ -660,6 +659,10 @@ struct lathe_gemv1t_fmt_of<lathe_gemv1_q5_k> {
 template <>
 struct lathe_gemv1t_fmt_of<lathe_gemv1_q3_k> {
   using type = lathe_gemv1t_fmt_q3_k;
+};
+template <>
+struct lathe_gemv1t_fmt_of<lathe_gemv1_q2_k> {
+  using type = lathe_gemv1t_fmt_q2_k;
 };
 
 #ifndef LATHE_HOST_TILE_UNITS  // the walk and its kernels: the device's alone

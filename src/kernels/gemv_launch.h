@@ -97,7 +97,7 @@ enum class TileProduct { plain, norm_epilogue, merged };
 
 // Whether the tile form (gemv_decode_tiles.cuh) takes one row of w under contract a in product p: Q4_K,
 // and Q3_K and Q5_K where decode_tile_format has them (LATHE_DECODE_K35=1), in every product; Q6_K in
-// the plain and norm-epilogue products; Q2_K (LATHE_DECODE_K35=1) in the plain ones; whole 16-row tiles, k a multiple of
+// the plain and norm-epilogue products; and Q2_K (LATHE_DECODE_K35=1) in every product; whole 16-row tiles, k a multiple of
 // 16 units (4,096), the form set for p, its shared memory within the device's; the plain product (its
 // tiles dealt over the SMs, not a block's own 32-row blocks) also needs a tile for every SM. Returns
 // its group parameter (16: the block's warps a tile), 0 where not.

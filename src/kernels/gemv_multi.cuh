@@ -392,7 +392,7 @@ __device__ __forceinline__ void lathe_gemvm_body(const uint8_t* w0, const uint8_
     LATHE_STAMP_FIRST(stamps, D.first < D.count, lathe_ring_wait(mbar, 0, 0));
   };
 
-  // Q3_K's, Q4_K's or Q5_K's tiles (the lathe_gemvm_t_* kernels: every segment FA, swiglu < 2; the launcher checks).
+  // Q2_K's to Q5_K's tiles (the lathe_gemvm_t_* kernels: every segment FA, swiglu < 2; the launcher checks).
   if constexpr (Tiles) {
     lathe_gemvm_tiles<ByBlock> T{maps[0], maps[1], maps[2], y0, y1, y2, n0 / LATHE_GEMV1T_ROWS, n1 / LATHE_GEMV1T_ROWS,
                                  n2 / LATHE_GEMV1T_ROWS, n0, swiglu, k / 256, xscale};
@@ -548,6 +548,7 @@ LATHE_GEMVM_CONTRACTS(q6_k, q6_k, q6_k)
 LATHE_GEMVM_CONTRACTS(q4_k_q6_k, q4_k, q6_k)
 LATHE_GEMVM_CONTRACTS(q5_k, q5_k, q5_k)
 LATHE_GEMVM_CONTRACTS(q5_k_q6_k, q5_k, q6_k)
+LATHE_GEMVM_CONTRACTS(q2_k, q2_k, q2_k)
 LATHE_GEMVM_CONTRACTS(q3_k, q3_k, q3_k)
 
 // The Q8_0 row kernels' _fixed_early form (fusion rule ffn_split: the launch after the feed-forward
@@ -558,7 +559,7 @@ LATHE_GEMVM_FORM(q8_0, q8_0, q8_0, 2, int8x2, _fixed_early, false, LATHE_GEMVM_E
 LATHE_GEMVM_FORM(q8_0_ef, q8_0_ef, q8_0_ef, 1, int8, _fixed_early, false, LATHE_GEMVM_EARLY_BEFORE_WAIT, true)
 LATHE_GEMVM_FORM(q8_0_ef, q8_0_ef, q8_0_ef, 2, int8x2, _fixed_early, false, LATHE_GEMVM_EARLY_BEFORE_WAIT, true)
 
-// Q3_K's, Q4_K's and Q5_K's tiles: lathe_gemvm_t_<fmt>_<contract>[_quantizing], the same parameters (group unused: a
+// Q2_K's to Q5_K's tiles: lathe_gemvm_t_<fmt>_<contract>[_quantizing], the same parameters (group unused: a
 // block takes a tile whole) and m0..m2, the segments' tensor maps (gemv_decode_tiles.cuh; a segment past the
 // count: any map, unread). Kernels of their own, so the row kernels' code is what it was without them.
 #define LATHE_GEMVM_TILE_FORM(FMT, C, CNAME, SUFFIX, BY_BLOCK)                                                   \
@@ -577,6 +578,10 @@ LATHE_GEMVM_TILE_FORM(q4_k, 1, int8, , false)
 LATHE_GEMVM_TILE_FORM(q4_k, 1, int8, _quantizing, true)
 LATHE_GEMVM_TILE_FORM(q4_k, 2, int8x2, , false)
 LATHE_GEMVM_TILE_FORM(q4_k, 2, int8x2, _quantizing, true)
+LATHE_GEMVM_TILE_FORM(q2_k, 1, int8, , false)
+LATHE_GEMVM_TILE_FORM(q2_k, 1, int8, _quantizing, true)
+LATHE_GEMVM_TILE_FORM(q2_k, 2, int8x2, , false)
+LATHE_GEMVM_TILE_FORM(q2_k, 2, int8x2, _quantizing, true)
 LATHE_GEMVM_TILE_FORM(q3_k, 1, int8, , false)
 LATHE_GEMVM_TILE_FORM(q3_k, 1, int8, _quantizing, true)
 LATHE_GEMVM_TILE_FORM(q3_k, 2, int8x2, , false)

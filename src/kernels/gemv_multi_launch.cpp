@@ -181,7 +181,7 @@ void launch_merged(const WeightMatrix* w, int n, bool swiglu, Activations a, CUd
   float eps = norm ? norm->eps : 0.0f;
   const bool quantize_in_epilogue =
       swiglu && qout && by_block_balanced(n_items, group, sm_count) && y[0] % 16 == 0 && qout % 16 == 0;
-  // Q3_K's, Q4_K's or Q5_K's tiles (gemv_decode_tiles.cuh): items are 16-row tiles, where every matrix takes them
+  // Q2_K's to Q5_K's tiles (gemv_decode_tiles.cuh): items are 16-row tiles, where every matrix takes them
   // (one format: the tile kernels read one).
   int tile_items = 0;
   if (!pairs) {

@@ -121,6 +121,8 @@ LATHE_GEMV1_NORM_KERNEL(q4_k, 1, int8)
 LATHE_GEMV1_NORM_KERNEL(q4_k, 2, int8x2)
 LATHE_GEMV1_NORM_KERNEL(q5_k, 1, int8)
 LATHE_GEMV1_NORM_KERNEL(q5_k, 2, int8x2)
+LATHE_GEMV1_NORM_KERNEL(q2_k, 1, int8)
+LATHE_GEMV1_NORM_KERNEL(q2_k, 2, int8x2)
 LATHE_GEMV1_NORM_KERNEL(q3_k, 1, int8)
 LATHE_GEMV1_NORM_KERNEL(q3_k, 2, int8x2)
 LATHE_GEMV1_NORM_KERNEL(q6_k, 1, int8)
@@ -192,12 +194,14 @@ LATHE_GEMV1_NORMD_KERNEL(q4_k, 1, int8)
 LATHE_GEMV1_NORMD_KERNEL(q4_k, 2, int8x2)
 LATHE_GEMV1_NORMD_KERNEL(q5_k, 1, int8)
 LATHE_GEMV1_NORMD_KERNEL(q5_k, 2, int8x2)
+LATHE_GEMV1_NORMD_KERNEL(q2_k, 1, int8)
+LATHE_GEMV1_NORMD_KERNEL(q2_k, 2, int8x2)
 LATHE_GEMV1_NORMD_KERNEL(q3_k, 1, int8)
 LATHE_GEMV1_NORMD_KERNEL(q3_k, 2, int8x2)
 LATHE_GEMV1_NORMD_KERNEL(q6_k, 1, int8)
 LATHE_GEMV1_NORMD_KERNEL(q6_k, 2, int8x2)
 
-// Q3_K's, Q4_K's, Q5_K's and Q6_K's products on tensor cores (gemv_decode_tiles.cuh) with the same epilogue: the tiles are halves
+// Q2_K's to Q6_K's products on tensor cores (gemv_decode_tiles.cuh) with the same epilogue: the tiles are halves
 // of the block's own 32-row blocks, item i rows lathe_gemv1_block_row(16 i) ... (group: unused, the
 // tile walk's blocks take a tile whole).
 struct lathe_gemv1t_norm_tiles {
@@ -247,6 +251,8 @@ __device__ __forceinline__ void lathe_gemv1t_norm_body(const LatheTileMap* wm, c
 
 LATHE_GEMV1T_NORM_KERNEL(q4_k, 1, int8)
 LATHE_GEMV1T_NORM_KERNEL(q4_k, 2, int8x2)
+LATHE_GEMV1T_NORM_KERNEL(q2_k, 1, int8)
+LATHE_GEMV1T_NORM_KERNEL(q2_k, 2, int8x2)
 LATHE_GEMV1T_NORM_KERNEL(q3_k, 1, int8)
 LATHE_GEMV1T_NORM_KERNEL(q3_k, 2, int8x2)
 LATHE_GEMV1T_NORM_KERNEL(q5_k, 1, int8)
