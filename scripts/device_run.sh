@@ -2084,12 +2084,13 @@ for part in "$@"; do
          # steps by ~4e-4, so the card's 1.14e-2 is a fault, not rounding. Each line below holds one
          # suspect back: the prompt in 8-row chunks (decode GEMVs, no GEMM), the staged wgmma in place
          # of gemm_f16, every fusion held, and the 8B mixes that share one suspect each (q5_k_m: Q5_K at
-         # k 12288; q2_k: Q3_K at k 12288; q4_k_m: neither)
+         # k 12288; q2_k: Q3_K at k 12288; q4_k_m: neither); LATHE_PREFILL_GEMM=f16 takes gemm_f16 for every
+         # format (the register-A wgmma's Q4_K and Q6_K held back)
     timeout 120 $C/test_gemm_f16_gpu --gtest_filter='-*Timing*' 2>&1 | grep -E "k=12288|PASSED|FAILED|Failure" | head -16
     timeout 120 $C/test_gemv_gpu --gtest_filter='*EveryFormat*:*Streaming*' 2>&1 | grep -E "^  q[35]_K|PASSED|FAILED|Failure" | head -24
     f=$(synth qwen3-8b q3_k_m)
     all_holds="--hold merged_products --hold gate_up_swiglu --hold quantize_epilogue --hold norm_epilogue --hold norm_prologue --hold add_norm --hold ffn_split --hold qk_norm_rope --hold rope_attention --hold rope_append --hold kv_append --hold elementwise_run"
-    for v in "" "--max-chunk 8" "LATHE_PREFILL_GEMM=wgmma" "$all_holds" "--activations f32"; do
+    for v in "" "--max-chunk 8" "LATHE_PREFILL_GEMM=wgmma" "LATHE_PREFILL_GEMM=f16" "$all_holds" "--activations f32"; do
       echo "== check qwen3-8b q3_k_m ${v:0:40}"
       if [[ "$v" == LATHE_* ]]; then with_env "$v" timeout 120 $L check $f --steps 3 2>&1 | grep -E "prefill|step|largest"
       else timeout 120 $L check $f --steps 3 $v 2>&1 | grep -E "prefill|step|largest"; fi
