@@ -211,6 +211,32 @@ TEST(CpuOpsAttention, TheCacheStoresF16ValuesWhereAskedTo) {
   EXPECT_GT(rounded, 8);
 }
 
+TEST(CpuOpsAttention, TheFlashRoundingsByHand) {
+  // f16_flash (the lane's flash kernel replayed): q rounded to f16, each weight exp(s - max) rounded to
+  // f16 where it multiplies v, the denominator over the unrounded weights. One head, three slots.
+  Tensor q({1, 1, 2}, {0.3001f, -1.2345f});
+  Tensor k({3, 1, 2}, {1.0f, 0.5f, -0.25f, 2.0f, 0.75f, 0.125f});
+  Tensor v({3, 1, 2}, {1.5f, -2.0f, 0.333f, 4.0f, -0.7f, 0.9f});
+  const int32_t pos[1] = {2};
+  AttentionOptions o;
+  o.scale = 0.7;
+  o.f16_flash = true;
+  const Tensor got = attention(q, k, v, pos, o);
+  auto f16 = [](double x) { return static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(x)))); };
+  const double q0 = f16(0.3001f), q1 = f16(-1.2345f);
+  double s[3], m = -INFINITY;
+  for (int p = 0; p < 3; ++p) m = std::max(m, s[p] = 0.7 * (q0 * k.data[2 * p] + q1 * k.data[2 * p + 1]));
+  double den = 0, num[2] = {0, 0};
+  for (int p = 0; p < 3; ++p) {
+    const double w = std::exp(s[p] - m);
+    den += w;
+    for (int i = 0; i < 2; ++i) num[i] += f16(w) * v.data[2 * p + i];
+  }
+  for (int i = 0; i < 2; ++i) EXPECT_FLOAT_EQ(got.data[i], static_cast<float>(num[i] / den));
+  o.f16_flash = false;
+  EXPECT_NE(attention(q, k, v, pos, o).data, got.data);  // the plain form does not round
+}
+
 TEST(CpuOpsAttention, OneVisibleSlotReturnsItsValue) {
   Tensor q = random_tensor({3, 4, 8}, 50), k = random_tensor({6, 2, 8}, 51), v = random_tensor({6, 2, 8}, 52);
   std::vector<int32_t> first{0, 0, 0}, later{2, 5, 3};

@@ -193,9 +193,14 @@ TEST(Interpreter, TheLanesRoundingsApplyWhereTheLaneRounds) {
     const Tensor& t = chunk.step(in, state).at("logits").tensor;
     return std::vector<float>(t.data.begin(), t.data.end());
   };
-  const LaneRounding none, products{false, true}, cache{true, false};
-  // 8 rows: no chunk product rounds; the cache does (from the second row on, which reads the first's).
+  const LaneRounding none, products{false, true, false}, cache{true, false, false}, flash{false, false, true};
+  // 8 rows: no chunk product rounds; the cache does (from the second row on, which reads the first's);
+  // the flash attention's roundings do in any chunk (and not in a decode step of one row).
   EXPECT_EQ(logits(8, products), logits(8, none));
+  EXPECT_EQ(logits(1, flash), logits(1, none));
+  const double flash8 = relative_error(logits(8, flash).data(), logits(8, none));
+  EXPECT_GT(flash8, 0.0);
+  EXPECT_LT(flash8, 2e-3);
   const double cache8 = relative_error(logits(8, cache).data(), logits(8, none));
   EXPECT_GT(cache8, 0.0);
   EXPECT_LT(cache8, 2e-3);

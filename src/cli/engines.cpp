@@ -43,16 +43,17 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
 void add_lane_rounding_option(CLI::App* cmd, EngineOptions& o) {
   cmd->add_flag("--lane-rounding", o.lane_rounding,
                 "the interpreter rounds as the GPU lane does (the KV cache in f16; under the int8 contracts a "
-                "prefill chunk's products with x and the weights in f16): what is left of a difference is not "
-                "rounding (docs/numerics.md)");
+                "prefill chunk's products with x and the weights in f16, and its attention with q and the "
+                "weights in f16): what is left of a difference is not rounding (docs/numerics.md)");
 }
 
 LaneRounding lane_rounding_of(const EngineOptions& o) {
   const char* gemm = std::getenv("LATHE_PREFILL_GEMM");
   LaneRounding r;
   r.f16_cache = true;
-  r.f16_chunk_products = parse_activations(o.activations) != kernels::Activations::f32 &&
-                         !(gemm && std::string(gemm) == "int8");
+  const bool int8_contract = parse_activations(o.activations) != kernels::Activations::f32;
+  r.f16_chunk_products = int8_contract && !(gemm && std::string(gemm) == "int8");
+  r.f16_flash_attention = int8_contract;
   return r;
 }
 

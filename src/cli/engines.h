@@ -38,9 +38,9 @@ void add_engine_options(CLI::App* cmd, EngineOptions& options);
 // (check, logits): the interpreter rounds where the lane does (interp/interpreter.h: LaneRounding).
 void add_lane_rounding_option(CLI::App* cmd, EngineOptions& options);
 
-// The roundings the GPU lane makes under options.activations: the f16 cache always; a chunk's f16
-// products under the int8 contracts (unless LATHE_PREFILL_GEMM=int8 keeps the int8 GEMM, which rounds
-// nothing the interpreter does not).
+// The roundings the GPU lane makes under options.activations: the f16 cache always; under the int8
+// contracts a chunk's flash attention, and its f16 products unless LATHE_PREFILL_GEMM=int8 keeps the
+// int8 GEMM (which rounds nothing the interpreter does not).
 LaneRounding lane_rounding_of(const EngineOptions& options);
 
 // "f32", "int8" or "int8x2" as the GPU lane's contract; a UserError for anything else.

@@ -93,6 +93,11 @@ struct AttentionOptions {
   int64_t window = 0;      // 0 means no window
   double cap = 0;          // 0 means no soft cap
   std::vector<float> sinks;  // empty or n_head values
+  // The flash kernel's roundings (a prefill chunk on the GPU lane; LaneRounding): q rounded to f16, and
+  // each weight exp(score - max) rounded to f16 where it multiplies v (the denominator sums the
+  // weights unrounded). The kernel's max is a running one over 64-slot tiles (and split ranges): the
+  // same as the row's max where a row sees 64 slots or fewer, close to it past them.
+  bool f16_flash = false;
 };
 Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                  std::span<const int32_t> positions, const AttentionOptions& options);

@@ -51,11 +51,18 @@ Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
   double scale = options.scale != 0 ? options.scale : 1.0 / std::sqrt(double(d));
   Tensor out({rows, n_head, dv});
 
+  auto f16 = [](double v) { return static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(v)))); };
   auto one_head = [&](int64_t r, int64_t h, std::vector<double>& score, std::vector<double>& acc) {
     int64_t kv = h / group;
     int64_t last = positions[r];
     int64_t first = options.window > 0 ? std::max<int64_t>(0, last - options.window + 1) : 0;
     const float* qh = q.data.data() + (r * n_head + h) * d;
+    std::vector<float> q16;
+    if (options.f16_flash) {
+      q16.assign(qh, qh + d);
+      for (float& v : q16) v = static_cast<float>(f16(v));
+      qh = q16.data();
+    }
     score.assign(last - first + 1, 0.0);
     double max = options.sinks.empty() ? -std::numeric_limits<double>::infinity() : options.sinks[h];
     for (int64_t p = first; p <= last; ++p) {
@@ -69,6 +76,7 @@ Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
     for (int64_t p = first; p <= last; ++p) {
       double w = std::exp(score[p - first] - max);
       denominator += w;
+      if (options.f16_flash) w = f16(w);
       const float* vp = v_cache.data.data() + (p * n_head_kv + kv) * dv;
       for (int64_t i = 0; i < dv; ++i) acc[i] += w * vp[i];
     }

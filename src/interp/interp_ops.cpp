@@ -72,6 +72,8 @@ Tensor attend(Frame& f, const lang::Op& op) {
   if (const lang::Modifier* m = op.find(ModKind::window)) options.window = f.count(m->args[0]);
   if (const lang::Modifier* m = op.find(ModKind::capped_at)) options.cap = f.number(m->args[0]);
   if (const lang::Modifier* m = op.find(ModKind::sinks)) options.sinks = f.tensor(m->args[0]).data;
+  // The lane runs a chunk of one sequence on the flash kernel (its roundings replayed on request).
+  options.f16_flash = f.impl.rounding.f16_flash_attention && q.dim(0) > 1 && f.rows_of_sequence.size() == 1;
   Tensor out;
   for (const auto& [seq, rows] : f.rows_of_sequence) {
     Tensor part = attention(take_rows(q, rows), f.state.keys(seq, layer), f.state.values(seq, layer),
