@@ -2108,7 +2108,7 @@ for part in "$@"; do
   k39t)  # k39s cut further (four minutes): the decode kernels' tests, the top candidates', the 8B q5_k_m's,
          # q3_k_m's and q2_k's checks and tg128 with the new forms on (LATHE_DECODE_K35=1) and off, and the
          # q3_k_m's with every tile held back (LATHE_DECODE_TILES=0: the row walks alone)
-    LATHE_DECODE_K35=1 timeout 60 $C/test_gemv_gpu --gtest_filter='*DecodeKernel*:*DecodeTiles*' 2>&1 | grep -E "^  (q3_K|q5_K)|PASSED|FAILED|Failure" | head -24
+    LATHE_DECODE_K35=1 timeout 150 $C/test_gemv_gpu --gtest_filter='*DecodeKernel*:*DecodeTiles*' 2>&1 | grep -E "^  (q2_K|q3_K|q5_K)|PASSED|FAILED|Failure" | head -40
     timeout 20 $C/test_top_candidates_gpu 2>&1 | grep -E "PASSED|FAILED|Failure|^top"
     f=$(synth qwen3-8b q5_k_m)
     echo "== check qwen3-8b q5_k_m (K35 on)"; LATHE_DECODE_K35=1 timeout 40 $L check $f --steps 2 2>&1 | tail -2
