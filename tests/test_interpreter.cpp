@@ -190,7 +190,8 @@ TEST(Interpreter, TheLanesRoundingsApplyWhereTheLaneRounds) {
       in.positions.push_back(i);
       in.sequences.push_back(0);
     }
-    const Tensor& t = chunk.step(in, state).at("logits").tensor;
+    const StepOutput out = chunk.step(in, state);
+    const Tensor& t = out.at("logits").tensor;
     return std::vector<float>(t.data.begin(), t.data.end());
   };
   const LaneRounding none, products{false, true, false}, cache{true, false, false}, flash{false, false, true};
