@@ -8,6 +8,7 @@
 #include "gguf/block_format.h"
 #include "kernels/decode_stream.h"
 #include "kernels/gemv_launch.h"
+#include "kernels/gemv_multi_launch.h"
 #include "kernels/library.h"
 #include "kernels/tensor_map.h"
 #include "lang/program.h"
@@ -170,6 +171,59 @@ TEST(Recorder, TileProductsRecordTheirTensorMaps) {
     EXPECT_EQ(m.box_outer, 16u);
     // Not a map: the literal bytes of any other parameter.
     EXPECT_FALSE(kernels::recorded_tensor_map(op.args[0].data(), op.args[0].size(), &m));
+  }
+  kernels::set_decode_tiles(before);
+}
+
+// The opt-in K forms (LATHE_DECODE_K35: Q2_K, Q3_K, Q5_K on the row walk and the tiles) as a virtual
+// H200 plans them: a 4096 x 4096 product on the format's tiles with its box, 1024 x 4096 (fewer tiles
+// than SMs) on its row walk, gate and up (12288 x 4096) with their SwiGLU on the merged tile form; with
+// the setting off, the general product for all three.
+TEST(Recorder, TheOptInKFormsTakeTheirKernels) {
+  cuda::Recorder rec(test::virtual_h200(), test::library_param_sizes());
+  const kernels::DecodeTiles before = kernels::set_decode_tiles(kernels::DecodeTiles::all);
+  for (const bool on : {true, false}) {
+    const bool was = kernels::set_decode_k35(on);
+    for (const auto& [t, name] : {std::pair{GgmlType::Q2_K, "q2_k"}, std::pair{GgmlType::Q3_K, "q3_k"},
+                                  std::pair{GgmlType::Q5_K, "q5_k"}}) {
+      const int64_t k = 4096, rb = row_bytes(t, k);
+      cuda::DeviceBuffer w(static_cast<size_t>(12288 * rb), "w"), w2(static_cast<size_t>(12288 * rb), "w2");
+      cuda::DeviceBuffer x(static_cast<size_t>(3 * k), "x"), y(4 * 12288, "y");
+      auto kernel_of = [&](auto&& launch) {  // the launches' kernels, space-separated
+        rec.clear_ops();
+        launch();
+        std::string names;
+        for (const cuda::RecordedOp& op : rec.ops()) names += (names.empty() ? "" : " ") + op.kernel;
+        return names;
+      };
+      const std::string s(name);
+      const std::string square = kernel_of([&] {
+        kernels::gemv(kernels::WeightMatrix{t, w.ptr(), 4096, k}, kernels::Activations::int8x2, x.ptr(), 1, y.ptr(), nullptr);
+      });
+      const std::string narrow = kernel_of([&] {
+        kernels::gemv(kernels::WeightMatrix{t, w.ptr(), 1024, k}, kernels::Activations::int8x2, x.ptr(), 1, y.ptr(), nullptr);
+      });
+      const std::string merged = kernel_of([&] {
+        kernels::gemv_gate_up_swiglu(kernels::WeightMatrix{t, w.ptr(), 12288, k}, kernels::WeightMatrix{t, w2.ptr(), 12288, k},
+                                     kernels::Activations::int8x2, x.ptr(), y.ptr(), nullptr);
+      });
+      if (on) {
+        EXPECT_EQ(square, "lathe_gemv1t_" + s + "_int8x2");
+        EXPECT_EQ(narrow, "lathe_gemv1_" + s + "_int8x2");
+        EXPECT_EQ(merged, "lathe_gemvm_t_" + s + "_int8x2");
+        rec.clear_ops();
+        kernels::gemv(kernels::WeightMatrix{t, w.ptr(), 4096, k}, kernels::Activations::int8x2, x.ptr(), 1, y.ptr(), nullptr);
+        kernels::TensorMapArgs m;
+        ASSERT_TRUE(kernels::recorded_tensor_map(rec.ops().back().args.back().data(), rec.ops().back().args.back().size(), &m));
+        EXPECT_EQ(m.box_inner, static_cast<uint32_t>(kernels::decode_tile_format(t)->box_bytes)) << s;
+        EXPECT_EQ(m.inner, static_cast<uint64_t>(rb)) << s;
+      } else {
+        EXPECT_EQ(square, "lathe_gemv_" + s + "_int8x2");
+        EXPECT_EQ(narrow, "lathe_gemv_" + s + "_int8x2");
+        EXPECT_EQ(merged, "lathe_gemv_" + s + "_int8x2 lathe_gemv_" + s + "_int8x2 lathe_elem_binary");  // one by one
+      }
+    }
+    kernels::set_decode_k35(was);
   }
   kernels::set_decode_tiles(before);
 }

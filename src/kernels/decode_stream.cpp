@@ -18,11 +18,17 @@ namespace {
 // unset or anything else keeps them on the general product, which a GPU has checked (the new forms are
 // checked on the host, gemv_blocks_walk.cuh's pieces, and wait for their first GPU run: docs/perf.md,
 // thirty-ninth session).
-const bool g_k35 = [] {
+bool g_k35 = [] {
   const char* v = std::getenv("LATHE_DECODE_K35");
   return v && v[0] == '1' && v[1] == 0;
 }();
 }  // namespace
+
+bool set_decode_k35(bool on) {
+  const bool before = g_k35;
+  g_k35 = on;
+  return before;
+}
 
 const DecodeFormat* decode_format(GgmlType t) {
   if (!g_k35 && (t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q5_K)) return nullptr;
