@@ -5,6 +5,7 @@
 // refused by name. Conformance with transformers is test_conformance.cpp.
 #include "gguf/gguf_writer.h"
 #include "interp/interpreter.h"
+#include "kernels/gemm_f16_launch.h"
 #include "lang/program.h"
 #include "model/embedded_programs.h"
 #include "model/model_program.h"
@@ -194,7 +195,8 @@ TEST(Interpreter, TheLanesRoundingsApplyWhereTheLaneRounds) {
     const Tensor& t = out.at("logits").tensor;
     return std::vector<float>(t.data.begin(), t.data.end());
   };
-  const LaneRounding none, products{false, true, false}, cache{true, false, false}, flash{false, false, true};
+  const LaneRounding none, products{false, &kernels::gemm_f16_supports, false}, cache{true, nullptr, false},
+      flash{false, nullptr, true};
   // 8 rows: no chunk product rounds; the cache does (from the second row on, which reads the first's);
   // the flash attention's roundings do in any chunk (and not in a decode step of one row).
   EXPECT_EQ(logits(8, products), logits(8, none));

@@ -43,8 +43,6 @@ using namespace test;
 constexpr double kBoundProduct = 1e-4;
 constexpr double kBoundMixture = 2e-3;
 
-float f16_round(float v) { return f16_to_f32(f32_to_f16(v)); }
-
 struct Shape {
   GgmlType type;
   int64_t n_embd, n_ff, n_expert, top_k;
@@ -108,7 +106,7 @@ std::vector<int32_t> make_ids(int64_t rows, int64_t kk, int64_t ne, bool skewed,
 double dot16(const MatrixRef& m, int64_t o, const float* x, std::vector<float>& row) {
   m.row(o, row.data());
   double s = 0;
-  for (int64_t i = 0; i < m.n_cols; ++i) s += double(f16_round(row[i])) * x[i];
+  for (int64_t i = 0; i < m.n_cols; ++i) s += double(f16_rounded(row[i])) * x[i];
   return s;
 }
 
@@ -162,7 +160,7 @@ ProductErrors check_products(const Stack& st, int64_t rows, bool skewed, int bn,
   double gu_err = 0, gu_scale = 0, d_err = 0, d_scale = 0;
   for (int64_t p : ps) {
     const int32_t pair = g.pair_of[p], ex = ids[pair];
-    for (int64_t c = 0; c < n; ++c) xf[c] = f16_round(x[(pair / kk) * n + c]);
+    for (int64_t c = 0; c < n; ++c) xf[c] = f16_rounded(x[(pair / kk) * n + c]);
     for (int64_t c = 0; c < ff; ++c) hf[c] = f16_to_f32(hs[p * ff + c]);
     const MatrixRef ge = gate.expert(ex), ue = up.expert(ex), de = down.expert(ex);
     for (int64_t o = 0; o < ff; ++o) {

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "fuse/fusion.h"
+#include "kernels/gemm_f16_launch.h"
 
 #include <fmt/core.h>
 
@@ -52,7 +53,7 @@ LaneRounding lane_rounding_of(const EngineOptions& o) {
   LaneRounding r;
   r.f16_cache = true;
   const bool int8_contract = parse_activations(o.activations) != kernels::Activations::f32;
-  r.f16_chunk_products = int8_contract && !(gemm && std::string(gemm) == "int8");
+  if (int8_contract && !(gemm && std::string(gemm) == "int8")) r.f16_chunk_products = &kernels::gemm_f16_supports;
   r.f16_flash_attention = int8_contract;
   return r;
 }

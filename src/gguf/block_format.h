@@ -37,6 +37,8 @@ void quantize_row(GgmlType type, const float* src, void* dst, int64_t n);
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 float bf16_to_f32(uint16_t h);
+// f rounded to the nearest f16 and back (what storing it as f16 keeps).
+inline float f16_rounded(float f) { return f16_to_f32(f32_to_f16(f)); }
 uint16_t f32_to_bf16(float f);
 
 }  // namespace lathe

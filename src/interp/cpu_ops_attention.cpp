@@ -51,7 +51,6 @@ Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
   double scale = options.scale != 0 ? options.scale : 1.0 / std::sqrt(double(d));
   Tensor out({rows, n_head, dv});
 
-  auto f16 = [](double v) { return static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(v)))); };
   auto one_head = [&](int64_t r, int64_t h, std::vector<double>& score, std::vector<double>& acc) {
     int64_t kv = h / group;
     int64_t last = positions[r];
@@ -60,7 +59,7 @@ Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
     std::vector<float> q16;
     if (options.f16_flash) {
       q16.assign(qh, qh + d);
-      for (float& v : q16) v = static_cast<float>(f16(v));
+      for (float& v : q16) v = f16_rounded(v);
       qh = q16.data();
     }
     score.assign(last - first + 1, 0.0);
@@ -76,7 +75,7 @@ Tensor attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
     for (int64_t p = first; p <= last; ++p) {
       double w = std::exp(score[p - first] - max);
       denominator += w;
-      if (options.f16_flash) w = f16(w);
+      if (options.f16_flash) w = f16_rounded(static_cast<float>(w));
       const float* vp = v_cache.data.data() + (p * n_head_kv + kv) * dv;
       for (int64_t i = 0; i < dv; ++i) acc[i] += w * vp[i];
     }
@@ -108,7 +107,7 @@ void cache_append(Tensor& cache, const Tensor& x, std::span<const int32_t> posit
     float* slot = cache.row(positions[r]);
     std::copy_n(x.row(r), slot_size, slot);
     if (f16)
-      for (int64_t i = 0; i < slot_size; ++i) slot[i] = f16_to_f32(f32_to_f16(slot[i]));
+      for (int64_t i = 0; i < slot_size; ++i) slot[i] = f16_rounded(slot[i]);
   }
 }
 

@@ -15,8 +15,6 @@ void require_single(const MatrixRef& w, std::string_view op) {
          w.n_rows, w.n_cols);
 }
 
-float round_to_f16(float v) { return f16_to_f32(f32_to_f16(v)); }
-
 // x times w^T; with `f16`, x's values and each dequantized weight rounded to f16 first.
 Tensor product_rounded(const Tensor& x, const MatrixRef& w, bool f16) {
   require_single(w, "product");
@@ -30,7 +28,7 @@ Tensor product_rounded(const Tensor& x, const MatrixRef& w, bool f16) {
   std::vector<float> x16;
   if (f16) {
     x16 = x.data;
-    for (float& v : x16) v = round_to_f16(v);
+    for (float& v : x16) v = f16_rounded(v);
   }
   const float* xd = f16 ? x16.data() : x.data.data();
   cpu::parallel_for(n, double(rows + 1) * double(k), [&](int64_t begin, int64_t end) {
@@ -38,7 +36,7 @@ Tensor product_rounded(const Tensor& x, const MatrixRef& w, bool f16) {
     for (int64_t j = begin; j < end; ++j) {
       w.row(j, w_row.data());
       if (f16)
-        for (float& v : w_row) v = round_to_f16(v);
+        for (float& v : w_row) v = f16_rounded(v);
       for (int64_t r = 0; r < rows; ++r) out.data[r * n + j] = static_cast<float>(cpu::dot(xd + r * k, w_row.data(), k));
     }
   });

@@ -56,10 +56,8 @@ void append(Frame& f, const Tensor& x, int64_t layer, bool keys) {
 // takes up to 8) of a format that GEMM reads.
 Tensor product_as_lane(const Frame& f, const Tensor& x, const MatrixRef& w) {
   const int64_t rows = x.shape.empty() || x.shape.back() == 0 ? 0 : x.numel() / x.shape.back();
-  const bool gemm_f16 = w.type == GgmlType::F16 || w.type == GgmlType::Q8_0 || w.type == GgmlType::Q2_K ||
-                        w.type == GgmlType::Q3_K || w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K ||
-                        w.type == GgmlType::Q6_K;
-  return f.impl.rounding.f16_chunk_products && rows > 8 && gemm_f16 ? product_f16(x, w) : product(x, w);
+  const auto gemm_f16 = f.impl.rounding.f16_chunk_products;
+  return gemm_f16 && rows > 8 && gemm_f16(w.type) ? product_f16(x, w) : product(x, w);
 }
 
 Tensor attend(Frame& f, const lang::Op& op) {

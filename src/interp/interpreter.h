@@ -78,13 +78,15 @@ class KvState {
 // Roundings the GPU lane makes where the interpreter computes in f32, replayed on request so that a
 // difference between the two can be told apart from rounding (`lathe check --lane-rounding`,
 // docs/numerics.md): the KV cache's keys and values stored as f16 (every contract); a chunk's products
-// (more than 8 rows) of a format the f16 tensor-core GEMM reads (F16, Q8_0, Q2_K to Q6_K) with x and
-// each dequantized weight rounded to f16, and a chunk's attention (more than one row of one sequence)
-// with the flash kernel's f16 q and weights (AttentionOptions::f16_flash) (the int8 contracts'
-// prefill). Not replayed: the mixture's f16 chunk products, the int8 forms of decode rows.
+// (more than 8 rows) of a format the f16 tensor-core GEMM reads with x and each dequantized weight
+// rounded to f16, and a chunk's attention (more than one row of one sequence) with the flash kernel's
+// f16 q and weights (AttentionOptions::f16_flash) (the int8 contracts' prefill). Not replayed: the
+// mixture's f16 chunk products, the int8 forms of decode rows.
 struct LaneRounding {
   bool f16_cache = false;
-  bool f16_chunk_products = false;
+  // The formats whose chunk products the lane runs on the f16 GEMM (the kernels' rule:
+  // kernels::gemm_f16_supports); null: no product rounds.
+  bool (*f16_chunk_products)(GgmlType) = nullptr;
   bool f16_flash_attention = false;
 };
 
