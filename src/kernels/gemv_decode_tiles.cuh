@@ -32,7 +32,7 @@
 // - The 32 values of a sub-block are permuted alike in A and B: lane t's bytes 8t .. 8t + 7 are the
 //   mma's k = 4t .. 4t + 3 and 16 + 4t .. 16 + 4t + 3, so a lane reads a row's 8 level bytes in one
 //   8-byte load. An odd sub-block's levels are the high nibbles, taken in place: the raw bytes'
-//   sums less the low nibbles' (lathe_gemv1t_q4_k_b), 16 times the levels', exactly (|sum| <=
+//   sums less the low nibbles' (lathe_gemv1t_pair_b), 16 times the levels', exactly (|sum| <=
 //   32 * 240 * 128 < 2^23), undone by a shift.
 // - A sub-block's term, t = ds.x * s1 (+ ds.y * s2) times d * sc, plus -dmin * m * ds.z, is
 //   lathe_gemv1_piece_x's f32 arithmetic in its order, so each term is that kernel's bits; the terms
@@ -153,32 +153,39 @@ __device__ __forceinline__ void lathe_gemv1t_k_terms(unsigned s, const int (&ca)
   acc1 += lathe_gemv1t_term<C>(cb[2] >> sh, cb[3] >> sh, dsb, sa, off);
 }
 
-// A lane's part of x's unit for Q4_K (lathe_gemv1t_q4_k_b forms it, lathe_gemv1t_q4_k_chunk reads it):
-// the B words of the unit's four mma pairs and x's (d1, d2, sum) of sub-blocks t and t + 4.
-struct lathe_gemv1t_q4_k_x {
-  uint32_t lo[4][2], raw[4][2];  // pair p: B of its low-nibble mma and of its raw-byte mma
+// A lane's part of x's unit for Q4_K and Q5_K (lathe_gemv1t_pair_b forms it, their chunks read it): the
+// B words of the unit's four mma pairs and x's (d1, d2, sum) of sub-blocks t and t + 4.
+struct lathe_gemv1t_pair_x {
+  uint32_t lo[4][2], hi[4][2];  // pair p: B of its first mma and of its second
   float4 dsa, dsb;
 };
 
 // xa, xb: the lane's x words (sub-blocks j = g / 2 and j + 4, 8 bytes at 8t; zero where the lane's
 // column carries nothing). Pair p (qs bytes 32 p ..: sub-block e = 2 p in the low nibbles, e + 1 in
 // the high) is two mma into the same sums, its sub-blocks' x in disjoint columns (2 e % 8, + 1 and
-// 2 (e + 1) % 8, + 1): the low nibbles times x_e and times -x_(e + 1), then the raw bytes (lo + 16 hi)
-// times x_(e + 1). So e's columns hold lo . x_e and e + 1's 16 hi . x_(e + 1), the integers the
-// nibbles masked apart would give (so the same sums, to the bit), without the high nibbles' masks
-// (x's levels are within +-127, so -x is an s8).
-__device__ __forceinline__ lathe_gemv1t_q4_k_x lathe_gemv1t_q4_k_b(uint2 xa, uint2 xb, float4 dsa, float4 dsb) {
+// 2 (e + 1) % 8, + 1). Q5_K (NegOdd false): the even sub-block's levels times x_e, then the odd one's
+// times x_(e + 1). Q4_K (NegOdd true): the low nibbles times x_e and times -x_(e + 1), then the raw
+// bytes (lo + 16 hi) times x_(e + 1). So e's columns hold lo . x_e and e + 1's 16 hi . x_(e + 1), the
+// integers the nibbles masked apart would give (so the same sums, to the bit), without the high
+// nibbles' masks (x's levels are within +-127, so -x is an s8).
+template <bool NegOdd>
+__device__ __forceinline__ lathe_gemv1t_pair_x lathe_gemv1t_pair_b(uint2 xa, uint2 xb, float4 dsa, float4 dsb) {
   const int j = (threadIdx.x & 31) >> 3;  // g / 2
-  lathe_gemv1t_q4_k_x r;
+  lathe_gemv1t_pair_x r;
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
     const uint2 x = p < 2 ? xa : xb;
     const int e = 2 * (p & 1);
     const bool even = j == e, odd = j == e + 1;
-    r.lo[p][0] = even ? x.x : odd ? __vneg4(x.x) : 0u;
-    r.lo[p][1] = even ? x.y : odd ? __vneg4(x.y) : 0u;
-    r.raw[p][0] = odd ? x.x : 0u;
-    r.raw[p][1] = odd ? x.y : 0u;
+    if constexpr (NegOdd) {
+      r.lo[p][0] = even ? x.x : odd ? __vneg4(x.x) : 0u;
+      r.lo[p][1] = even ? x.y : odd ? __vneg4(x.y) : 0u;
+    } else {
+      r.lo[p][0] = even ? x.x : 0u;
+      r.lo[p][1] = even ? x.y : 0u;
+    }
+    r.hi[p][0] = odd ? x.x : 0u;
+    r.hi[p][1] = odd ? x.y : 0u;
   }
   r.dsa = dsa;
   r.dsb = dsb;
@@ -188,7 +195,7 @@ __device__ __forceinline__ lathe_gemv1t_q4_k_x lathe_gemv1t_q4_k_b(uint2 xa, uin
 // The unit at shared address s (a tile's unit u, rows LATHE_GEMV1T_Q4K_BOX apart) times x's unit u
 // (x, the lane's part of it): adds the lane's terms to acc0 (row g) and acc1 (row g + 8).
 template <int C>
-__device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, const lathe_gemv1t_q4_k_x& x, float& acc0,
+__device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, const lathe_gemv1t_pair_x& x, float& acc0,
                                                         float& acc1) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   int ca[4] = {0, 0, 0, 0}, cb[4] = {0, 0, 0, 0};
@@ -202,42 +209,19 @@ __device__ __forceinline__ void lathe_gemv1t_q4_k_chunk(unsigned s, const lathe_
     int(&c)[4] = p < 2 ? ca : cb;
     lathe_mma_u8s8(c, r0.x & 0x0F0F0F0Fu, r1.x & 0x0F0F0F0Fu, r0.y & 0x0F0F0F0Fu, r1.y & 0x0F0F0F0Fu, x.lo[p][0],
                    x.lo[p][1]);
-    lathe_mma_u8s8(c, r0.x, r1.x, r0.y, r1.y, x.raw[p][0], x.raw[p][1]);
+    lathe_mma_u8s8(c, r0.x, r1.x, r0.y, r1.y, x.hi[p][0], x.hi[p][1]);
   }
   // An odd sub-block's sums are 16 times its levels' (exactly: |sum| <= 32 * 240 * 128 < 2^23).
   lathe_gemv1t_k_terms<C, LATHE_GEMV1T_Q4K_BOX>(s, ca, cb, 4 * (t & 1), x.dsa, x.dsb, acc0, acc1);
 }
 
 // Q5_K (Q4_K's head, qh[32] at 16, qs[128] at 48): a sub-block's levels are Q4_K's nibbles with a fifth
-// bit from qh, so the raw bytes do not serve the odd sub-block (lathe_gemv1t_q4_k_b's trick): pair p is
-// two mma into the same sums, the even sub-block's 5-bit levels times x_e in e's columns, the odd one's
-// times x_(e + 1) in its own (lathe_gemv1t_q5_k_b). The lane's 8 qh bytes (values 8t.. of every
+// bit from qh, so the raw bytes do not serve the odd sub-block (Q4_K's trick): pair p is two mma into
+// the same sums, the even sub-block's 5-bit levels times x_e in e's columns, the odd one's times
+// x_(e + 1) in its own (lathe_gemv1t_pair_b<false>). The lane's 8 qh bytes (values 8t.. of every
 // sub-block) are read once a unit; sums are the levels' (no shift).
-struct lathe_gemv1t_q5_k_x {
-  uint32_t lo[4][2], hi[4][2];  // pair p: B of its even sub-block's mma and of its odd one's
-  float4 dsa, dsb;
-};
-
-__device__ __forceinline__ lathe_gemv1t_q5_k_x lathe_gemv1t_q5_k_b(uint2 xa, uint2 xb, float4 dsa, float4 dsb) {
-  const int j = (threadIdx.x & 31) >> 3;  // g / 2
-  lathe_gemv1t_q5_k_x r;
-#pragma unroll
-  for (int p = 0; p < 4; ++p) {
-    const uint2 x = p < 2 ? xa : xb;
-    const int e = 2 * (p & 1);
-    const bool even = j == e, odd = j == e + 1;
-    r.lo[p][0] = even ? x.x : 0u;
-    r.lo[p][1] = even ? x.y : 0u;
-    r.hi[p][0] = odd ? x.x : 0u;
-    r.hi[p][1] = odd ? x.y : 0u;
-  }
-  r.dsa = dsa;
-  r.dsb = dsb;
-  return r;
-}
-
 template <int C>
-__device__ __forceinline__ void lathe_gemv1t_q5_k_chunk(unsigned s, const lathe_gemv1t_q5_k_x& x, float& acc0,
+__device__ __forceinline__ void lathe_gemv1t_q5_k_chunk(unsigned s, const lathe_gemv1t_pair_x& x, float& acc0,
                                                         float& acc1) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   int ca[4] = {0, 0, 0, 0}, cb[4] = {0, 0, 0, 0};
@@ -381,15 +365,20 @@ struct lathe_gemv1t_fmt_q4_k {
     const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     return {sx_a + ((g & 1) ? k : 0) + 32 * (g >> 1) + 8 * t, sds_a + 16 * t, C == 2 || (g & 1) == 0};
   }
-  using xfrag = lathe_gemv1t_q4_k_x;
-  template <int C>
-  static __device__ __forceinline__ xfrag x_of(const lane_x& lx, unsigned u) {
+  using xfrag = lathe_gemv1t_pair_x;
+  // The lane's part of x's unit u, NegOdd as lathe_gemv1t_pair_b's (Q4_K's and Q5_K's x_of).
+  template <bool NegOdd>
+  static __device__ __forceinline__ xfrag pair_x_of(const lane_x& lx, unsigned u) {
     uint2 xa = make_uint2(0u, 0u), xb = make_uint2(0u, 0u);
     if (lx.on) {
       xa = lathe_lds64u(lx.xb + 256 * u);
       xb = lathe_lds64u(lx.xb + 256 * u + 128);
     }
-    return lathe_gemv1t_q4_k_b(xa, xb, lathe_lds128f(lx.ds + 128 * u), lathe_lds128f(lx.ds + 128 * u + 64));
+    return lathe_gemv1t_pair_b<NegOdd>(xa, xb, lathe_lds128f(lx.ds + 128 * u), lathe_lds128f(lx.ds + 128 * u + 64));
+  }
+  template <int C>
+  static __device__ __forceinline__ xfrag x_of(const lane_x& lx, unsigned u) {
+    return pair_x_of<true>(lx, u);
   }
   template <int C>
   static __device__ __forceinline__ void chunk(unsigned s, unsigned, const xfrag& x, float& acc0, float& acc1) {
@@ -407,15 +396,10 @@ struct lathe_gemv1t_fmt_q5_k {
   static __device__ __forceinline__ lane_x x_lane(unsigned sx_a, unsigned sds_a, int k) {
     return lathe_gemv1t_fmt_q4_k::x_lane<C>(sx_a, sds_a, k);
   }
-  using xfrag = lathe_gemv1t_q5_k_x;
+  using xfrag = lathe_gemv1t_pair_x;
   template <int C>
   static __device__ __forceinline__ xfrag x_of(const lane_x& lx, unsigned u) {
-    uint2 xa = make_uint2(0u, 0u), xb = make_uint2(0u, 0u);
-    if (lx.on) {
-      xa = lathe_lds64u(lx.xb + 256 * u);
-      xb = lathe_lds64u(lx.xb + 256 * u + 128);
-    }
-    return lathe_gemv1t_q5_k_b(xa, xb, lathe_lds128f(lx.ds + 128 * u), lathe_lds128f(lx.ds + 128 * u + 64));
+    return lathe_gemv1t_fmt_q4_k::pair_x_of<false>(lx, u);
   }
   template <int C>
   static __device__ __forceinline__ void chunk(unsigned s, unsigned, const xfrag& x, float& acc0, float& acc1) {
