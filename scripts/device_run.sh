@@ -2079,6 +2079,30 @@ for part in "$@"; do
       f=$(synth qwen3-8b $t)
       echo "== check qwen3-8b $t"; timeout 150 $L check $f --steps 2 2>&1 | tail -4
     done ;;
+  q41)  # (forty-first session) q40 and k39t cut to one call (~9 minutes), most wanted first, each
+         # line's seconds since the start: the f16 GEMM at k 12288, the 8B q3_k_m's check by default, in
+         # 8-row chunks (no GEMM) and on the staged wgmma; then the opt-in K forms (LATHE_DECODE_K35=1):
+         # the 8B q3_k_m's, q5_k_m's and q2_k's checks and tg128 on and off, the decode kernels' tests
+    t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
+    timeout 90 $C/test_gemm_f16_gpu --gtest_filter='-*Timing*' 2>&1 | grep -E "k=12288|PASSED|FAILED|Failure" | head -12; el
+    f=$(synth qwen3-8b q3_k_m); el
+    for v in "" "--max-chunk 8" "LATHE_PREFILL_GEMM=wgmma"; do
+      echo "== check qwen3-8b q3_k_m ${v}"
+      if [[ "$v" == LATHE_* ]]; then with_env "$v" timeout 90 $L check $f --steps 2 2>&1 | grep -E "prefill|step|largest" | head -8
+      else timeout 90 $L check $f --steps 2 $v 2>&1 | grep -E "prefill|step|largest" | head -8; fi; el
+    done
+    echo "== tg128 qwen3-8b q3_k_m (K35 on)"; with_env LATHE_DECODE_K35=1 tg_short $f
+    echo "== tg128 qwen3-8b q3_k_m (K35 off)"; with_env LATHE_DECODE_K35=0 tg_short $f; el
+    echo "== check qwen3-8b q3_k_m --max-chunk 8 (K35 on)"; LATHE_DECODE_K35=1 timeout 90 $L check $f --steps 2 --max-chunk 8 2>&1 | grep -E "prefill|step|largest" | head -6; el
+    rm -f $f
+    for t in q5_k_m q2_k; do
+      f=$(synth qwen3-8b $t); el
+      echo "== check qwen3-8b $t (K35 on)"; LATHE_DECODE_K35=1 timeout 90 $L check $f --steps 2 2>&1 | grep -E "prefill|step|largest" | head -6; el
+      echo "== tg128 qwen3-8b $t (K35 on)"; with_env LATHE_DECODE_K35=1 tg_short $f
+      echo "== tg128 qwen3-8b $t (K35 off)"; with_env LATHE_DECODE_K35=0 tg_short $f; el
+      rm -f $f
+    done
+    LATHE_DECODE_K35=1 timeout 120 $C/test_gemv_gpu --gtest_filter='*DecodeKernel*:*DecodeTiles*' 2>&1 | grep -E "^  (q2_K|q3_K|q5_K)|PASSED|FAILED|Failure" | head -30; el ;;
   q40)  # (fortieth session) which part of qwen3-8b q3_k_m's lane is wrong. On the CPU the interpreter
          # with the lane's roundings (f16 chunk products, f16 cache) moves its prefill by 9.8e-4 and its
          # steps by ~4e-4, so the card's 1.14e-2 is a fault, not rounding. Each line below holds one
