@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <barrier>
 #include <bit>
 #include <cmath>
@@ -58,20 +59,31 @@ inline int min(int a, int b) { return a < b ? a : b; }
 
 // And what gemv_blocks_walk.cuh's row-walk pieces take: shared-memory loads at 32-bit addresses,
 // given here over a host buffer that stands for the block's shared memory, and the funnel shift.
+// A test may mark a range of it as not the block's (g_unowned: past what the kernel lays out there);
+// a load that touches it is counted in g_unowned_reads, as the device would fault on it.
 alignas(16) uint8_t g_shared[1 << 14];
+struct UnownedRange {
+  unsigned lo = 0, hi = 0;
+};
+UnownedRange g_unowned;
+std::atomic<int> g_unowned_reads{0};
+inline const uint8_t* host_shared(unsigned a, unsigned bytes) {
+  if (a < g_unowned.hi && a + bytes > g_unowned.lo) ++g_unowned_reads;
+  return g_shared + a;
+}
 inline uint32_t lathe_lds32(unsigned a) {
   uint32_t v;
-  std::memcpy(&v, g_shared + a, 4);
+  std::memcpy(&v, host_shared(a, 4), 4);
   return v;
 }
 inline unsigned short lathe_lds16(unsigned a) {
   unsigned short v;
-  std::memcpy(&v, g_shared + a, 2);
+  std::memcpy(&v, host_shared(a, 2), 2);
   return v;
 }
 inline uint4 lathe_lds128u(unsigned a) {
   uint4 v;
-  std::memcpy(&v, g_shared + a, 16);
+  std::memcpy(&v, host_shared(a, 16), 16);
   return v;
 }
 inline uint32_t __funnelshift_r(uint32_t lo, uint32_t hi, uint32_t sh) {
@@ -92,17 +104,17 @@ thread_local HostThreadIdx lathe_host_thread_idx;
 #define threadIdx lathe_host_thread_idx
 inline uint2 lathe_lds64u(unsigned a) {
   uint2 v;
-  std::memcpy(&v, g_shared + a, 8);
+  std::memcpy(&v, host_shared(a, 8), 8);
   return v;
 }
 inline float4 lathe_lds128f(unsigned a) {
   float4 v;
-  std::memcpy(&v, g_shared + a, 16);
+  std::memcpy(&v, host_shared(a, 16), 16);
   return v;
 }
 inline int4 lathe_lds128(unsigned a) {
   int4 v;
-  std::memcpy(&v, g_shared + a, 16);
+  std::memcpy(&v, host_shared(a, 16), 16);
   return v;
 }
 inline int __dp4a(int a, int b, int c) {  // four signed byte products added to c
@@ -415,6 +427,9 @@ void expect_tile_unit_matches(GgmlType t, std::mt19937& rng, unsigned o = 0) {
   }
   std::memcpy(g_shared + sx, q1.data(), k);
   std::memcpy(g_shared + sx + k, q2.data(), k);
+  // int8 stages q1 alone: what lies past it is not x's (on the device, the end of shared memory may be).
+  g_unowned = C == 2 ? UnownedRange{} : UnownedRange{sx + k, sds};
+  g_unowned_reads = 0;
   float acc[32][2] = {};
   std::barrier<> sync(32);
   g_mma.sync = &sync;
@@ -427,6 +442,8 @@ void expect_tile_unit_matches(GgmlType t, std::mt19937& rng, unsigned o = 0) {
       F::template chunk<C>(s, o, xf, acc[lane][0], acc[lane][1]);
     });
   for (std::thread& l : lanes) l.join();
+  g_unowned = {};
+  EXPECT_EQ(g_unowned_reads.load(), 0) << ggml_type_name(t) << " C " << C << ": loads past x's int8 levels";
   for (int r = 0; r < rows; ++r) {
     double got = 0, want = 0, scale = 0;
     for (int tt = 0; tt < 4; ++tt) got += acc[4 * (r % 8) + tt][r < 8 ? 0 : 1];

@@ -602,8 +602,8 @@ struct lathe_gemv1t_fmt_q2_k {
   };
   template <int C>
   static __device__ __forceinline__ lane_x x_lane(unsigned sx_a, unsigned sds_a, int k) {
-    const int t = threadIdx.x & 3;
-    return {lathe_gemv1t_fmt_q6_k::x_lane<C>(sx_a, sds_a, k), sx_a + ((t & 1) ? k : 0) + 128 * (t >> 1)};
+    const int t = threadIdx.x & 3;  // (int8 has no q2: its odd lanes sum q1, unused, never past x's k bytes)
+    return {lathe_gemv1t_fmt_q6_k::x_lane<C>(sx_a, sds_a, k), sx_a + ((C == 2 && (t & 1)) ? k : 0) + 128 * (t >> 1)};
   }
   using xfrag = lathe_gemv1t_q2_k_x;
   template <int C>
