@@ -2079,6 +2079,16 @@ for part in "$@"; do
       f=$(synth qwen3-8b $t)
       echo "== check qwen3-8b $t"; timeout 150 $L check $f --steps 2 2>&1 | tail -4
     done ;;
+  k41)  # (forty-first session, after Q2_K's int8 tiles fix) the opt-in K forms' kernel tests with
+         # LATHE_DECODE_K35=1, each failure with the lines after it, most wanted first
+    t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
+    export LATHE_DECODE_K35=1
+    for spec in "test_gemv_gpu:*DecodeKernel*:*DecodeTiles*:*Quantizing*:60" "test_gemv_multi_gpu:-*Timing*:60" \
+                "test_norm_epilogue_gpu:-*Timing*:60" "test_route_epilogue_gpu:-*Timing*:40" "test_moe_gpu:-*Timing*:150"; do
+      t=${spec%%:*}; rest=${spec#*:}; lim=${rest##*:}; filt=${rest%:*}
+      echo "== $t (K35)"; timeout $lim $C/$t --gtest_filter="$filt" 2>&1 | grep -E -A4 "^\[  (PASSED|FAILED) |Failure|exception" | grep -vE "^\[ +(RUN|OK) " | head -24; el
+    done
+    unset LATHE_DECODE_K35 ;;
   q41)  # (forty-first session) q40 and k39t cut to one call (~9 minutes), most wanted first, each
          # line's seconds since the start: the f16 GEMM at k 12288, the 8B q3_k_m's check by default, in
          # 8-row chunks (no GEMM) and on the staged wgmma; then the opt-in K forms (LATHE_DECODE_K35=1):
