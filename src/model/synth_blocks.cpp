@@ -19,10 +19,17 @@ void random_bytes(SynthRng& rng, uint8_t* dst, int64_t n) {
   }
 }
 
+// A block's scale as a fraction of the largest (0.5 to 1), as a quantizer's d follows its block's
+// largest value. One d for every block would make the f16 roundings of the dequantized weights (the
+// f16 GEMMs', as cuBLAS's in llama.cpp) the same for every equal level and scale, so a product's
+// rounding errors add up with x's mean instead of as a random walk: qwen3-8b q3_k_m's prefill moved
+// by 1.1e-2 of its logits at two prompt rows so (docs/perf.md, forty-first session), ~1e-3 with d spread.
+double block_spread(SynthRng& rng) { return 0.5 + 0.5 * rng.uniform(); }
+
 // Q8_0: d f16, qs int8[32]; value = d * q.
 void q8_0(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b, dst += 34) {
-    put_f16(dst, static_cast<float>(bound / 127.0 * (0.5 + 0.5 * rng.uniform())));
+    put_f16(dst, static_cast<float>(bound / 127.0 * block_spread(rng)));
     random_bytes(rng, dst + 2, 32);
     for (int k = 2; k < 34; ++k)
       if (dst[k] == 0x80) dst[k] = 0x81;  // keep q in [-127, 127] as ggml's quantizer does
@@ -32,7 +39,7 @@ void q8_0(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
 // Q4_0: d f16, qs[16] nibbles; value = d * (q - 8).
 void q4_0(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b, dst += 18) {
-    put_f16(dst, static_cast<float>(bound / 8.0 * (0.5 + 0.5 * rng.uniform())));
+    put_f16(dst, static_cast<float>(bound / 8.0 * block_spread(rng)));
     random_bytes(rng, dst + 2, 16);
   }
 }
@@ -46,7 +53,7 @@ void q2_k(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
       dst[s] = static_cast<uint8_t>(sc | (sc << 4));
     }
     random_bytes(rng, dst + 16, 64);
-    const float d = static_cast<float>(bound / (15.0 * 1.5));
+    const float d = static_cast<float>(bound / (15.0 * 1.5) * block_spread(rng));
     put_f16(dst + 80, d);
     put_f16(dst + 82, 1.5f * d);
   }
@@ -64,7 +71,7 @@ void q3_k(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
       scales[s < 8 ? s : s - 8] |= static_cast<uint8_t>((stored & 0xF) << (s < 8 ? 0 : 4));
       scales[8 + s % 4] |= static_cast<uint8_t>((stored >> 4) << (2 * (s / 4)));
     }
-    put_f16(dst + 108, static_cast<float>(bound / (31.0 * 4.0)));
+    put_f16(dst + 108, static_cast<float>(bound / (31.0 * 4.0) * block_spread(rng)));
   }
 }
 
@@ -85,7 +92,7 @@ void k4_scales(SynthRng& rng, uint8_t* scales) {
 // m_j = sc_j and dmin = h d (h = 7.5 for 4-bit levels, 15.5 for 5-bit), value = d sc_j (q - h).
 void k_with_mins(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks, int block_bytes, double h) {
   for (int64_t b = 0; b < n_blocks; ++b, dst += block_bytes) {
-    const float d = static_cast<float>(bound / (63.0 * h));
+    const float d = static_cast<float>(bound / (63.0 * h) * block_spread(rng));
     put_f16(dst, d);
     put_f16(dst + 2, static_cast<float>(h) * d);
     k4_scales(rng, dst + 4);
@@ -98,7 +105,7 @@ void q6_k(SynthRng& rng, double bound, uint8_t* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b, dst += 210) {
     random_bytes(rng, dst, 192);
     for (int k = 0; k < 16; ++k) dst[192 + k] = static_cast<uint8_t>(32 + rng.next() % 96);  // 32..127
-    put_f16(dst + 208, static_cast<float>(bound / (127.0 * 32.0)));
+    put_f16(dst + 208, static_cast<float>(bound / (127.0 * 32.0) * block_spread(rng)));
   }
 }
 
