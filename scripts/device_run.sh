@@ -2082,9 +2082,15 @@ for part in "$@"; do
   k41)  # (forty-first session, after Q2_K's int8 tiles fix) the opt-in K forms' kernel tests with
          # LATHE_DECODE_K35=1, each failure with the lines after it, most wanted first
     t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
+    # First the checks the synthetic K blocks' spread d (this session) should bring inside the bound
+    f=$(synth qwen3-8b q3_k_m)
+    echo "== check qwen3-8b q3_k_m (d spread)"; timeout 60 $L check $f --steps 2 2>&1 | grep -E "prefill|largest" | head -3; el
+    rm -f $f
+    f=$(synth qwen3moe-tiny q2_k)
+    echo "== check qwen3moe-tiny q2_k (d spread)"; timeout 30 $L check $f --steps 8 2>&1 | grep -E "prefill|largest" | head -3; el
     export LATHE_DECODE_K35=1
     for spec in "test_gemv_gpu:*DecodeKernel*:*DecodeTiles*:*Quantizing*:60" "test_gemv_multi_gpu:-*Timing*:60" \
-                "test_norm_epilogue_gpu:-*Timing*:60" "test_route_epilogue_gpu:-*Timing*:40" "test_moe_gpu:-*Timing*:150"; do
+                "test_norm_epilogue_gpu:-*Timing*:60" "test_route_epilogue_gpu:-*Timing*:40" "test_moe_gpu:-*Timing*:120"; do
       t=${spec%%:*}; rest=${spec#*:}; lim=${rest##*:}; filt=${rest%:*}
       echo "== $t (K35)"; timeout $lim $C/$t --gtest_filter="$filt" 2>&1 | grep -E -A4 "^\[  (PASSED|FAILED) |Failure|exception" | grep -vE "^\[ +(RUN|OK) " | head -24; el
     done
