@@ -2080,21 +2080,23 @@ for part in "$@"; do
       echo "== check qwen3-8b $t"; timeout 150 $L check $f --steps 2 2>&1 | tail -4
     done ;;
   k41)  # (forty-first session, after Q2_K's int8 tiles fix) the opt-in K forms' kernel tests with
-         # LATHE_DECODE_K35=1, each failure with the lines after it, most wanted first
+         # LATHE_DECODE_K35=1, each failure with the lines after it, and the checks the synthetic K
+         # blocks' spread d should bring inside the bound; most wanted first (a short device budget)
     t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
-    # First the checks the synthetic K blocks' spread d (this session) should bring inside the bound
+    k35_test() {  # BINARY FILTER SECONDS
+      echo "== $1 (K35)"; LATHE_DECODE_K35=1 timeout $3 $C/$1 --gtest_filter="$2" 2>&1 |
+        grep -E -A4 "^\[  (PASSED|FAILED) |Failure|exception" | grep -vE "^\[ +(RUN|OK) " | head -24; el
+    }
+    k35_test test_gemv_gpu '*DecodeKernel*:*DecodeTiles*:*Quantizing*' 60
     f=$(synth qwen3-8b q3_k_m)
     echo "== check qwen3-8b q3_k_m (d spread)"; timeout 60 $L check $f --steps 2 2>&1 | grep -E "prefill|largest" | head -3; el
     rm -f $f
+    k35_test test_gemv_multi_gpu '-*Timing*' 60
+    k35_test test_norm_epilogue_gpu '-*Timing*' 60
+    k35_test test_route_epilogue_gpu '-*Timing*' 40
     f=$(synth qwen3moe-tiny q2_k)
     echo "== check qwen3moe-tiny q2_k (d spread)"; timeout 30 $L check $f --steps 8 2>&1 | grep -E "prefill|largest" | head -3; el
-    export LATHE_DECODE_K35=1
-    for spec in "test_gemv_gpu:*DecodeKernel*:*DecodeTiles*:*Quantizing*:60" "test_gemv_multi_gpu:-*Timing*:60" \
-                "test_norm_epilogue_gpu:-*Timing*:60" "test_route_epilogue_gpu:-*Timing*:40" "test_moe_gpu:-*Timing*:120"; do
-      t=${spec%%:*}; rest=${spec#*:}; lim=${rest##*:}; filt=${rest%:*}
-      echo "== $t (K35)"; timeout $lim $C/$t --gtest_filter="$filt" 2>&1 | grep -E -A4 "^\[  (PASSED|FAILED) |Failure|exception" | grep -vE "^\[ +(RUN|OK) " | head -24; el
-    done
-    unset LATHE_DECODE_K35 ;;
+    k35_test test_moe_gpu '-*Timing*' 120 ;;
   q41)  # (forty-first session) q40 and k39t cut to one call (~9 minutes), most wanted first, each
          # line's seconds since the start: the f16 GEMM at k 12288, the 8B q3_k_m's check by default, in
          # 8-row chunks (no GEMM) and on the staged wgmma; then the opt-in K forms (LATHE_DECODE_K35=1):
