@@ -65,13 +65,14 @@ TEST(RouteEpilogueGpu, IsTheProductThenTheRouterWithItsNorm) {
       {GgmlType::Q6_K, 1024, 2048, 60, 4},
       {GgmlType::Q8_0, 2048, 4096, 16, 16},  // k = n_expert
   };
-  int checked = 0, near_ties = 0;
+  int checked = 0, near_ties = 0, expected = 0;  // expected: the cases on the row walk here
   for (const Case& c : cases)
     for (Activations a : {Activations::int8, Activations::int8x2})
       for (bool renorm : {true, false}) {
         const std::vector<uint8_t> wb = random_matrix(c.type, c.n_embd, c.k, rng);
         DeviceBuffer wd = upload(wb);
         const WeightMatrix w{c.type, wd.ptr(), c.n_embd, c.k, 1};
+        expected += decode_format(c.type) != nullptr;
         if (!route_epilogue_applies(w, a, c.n_expert, c.top_k)) {
           // (Q2_K's, Q3_K's and Q5_K's row walk only under LATHE_DECODE_K35=1)
           if (decode_format(c.type)) ADD_FAILURE() << "the router epilogue does not take case " << c.n_embd << " x " << c.k;
@@ -181,7 +182,8 @@ TEST(RouteEpilogueGpu, IsTheProductThenTheRouterWithItsNorm) {
       }
   std::printf("router epilogue: %d cases within the bounds of the held-back form (%d near-ties)\n", checked,
               near_ties);
-  EXPECT_EQ(checked, 36);
+  EXPECT_EQ(checked, expected);  // 48, or 36 with Q2_K, Q3_K and Q5_K off the row walk
+  EXPECT_GE(checked, 36);
 }
 
 }  // namespace
