@@ -16,6 +16,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -331,6 +332,17 @@ TEST(InspectLogitsLaneRounding, RoundsNearThePlainLogitsOnTheCpuOnly) {
     EXPECT_EQ(refused.status, 1) << refused.out;
     EXPECT_NE(refused.out.find("--lane-rounding"), std::string::npos) << refused.out;
   }
+}
+
+// LATHE_PREFILL_GEMM's value is read where the roundings are chosen: one it does not take is refused
+// by name, with the values it takes (not silently read as the planner's rule).
+TEST(InspectLogitsLaneRounding, RefusesAPrefillGemmSettingItDoesNotTake) {
+  const std::string model = data("transformers/qwen3.gguf"), out = temp_path("lathe_logits_knob.npy");
+  setenv("LATHE_PREFILL_GEMM", "int4", 1);
+  const Ran r = run("logits " + model + " --device cpu --lane-rounding --tokens 1,2 -o " + out);
+  unsetenv("LATHE_PREFILL_GEMM");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("LATHE_PREFILL_GEMM=int4: it takes wgmma, f16 or int8"), std::string::npos) << r.out;
 }
 
 // ---- perplexity

@@ -6,7 +6,6 @@
 
 #include <fmt/core.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "model/model_spec.h"
@@ -49,11 +48,11 @@ void add_lane_rounding_option(CLI::App* cmd, EngineOptions& o) {
 }
 
 LaneRounding lane_rounding_of(const EngineOptions& o) {
-  const char* gemm = std::getenv("LATHE_PREFILL_GEMM");
   LaneRounding r;
   r.f16_cache = true;
   const bool int8_contract = parse_activations(o.activations) != kernels::Activations::f32;
-  if (int8_contract && !(gemm && std::string(gemm) == "int8")) r.f16_chunk_products = &kernels::gemm_f16_supports;
+  if (int8_contract && kernels::prefill_gemm_setting() != kernels::PrefillGemm::int8)
+    r.f16_chunk_products = &kernels::gemm_f16_supports;
   r.f16_flash_attention = int8_contract;
   return r;
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,19 @@ GemmF16Tile gemm_f16_tile(int64_t rows, int64_t n_out) {
 }
 
 void set_gemm_f16_tile_override(GemmF16Tile tile) { g_override = tile; }
+
+PrefillGemm prefill_gemm_setting() {
+  static const PrefillGemm setting = [] {
+    const char* e = std::getenv("LATHE_PREFILL_GEMM");
+    const std::string v = e ? e : "";
+    if (v.empty()) return PrefillGemm::rule;
+    if (v == "wgmma") return PrefillGemm::wgmma;
+    if (v == "f16") return PrefillGemm::f16;
+    if (v == "int8") return PrefillGemm::int8;
+    fail("LATHE_PREFILL_GEMM={}: it takes wgmma, f16 or int8 (unset: the planner's rule)", v);
+  }();
+  return setting;
+}
 
 void gemm_f16(const WeightMatrix& w, CUdeviceptr x16, int64_t rows, CUdeviceptr y, CUstream stream) {
   const GemmF16Format* f = gemm_f16_format(w.type);

@@ -5,10 +5,10 @@
 // Every pointer is a device pointer; every call only enqueues on `stream`.
 //
 // Contract of gemm_f16(w, x16, rows, y, stream):
-//   W     (gemv_launch.h's WeightMatrix) n_out rows of k values in f16, q8_0, q4_K or q6_K
+//   W     (gemv_launch.h's WeightMatrix) n_out rows of k values in f16, q8_0 or q2_K to q6_K
 //         (gemm_f16_supports), rows row_bytes(type, k) apart, n_expert == 1; data 16-byte aligned and
 //         readable up to the next 16-byte boundary past its end (device allocations are).
-//         k % 32 == 0 (f16, q8_0), k % 256 == 0 (q4_K, q6_K); k < 2^30, n_out < 2^29.
+//         k % 32 == 0 (f16, q8_0), k % 256 == 0 (the K formats); k < 2^30, n_out < 2^29.
 //   x16   f16 [rows][k] row-major, 16-byte aligned (convert_to_f16 makes it from f32).
 //   rows  >= 1, any (ragged tiles are masked).
 //   y     f32 [rows][n_out], 16-byte aligned: fully written, nothing else written.
@@ -81,5 +81,12 @@ unsigned gemm_f16_shared_bytes(GgmlType type, GemmF16Tile tile);
 // Forces a tile, one of gemm_f16_candidate_tiles, for measurements; {} restores the rule. Not
 // thread-safe against concurrent gemm_f16 calls.
 void set_gemm_f16_tile_override(GemmF16Tile tile);
+
+// LATHE_PREFILL_GEMM (a measuring knob, read once): the engine of a chunk's dense products under the
+// int8 contracts. rule (unset): the planner's, gemm_f16 or wgmma by format and rows; wgmma: wgmma at
+// any row count where it reads the format; f16: gemm_f16 wherever it reads the format; int8: the int8
+// GEMM on x's int8 forms (no f16 rounding). Any other value is a UserError naming these.
+enum class PrefillGemm { rule, wgmma, f16, int8 };
+PrefillGemm prefill_gemm_setting();
 
 }  // namespace lathe::kernels

@@ -5,8 +5,9 @@
 //
 // Two kernels: the register-A kernel (gemm_wgmma_rs.cuh; weights dequantized by the consumer
 // warpgroups straight into wgmma's A registers, x16 the B operand loaded by TMA) wherever a format's
-// rows are 16-byte multiples, else the staged kernel (gemm_wgmma_kernel.cuh). The planner uses it
-// only under LATHE_PREFILL_GEMM=wgmma; gemm_f16 stays the default.
+// rows are 16-byte multiples, else the staged kernel (gemm_wgmma_kernel.cuh). The planner takes the
+// register-A kernel wherever it reads the format and the staged one from kWgmmaRows rows (gemm_f16
+// below them); LATHE_PREFILL_GEMM=wgmma takes wgmma at any row count, =f16 never (prefill_gemm_setting).
 // Measured (H200, tests/test_gemm_wgmma_gpu.cpp, TFLOP/s at 512 | 4096 rows; gemm_f16 in brackets):
 //   q8_0 q/o 4096x4096 414 | 624 (154 | 162); k/v 1024x4096 107 | 553 (62 | 158); qkv 6144x4096 500 |
 //   629 (118 | 154); gate/up 12288x4096 496 | 635 (158 | 138); merged 24576x4096 643 | 636 (160 |

@@ -90,11 +90,7 @@ bool StepPlan::Builder::reads_quantized(const graph::Node& product) const {
 // dequantized weights rounded to f16, ~3e-4 of max|y|, inside the contracts' end-to-end bound) where
 // it takes the format, unless LATHE_PREFILL_GEMM=int8 keeps the int8 GEMM (for measurements).
 bool StepPlan::Builder::reads_half(const graph::Node& product) const {
-  static const bool int8_gemm = [] {
-    const char* v = std::getenv("LATHE_PREFILL_GEMM");
-    return v && std::string(v) == "int8";
-  }();
-  if (int8_gemm || product.kind != OpKind::product || o.activations == k::Activations::f32) return false;
+  if (k::prefill_gemm_setting() == k::PrefillGemm::int8 || product.kind != OpKind::product || o.activations == k::Activations::f32) return false;
   const graph::Tensor& x = g.tensor(product.args[0].tensor);
   const graph::Tensor& wt = g.tensor(product.args[1].tensor);
   if (wt.role != graph::Role::constant) return false;
@@ -110,12 +106,10 @@ bool StepPlan::Builder::reads_half(const graph::Node& product) const {
 // must not happen inside a graph capture.
 namespace {
 bool takes_wgmma(const k::WeightMatrix& w, int64_t rows) {
-  static const int rule = [] {
-    const char* v = std::getenv("LATHE_PREFILL_GEMM");
-    return v && std::string(v) == "wgmma" ? 1 : v && std::string(v) == "f16" ? -1 : 0;
-  }();
-  return rule >= 0 && k::gemm_wgmma_supports(w.type) &&
-         (rule == 1 || rows >= kWgmmaRows || k::gemm_wgmma_uses_rs(w.type, w.k)) && k::gemm_wgmma_available();
+  const k::PrefillGemm setting = k::prefill_gemm_setting();
+  return setting != k::PrefillGemm::f16 && k::gemm_wgmma_supports(w.type) &&
+         (setting == k::PrefillGemm::wgmma || rows >= kWgmmaRows || k::gemm_wgmma_uses_rs(w.type, w.k)) &&
+         k::gemm_wgmma_available();
 }
 }  // namespace
 
