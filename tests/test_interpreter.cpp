@@ -213,6 +213,42 @@ TEST(Interpreter, TheLanesRoundingsApplyWhereTheLaneRounds) {
   EXPECT_LT(products12, 2e-3);
 }
 
+// The mixture's chunk products replayed as the lane's wgmma engine rounds them (x, h and the weights in
+// f16), asked of the rule only in a chunk of more than 8 rows; the router's product is not rounded.
+TEST(Interpreter, TheMixturesRoundingsApplyInChunksTheLaneGroups) {
+  Model m = model("qwen3moe-tiny");
+  const int32_t n_vocab = static_cast<int32_t>(m.mp.bindings.at("n_vocab"));
+  const std::vector<int32_t> tokens = random_tokens(12, 6, n_vocab);
+  auto logits = [&](int rows, LaneRounding r) {
+    Interpreter chunk = m.cut("prefill:" + std::to_string(rows));
+    chunk.set_rounding(r);
+    KvState state = chunk.new_state();
+    StepInput in;
+    for (int i = 0; i < rows; ++i) {
+      in.tokens.push_back(tokens[static_cast<size_t>(i)]);
+      in.positions.push_back(i);
+      in.sequences.push_back(0);
+    }
+    const Tensor& t = chunk.step(in, state).at("logits").tensor;
+    return std::vector<float>(t.data.begin(), t.data.end());
+  };
+  static int asked = 0;
+  LaneRounding mixture, never;
+  mixture.f16_mixture_products = [](const MatrixRef& gate, const MatrixRef& up, const MatrixRef& down) {
+    ++asked;
+    return gate.n_stack > 1 && gate.n_stack == up.n_stack && down.n_stack == gate.n_stack;
+  };
+  never.f16_mixture_products = [](const MatrixRef&, const MatrixRef&, const MatrixRef&) { return false; };
+  const LaneRounding none;
+  EXPECT_EQ(logits(8, mixture), logits(8, none));
+  EXPECT_EQ(asked, 0) << "an 8-row chunk runs the decode GEMVs on the GPU";
+  EXPECT_EQ(logits(12, never), logits(12, none));
+  const double mixture12 = relative_error(logits(12, mixture).data(), logits(12, none));
+  EXPECT_GT(asked, 0);
+  EXPECT_GT(mixture12, 0.0);
+  EXPECT_LT(mixture12, 2e-3);
+}
+
 TEST(Interpreter, CachesCarryAcrossStepsOnePerSequence) {
   Model m = model("qwen3-tiny");
   Interpreter decode = m.cut("decode");

@@ -5,6 +5,7 @@
 // kernels --arch sm_90` would.
 #include "gguf/block_format.h"
 #include "kernels/library.h"
+#include "kernels/moe_prefill_launch.h"
 #include "kernels/moe_wgmma_launch.h"
 #include "runtime/cuda_api.h"
 #include "runtime/cuda_driver.h"
@@ -58,6 +59,23 @@ TEST(MoeWgmma, SupportsTheRegisterAFormats) {
                                   stack(GgmlType::Q4_K, 512, 256)));
   EXPECT_FALSE(moe_wgmma_supports(stack(GgmlType::F32, 256, 512), stack(GgmlType::F32, 256, 512),
                                   stack(GgmlType::F32, 512, 256)));
+}
+
+// The interpreter's replay of the lane's mixture roundings (--lane-rounding) asks moe_prefill_rounds_f16:
+// the stacks the wgmma engine takes (shapes only), not the int8 engine's formats or a forced int8.
+TEST(MoeWgmma, RoundsF16WhereTheWgmmaEngineRuns) {
+  const auto stack = [](GgmlType t, int64_t n_out, int64_t k) { return WeightMatrix{t, 0, n_out, k, 128}; };
+  const auto rounds = [&](GgmlType t, int64_t n_embd, int64_t n_ff) {
+    return moe_prefill_rounds_f16(stack(t, n_ff, n_embd), stack(t, n_ff, n_embd), stack(t, n_embd, n_ff));
+  };
+  EXPECT_TRUE(rounds(GgmlType::Q8_0, 2048, 768));   // qwen3-30b-a3b
+  EXPECT_TRUE(rounds(GgmlType::Q4_K, 2048, 768));
+  EXPECT_FALSE(rounds(GgmlType::Q8_0, 256, 128));   // qwen3moe-tiny: down's q8_0 rows of 136 bytes
+  EXPECT_FALSE(rounds(GgmlType::Q2_K, 2048, 768));  // no grouped kernels: 8-row GEMV chunks
+  set_moe_prefill_engine(MoePrefillEngine::int8);
+  EXPECT_FALSE(rounds(GgmlType::Q8_0, 2048, 768));
+  set_moe_prefill_engine(MoePrefillEngine::automatic);
+  EXPECT_TRUE(rounds(GgmlType::Q8_0, 2048, 768));
 }
 
 }  // namespace

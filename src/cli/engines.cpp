@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "fuse/fusion.h"
 #include "kernels/gemm_f16_launch.h"
+#include "kernels/moe_prefill_launch.h"
 
 #include <fmt/core.h>
 
@@ -47,6 +48,14 @@ void add_lane_rounding_option(CLI::App* cmd, EngineOptions& o) {
                 "weights in f16): what is left of a difference is not rounding (docs/numerics.md)");
 }
 
+namespace {
+// The lane's chunk mixture on f16 tensor cores (the kernels' rule, from the stacks' formats and shapes).
+bool mixture_rounds_f16(const MatrixRef& gate, const MatrixRef& up, const MatrixRef& down) {
+  auto stack = [](const MatrixRef& m) { return kernels::WeightMatrix{m.type, 0, m.n_rows, m.n_cols, m.n_stack}; };
+  return kernels::moe_prefill_rounds_f16(stack(gate), stack(up), stack(down));
+}
+}  // namespace
+
 LaneRounding lane_rounding_of(const EngineOptions& o) {
   LaneRounding r;
   r.f16_cache = true;
@@ -54,6 +63,7 @@ LaneRounding lane_rounding_of(const EngineOptions& o) {
   if (int8_contract && kernels::prefill_gemm_setting() != kernels::PrefillGemm::int8)
     r.f16_chunk_products = &kernels::gemm_f16_supports;
   r.f16_flash_attention = int8_contract;
+  if (int8_contract) r.f16_mixture_products = &mixture_rounds_f16;
   return r;
 }
 

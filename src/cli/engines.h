@@ -39,8 +39,9 @@ void add_engine_options(CLI::App* cmd, EngineOptions& options);
 void add_lane_rounding_option(CLI::App* cmd, EngineOptions& options);
 
 // The roundings the GPU lane makes under options.activations: the f16 cache always; under the int8
-// contracts a chunk's flash attention, and its f16 products unless LATHE_PREFILL_GEMM=int8 keeps the
-// int8 GEMM (which rounds nothing the interpreter does not).
+// contracts a chunk's flash attention, its f16 products unless LATHE_PREFILL_GEMM=int8 keeps the int8
+// GEMM (which rounds nothing the interpreter does not), and its mixture's expert products where they
+// run on wgmma (not under LATHE_MOE_PREFILL=int8).
 LaneRounding lane_rounding_of(const EngineOptions& options);
 
 // "f32", "int8" or "int8x2" as the GPU lane's contract; a UserError for anything else.

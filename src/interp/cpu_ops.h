@@ -111,6 +111,9 @@ void cache_append(Tensor& cache, const Tensor& x, std::span<const int32_t> posit
 struct MixtureOptions {
   int64_t k = 8;
   bool renormalize = true;
+  // The experts' products with x, h and each weight rounded to f16 first (product_f16), as the GPU
+  // lane's chunk mixture on wgmma computes them; the router's product stays f32, as the lane's does.
+  bool f16_products = false;
 };
 Tensor mixture(const Tensor& x, const MatrixRef& router, const MatrixRef& gate, const MatrixRef& up,
                const MatrixRef& down, const MixtureOptions& options);

@@ -105,8 +105,9 @@ Tensor mixture(const Tensor& x, const MatrixRef& router, const MatrixRef& gate, 
     if (m == 0) continue;
     Tensor xe({m, n});
     for (int64_t i = 0; i < m; ++i) std::copy_n(flat.row(chosen_rows[e][i]), n, xe.row(i));
-    Tensor h = swiglu(product(xe, gate.expert(e)), product(xe, up.expert(e)));
-    Tensor ye = product(h, down.expert(e));
+    auto expert_product = options.f16_products ? product_f16 : product;
+    Tensor h = swiglu(expert_product(xe, gate.expert(e)), expert_product(xe, up.expert(e)));
+    Tensor ye = expert_product(h, down.expert(e));
     for (int64_t i = 0; i < m; ++i) {
       double w = chosen_weights[e][i];
       double* dst = sum.data() + chosen_rows[e][i] * n;

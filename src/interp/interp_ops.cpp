@@ -120,8 +120,13 @@ Tensor mix(Frame& f, const lang::Op& op) {
   MixtureOptions options;
   options.k = f.count(op.args[0]);
   options.renormalize = op.find(ModKind::renormalized) != nullptr;
-  return mixture(f.tensor(op.args[2]), f.matrix(op.find(ModKind::routed_by)->args[0]), f.matrix(experts->args[0]),
-                 f.matrix(experts->args[1]), f.matrix(experts->args[2]), options);
+  const Tensor& x = f.tensor(op.args[2]);
+  const MatrixRef gate = f.matrix(experts->args[0]), up = f.matrix(experts->args[1]), down = f.matrix(experts->args[2]);
+  // The lane's chunk of more than 8 rows on wgmma (its roundings replayed on request).
+  const int64_t rows = x.shape.empty() || x.shape.back() == 0 ? 0 : x.numel() / x.shape.back();
+  const auto rounds = f.impl.rounding.f16_mixture_products;
+  options.f16_products = rounds && rows > 8 && rounds(gate, up, down);
+  return mixture(x, f.matrix(op.find(ModKind::routed_by)->args[0]), gate, up, down, options);
 }
 
 // A norm's weight or bias: the vector a modifier names, or none.

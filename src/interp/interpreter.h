@@ -80,14 +80,18 @@ class KvState {
 // docs/numerics.md): the KV cache's keys and values stored as f16 (every contract); a chunk's products
 // (more than 8 rows) of a format the f16 tensor-core GEMM reads with x and each dequantized weight
 // rounded to f16, and a chunk's attention (more than one row of one sequence) with the flash kernel's
-// f16 q and weights (AttentionOptions::f16_flash) (the int8 contracts' prefill). Not replayed: the
-// mixture's f16 chunk products, the int8 forms of decode rows.
+// f16 q and weights (AttentionOptions::f16_flash), and a chunk's mixture whose expert products the lane
+// runs on wgmma with x, h and each weight rounded to f16 (MixtureOptions::f16_products) (the int8
+// contracts' prefill). Not replayed: the int8 forms of decode rows and of the mixture's int8 engine.
 struct LaneRounding {
   bool f16_cache = false;
   // The formats whose chunk products the lane runs on the f16 GEMM (the kernels' rule:
   // kernels::gemm_f16_supports); null: no product rounds.
   bool (*f16_chunk_products)(GgmlType) = nullptr;
   bool f16_flash_attention = false;
+  // The expert stacks whose chunk mixture (more than 8 rows) the lane runs on f16 tensor cores (the
+  // kernels' rule: kernels::moe_prefill_rounds_f16); null: no mixture rounds.
+  bool (*f16_mixture_products)(const MatrixRef& gate, const MatrixRef& up, const MatrixRef& down) = nullptr;
 };
 
 class Interpreter {

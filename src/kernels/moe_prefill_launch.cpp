@@ -242,14 +242,24 @@ void moe_prefill(const WeightMatrix& router, const WeightMatrix& gate, const Wei
 
 void set_moe_prefill_engine(MoePrefillEngine engine) { g_engine = engine; }
 
-MoePrefillEngine moe_prefill_engine(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down) {
+namespace {
+// The engine asked for: set_moe_prefill_engine's, else LATHE_MOE_PREFILL=int8's, else wgmma.
+MoePrefillEngine engine_asked() {
   static const bool env_int8 = [] {
     const char* v = std::getenv("LATHE_MOE_PREFILL");
     return v && std::string(v) == "int8";
   }();
-  const MoePrefillEngine want = g_engine != MoePrefillEngine::automatic ? g_engine
-                                : env_int8                               ? MoePrefillEngine::int8
-                                                                         : MoePrefillEngine::wgmma;
+  return g_engine != MoePrefillEngine::automatic ? g_engine : env_int8 ? MoePrefillEngine::int8 : MoePrefillEngine::wgmma;
+}
+}  // namespace
+
+bool moe_prefill_rounds_f16(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down) {
+  return engine_asked() != MoePrefillEngine::int8 && shape_ok(gate) && shape_ok(up) && shape_ok(down) &&
+         moe_wgmma_supports(gate, up, down);
+}
+
+MoePrefillEngine moe_prefill_engine(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down) {
+  const MoePrefillEngine want = engine_asked();
   if (want == MoePrefillEngine::int8) return want;
   std::string why;
   const bool ok = moe_wgmma_supports(gate, up, down) && gemm_wgmma_available(&why);

@@ -108,6 +108,12 @@ void moe_prefill(const WeightMatrix& router, const WeightMatrix& gate, const Wei
                  const WeightMatrix& down, Activations a, CUdeviceptr x, int64_t rows, int64_t top_k, bool renormalize,
                  CUdeviceptr out, const MoePrefillScratch& scratch, CUstream stream);
 
+// Whether a chunk's mixture of these weights runs its products on wgmma where the card has it (the
+// grouped kernels take the format and shapes, moe_wgmma_supports them, and no setting forces int8):
+// shapes only, no driver, so the interpreter can replay those products' f16 roundings
+// (--lane-rounding) without a GPU. moe_prefill_engine also asks whether the card runs wgmma.
+bool moe_prefill_rounds_f16(const WeightMatrix& gate, const WeightMatrix& up, const WeightMatrix& down);
+
 enum class MoePrefillEngine { automatic, int8, wgmma };
 // Forces an engine (wgmma: a UserError where it does not apply); automatic restores the rule. Not
 // thread-safe.
