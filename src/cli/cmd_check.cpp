@@ -10,6 +10,7 @@
 #include "runtime/sampler.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <memory>
@@ -99,6 +100,8 @@ Action add_check_command(CLI::App& app) {
     fmt::print("check {}{} on {} against {}{}: {} prompt tokens, {} decode steps, bound {:.0e} ({})\n", *path,
                o->program.empty() ? "" : " (weights " + checkpoint + ")", gpu->name(), cpu.name(),
                o->lane_rounding ? " rounding as the lane does" : "", *prompt, *steps, bound, o->activations);
+    // The prompt's ids, so that `lathe logits M --tokens ... --device cpu [--lane-rounding]` replays it.
+    fmt::print("  prompt ids {}\n", fmt::join(ids, ","));
     // A mixture's router may legitimately choose another expert where its k-th and (k+1)-th logits
     // are closer than the contract lets values move: such a step's logits are right for the other
     // expert, not held to the bound, and named (docs/numerics.md).
