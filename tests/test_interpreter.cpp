@@ -177,24 +177,27 @@ INSTANTIATE_TEST_SUITE_P(Synthetic, EveryShape,
 // The lane's roundings replayed (LaneRounding): the f16 chunk products only in a chunk of more than 8
 // rows (a decode step of 8 takes the GEMV on the GPU), the f16 cache in every step; each moves the
 // logits, by about what f16 rounding of a tiny model's values gives (well under the int8x2 bound).
+// The logits of the first `rows` of `tokens` as one prefill chunk of sequence 0, rounded as `r` says.
+std::vector<float> chunk_logits(Model& m, const std::vector<int32_t>& tokens, int rows, const LaneRounding& r) {
+  Interpreter chunk = m.cut("prefill:" + std::to_string(rows));
+  chunk.set_rounding(r);
+  KvState state = chunk.new_state();
+  StepInput in;
+  for (int i = 0; i < rows; ++i) {
+    in.tokens.push_back(tokens[static_cast<size_t>(i)]);
+    in.positions.push_back(i);
+    in.sequences.push_back(0);
+  }
+  const StepOutput out = chunk.step(in, state);  // (kept alive while its logits are read)
+  const Tensor& t = out.at("logits").tensor;
+  return std::vector<float>(t.data.begin(), t.data.end());
+}
+
 TEST(Interpreter, TheLanesRoundingsApplyWhereTheLaneRounds) {
   Model m = model("qwen3-tiny");
   const int32_t n_vocab = static_cast<int32_t>(m.mp.bindings.at("n_vocab"));
   const std::vector<int32_t> tokens = random_tokens(12, 5, n_vocab);
-  auto logits = [&](int rows, LaneRounding r) {
-    Interpreter chunk = m.cut("prefill:" + std::to_string(rows));
-    chunk.set_rounding(r);
-    KvState state = chunk.new_state();
-    StepInput in;
-    for (int i = 0; i < rows; ++i) {
-      in.tokens.push_back(tokens[static_cast<size_t>(i)]);
-      in.positions.push_back(i);
-      in.sequences.push_back(0);
-    }
-    const StepOutput out = chunk.step(in, state);
-    const Tensor& t = out.at("logits").tensor;
-    return std::vector<float>(t.data.begin(), t.data.end());
-  };
+  auto logits = [&](int rows, const LaneRounding& r) { return chunk_logits(m, tokens, rows, r); };
   const LaneRounding none, products{false, &kernels::gemm_f16_supports, false}, cache{true, nullptr, false},
       flash{false, nullptr, true};
   // 8 rows: no chunk product rounds; the cache does (from the second row on, which reads the first's);
@@ -219,19 +222,7 @@ TEST(Interpreter, TheMixturesRoundingsApplyInChunksTheLaneGroups) {
   Model m = model("qwen3moe-tiny");
   const int32_t n_vocab = static_cast<int32_t>(m.mp.bindings.at("n_vocab"));
   const std::vector<int32_t> tokens = random_tokens(12, 6, n_vocab);
-  auto logits = [&](int rows, LaneRounding r) {
-    Interpreter chunk = m.cut("prefill:" + std::to_string(rows));
-    chunk.set_rounding(r);
-    KvState state = chunk.new_state();
-    StepInput in;
-    for (int i = 0; i < rows; ++i) {
-      in.tokens.push_back(tokens[static_cast<size_t>(i)]);
-      in.positions.push_back(i);
-      in.sequences.push_back(0);
-    }
-    const Tensor& t = chunk.step(in, state).at("logits").tensor;
-    return std::vector<float>(t.data.begin(), t.data.end());
-  };
+  auto logits = [&](int rows, const LaneRounding& r) { return chunk_logits(m, tokens, rows, r); };
   static int asked = 0;
   LaneRounding mixture, never;
   mixture.f16_mixture_products = [](const MatrixRef& gate, const MatrixRef& up, const MatrixRef& down) {
