@@ -205,7 +205,7 @@ TEST(CpuOpsAttention, TheCacheStoresF16ValuesWhereAskedTo) {
   int rounded = 0;
   for (int64_t i = 0; i < 16; ++i) {
     EXPECT_EQ(cache.row(2)[i], x.data[i]);
-    EXPECT_EQ(cache16.row(2)[i], f16_to_f32(f32_to_f16(x.data[i])));
+    EXPECT_EQ(cache16.row(2)[i], f16_rounded(x.data[i]));
     rounded += cache16.row(2)[i] != x.data[i];
   }
   EXPECT_GT(rounded, 8);
@@ -222,7 +222,7 @@ TEST(CpuOpsAttention, TheFlashRoundingsByHand) {
   o.scale = 0.7;
   o.f16_flash = true;
   const Tensor got = attention(q, k, v, pos, o);
-  auto f16 = [](double x) { return static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(x)))); };
+  auto f16 = [](double x) { return static_cast<double>(f16_rounded(static_cast<float>(x))); };
   const double q0 = f16(0.3001f), q1 = f16(-1.2345f);
   double s[3], m = -INFINITY;
   for (int p = 0; p < 3; ++p) m = std::max(m, s[p] = 0.7 * (q0 * k.data[2 * p] + q1 * k.data[2 * p + 1]));

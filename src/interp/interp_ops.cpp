@@ -51,13 +51,18 @@ void append(Frame& f, const Tensor& x, int64_t layer, bool keys) {
   }
 }
 
-// A product as the interpreter computes it, or with the f16 GEMM's roundings where the lane's are
-// replayed (LaneRounding) and the GPU would run it there: a chunk of more than 8 rows (the decode GEMV
-// takes up to 8) of a format that GEMM reads.
-Tensor product_as_lane(const Frame& f, const Tensor& x, const MatrixRef& w) {
+// Whether the lane runs x's rows as a prefill chunk on tensor cores: more than 8 rows (the decode
+// GEMVs take up to 8).
+bool lane_chunk(const Tensor& x) {
   const int64_t rows = x.shape.empty() || x.shape.back() == 0 ? 0 : x.numel() / x.shape.back();
+  return rows > 8;
+}
+
+// A product as the interpreter computes it, or with the f16 GEMM's roundings where the lane's are
+// replayed (LaneRounding) and the GPU would run it there: a chunk of a format that GEMM reads.
+Tensor product_as_lane(const Frame& f, const Tensor& x, const MatrixRef& w) {
   const auto gemm_f16 = f.impl.rounding.f16_chunk_products;
-  return gemm_f16 && rows > 8 && gemm_f16(w.type) ? product_f16(x, w) : product(x, w);
+  return gemm_f16 && lane_chunk(x) && gemm_f16(w.type) ? product_f16(x, w) : product(x, w);
 }
 
 Tensor attend(Frame& f, const lang::Op& op) {
@@ -122,10 +127,9 @@ Tensor mix(Frame& f, const lang::Op& op) {
   options.renormalize = op.find(ModKind::renormalized) != nullptr;
   const Tensor& x = f.tensor(op.args[2]);
   const MatrixRef gate = f.matrix(experts->args[0]), up = f.matrix(experts->args[1]), down = f.matrix(experts->args[2]);
-  // The lane's chunk of more than 8 rows on wgmma (its roundings replayed on request).
-  const int64_t rows = x.shape.empty() || x.shape.back() == 0 ? 0 : x.numel() / x.shape.back();
+  // The lane's chunk on wgmma (its roundings replayed on request).
   const auto rounds = f.impl.rounding.f16_mixture_products;
-  options.f16_products = rounds && rows > 8 && rounds(gate, up, down);
+  options.f16_products = rounds && lane_chunk(x) && rounds(gate, up, down);
   return mixture(x, f.matrix(op.find(ModKind::routed_by)->args[0]), gate, up, down, options);
 }
 

@@ -22,6 +22,9 @@ bool g_k35 = [] {
   const char* v = std::getenv("LATHE_DECODE_K35");
   return v && v[0] == '1' && v[1] == 0;
 }();
+
+// A format the setting keeps off the row walk and the tiles.
+bool held_off(GgmlType t) { return !g_k35 && (t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q5_K); }
 }  // namespace
 
 bool set_decode_k35(bool on) {
@@ -31,7 +34,7 @@ bool set_decode_k35(bool on) {
 }
 
 const DecodeFormat* decode_format(GgmlType t) {
-  if (!g_k35 && (t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q5_K)) return nullptr;
+  if (held_off(t)) return nullptr;
   static const DecodeFormat q8_0{"q8_0", 32, 64}, q2_k{"q2_k", 256, 16}, q3_k{"q3_k", 256, 16}, q4_k{"q4_k", 256, 16},
       q5_k{"q5_k", 256, 8}, q6_k{"q6_k", 256, 12};
   switch (t) {
@@ -46,7 +49,7 @@ const DecodeFormat* decode_format(GgmlType t) {
 }
 
 const DecodeTileFormat* decode_tile_format(GgmlType t) {
-  if (!g_k35 && (t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q5_K)) return nullptr;
+  if (held_off(t)) return nullptr;
   return decode_tile_format_listed(t);
 }
 

@@ -202,12 +202,10 @@ int decode_tiles_group(const WeightMatrix& w, Activations a, TileProduct p) {
   const DecodeTiles set = decode_tiles_setting();
   const bool set_for = set == DecodeTiles::all || (set == DecodeTiles::merged && p == TileProduct::merged);
   if (!g_decode_enabled || !set_for || a == Activations::f32) return 0;
-  // Q2_K to Q5_K everywhere (Q2_K, Q3_K, Q5_K opt-in); Q6_K in the plain and norm-epilogue products (the
-  // merged kernels' tiles read x where the row walk stages it, which Q6_K's rings overlap).
-  const bool every_product =
-      w.type == GgmlType::Q4_K ||
-      ((w.type == GgmlType::Q2_K || w.type == GgmlType::Q3_K || w.type == GgmlType::Q5_K) && decode_tile_format(w.type));
-  if (!every_product && !(w.type == GgmlType::Q6_K && p != TileProduct::merged)) return 0;
+  // The formats decode_tile_format takes (Q2_K to Q6_K; Q2_K, Q3_K, Q5_K opt-in) in every product but
+  // Q6_K, which the merged kernels do not take (their tiles read x where the row walk stages it, which
+  // Q6_K's rings overlap).
+  if (!decode_tile_format(w.type) || (w.type == GgmlType::Q6_K && p == TileProduct::merged)) return 0;
   const bool dealt = p == TileProduct::plain;
   // Whole tiles, rows of whole 16-unit rounds (a unit for each warp of the block each round).
   if (w.n_out % kDecodeTileRows != 0 || w.k % (256 * kDecodeWarps) != 0 || w.n_expert != 1) return 0;

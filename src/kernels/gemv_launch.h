@@ -95,9 +95,9 @@ DecodeTiles decode_tiles_named(std::string_view value);
 // The decode products the tile form serves.
 enum class TileProduct { plain, norm_epilogue, merged };
 
-// Whether the tile form (gemv_decode_tiles.cuh) takes one row of w under contract a in product p: Q4_K,
-// and Q3_K and Q5_K where decode_tile_format has them (LATHE_DECODE_K35=1), in every product; Q6_K in
-// the plain and norm-epilogue products; and Q2_K (LATHE_DECODE_K35=1) in every product; whole 16-row tiles, k a multiple of
+// Whether the tile form (gemv_decode_tiles.cuh) takes one row of w under contract a in product p: the
+// formats decode_tile_format has (Q4_K; Q2_K, Q3_K and Q5_K under LATHE_DECODE_K35=1) in every
+// product, Q6_K in the plain and norm-epilogue products; whole 16-row tiles, k a multiple of
 // 16 units (4,096), the form set for p, its shared memory within the device's; the plain product (its
 // tiles dealt over the SMs, not a block's own 32-row blocks) also needs a tile for every SM. Returns
 // its group parameter (16: the block's warps a tile), 0 where not.

@@ -90,7 +90,9 @@ bool StepPlan::Builder::reads_quantized(const graph::Node& product) const {
 // dequantized weights rounded to f16, ~3e-4 of max|y|, inside the contracts' end-to-end bound) where
 // it takes the format, unless LATHE_PREFILL_GEMM=int8 keeps the int8 GEMM (for measurements).
 bool StepPlan::Builder::reads_half(const graph::Node& product) const {
-  if (k::prefill_gemm_setting() == k::PrefillGemm::int8 || product.kind != OpKind::product || o.activations == k::Activations::f32) return false;
+  if (k::prefill_gemm_setting() == k::PrefillGemm::int8 || product.kind != OpKind::product ||
+      o.activations == k::Activations::f32)
+    return false;
   const graph::Tensor& x = g.tensor(product.args[0].tensor);
   const graph::Tensor& wt = g.tensor(product.args[1].tensor);
   if (wt.role != graph::Role::constant) return false;
