@@ -309,9 +309,9 @@ TEST(InspectLogitsRefusals, OutOfRangeIdsAreRefusedByName) {
   EXPECT_NE(ctx.out.find("3 tokens, more than the context of 2"), std::string::npos) << ctx.out;
 }
 
-// --lane-rounding: the interpreter's logits with the GPU lane's roundings (12 tokens: one chunk of
-// more than 8 rows, so its products round too) stay near the plain ones and are not them; the flag
-// goes with --device cpu only.
+// --lane-rounding: the interpreter's logits with the GPU lane's roundings (this fixture's F32 matrices
+// take no f16 product: the cache's and the flash attention's roundings) stay near the plain ones and
+// are not them; the flag goes with --device cpu only.
 TEST(InspectLogitsLaneRounding, RoundsNearThePlainLogitsOnTheCpuOnly) {
   const std::string model = data("transformers/qwen3.gguf"), tokens = "5,17,300,2,9,44,100,7,8,300,31,400";
   const std::string plain = temp_path("lathe_logits_plain.npy"), rounded = temp_path("lathe_logits_rounded.npy");
@@ -332,6 +332,19 @@ TEST(InspectLogitsLaneRounding, RoundsNearThePlainLogitsOnTheCpuOnly) {
     EXPECT_EQ(refused.status, 1) << refused.out;
     EXPECT_NE(refused.out.find("--lane-rounding"), std::string::npos) << refused.out;
   }
+}
+
+// The rounded interpreter chunks a prompt as the lane does (--max-chunk): a Q8_0 model's 16 tokens in one
+// chunk take the f16 products' roundings, in two chunks of 8 rows (the decode GEMVs') they do not.
+TEST(InspectLogitsLaneRounding, ChunksAsTheLaneChunks) {
+  const std::string model = temp_path("lathe_logits_chunks_q8_0.gguf");
+  ASSERT_EQ(run("synth --shape qwen3-tiny --type q8_0 -o " + model).status, 0);
+  const std::string tokens = "5,17,300,2,9,44,100,7,8,300,31,400,12,90,3,77";
+  const std::string one = temp_path("lathe_logits_one_chunk.npy"), eights = temp_path("lathe_logits_by_8.npy");
+  ASSERT_EQ(run("logits " + model + " --device cpu --lane-rounding --tokens " + tokens + " -o " + one).status, 0);
+  ASSERT_EQ(run("logits " + model + " --device cpu --lane-rounding --max-chunk 8 --tokens " + tokens + " -o " + eights).status,
+            0);
+  EXPECT_NE(values<float>(read_npy(one)), values<float>(read_npy(eights)));
 }
 
 // LATHE_PREFILL_GEMM's value is read where the roundings are chosen: one it does not take is refused

@@ -113,7 +113,8 @@ std::unique_ptr<Engine> make_engine(const GgufFile& file, const EngineOptions& o
   if (o.n_ctx <= 0) fail("--ctx must be positive, not {}", o.n_ctx);
   if (o.lane_rounding) {
     if (o.device != "cpu") fail("--lane-rounding rounds the interpreter's values as the GPU lane does: give --device cpu");
-    auto e = std::make_unique<CpuEngine>(file, o.n_ctx, 64, o.program);
+    // Chunked as the lane chunks a prompt (--max-chunk), so the same rows take the chunks' roundings.
+    auto e = std::make_unique<CpuEngine>(file, o.n_ctx, o.max_chunk, o.program);
     e->set_rounding(lane_rounding_of(o));
     return e;
   }
