@@ -2079,6 +2079,14 @@ for part in "$@"; do
       f=$(synth qwen3-8b $t)
       echo "== check qwen3-8b $t"; timeout 150 $L check $f --steps 2 2>&1 | tail -4
     done ;;
+  k42)  # (forty-second session) tg128 of the 8B K mixes with the K forms on and off, back to back
+    for t in q3_k_m q5_k_m q2_k q4_k_m; do
+      f=$(synth qwen3-8b $t)
+      for r in 1 2; do
+        echo "== tg128 qwen3-8b $t K35 on ($r)"; with_env LATHE_DECODE_K35=1 tg_short $f
+        echo "== tg128 qwen3-8b $t K35 off ($r)"; with_env LATHE_DECODE_K35=0 tg_short $f
+      done; rm -f $f
+    done ;;
   k41)  # (forty-first session, after Q2_K's int8 tiles fix) the opt-in K forms' kernel tests with
          # LATHE_DECODE_K35=1, each failure with the lines after it, and the checks the synthetic K
          # blocks' spread d should bring inside the bound; most wanted first (a short device budget)

@@ -175,11 +175,11 @@ TEST(Recorder, TileProductsRecordTheirTensorMaps) {
   kernels::set_decode_tiles(before);
 }
 
-// The opt-in K forms (LATHE_DECODE_K35: Q2_K, Q3_K, Q5_K on the row walk and the tiles) as a virtual
+// The K forms (LATHE_DECODE_K35, on unless 0: Q2_K, Q3_K, Q5_K on the row walk and the tiles) as a virtual
 // H200 plans them: a 4096 x 4096 product on the format's tiles with its box, 1024 x 4096 (fewer tiles
 // than SMs) on its row walk, gate and up (12288 x 4096) with their SwiGLU on the merged tile form; with
 // the setting off, the general product for all three.
-TEST(Recorder, TheOptInKFormsTakeTheirKernels) {
+TEST(Recorder, TheKFormsTakeTheirKernels) {
   cuda::Recorder rec(test::virtual_h200(), test::library_param_sizes());
   const kernels::DecodeTiles before = kernels::set_decode_tiles(kernels::DecodeTiles::all);
   for (const bool on : {true, false}) {

@@ -215,12 +215,12 @@ TEST(GemvGpu, DecodeTilesMatchRowsAndCpu) {
   const int64_t sm_count = cuda::Context::get().info().sm_count;
   const int64_t min_rows = 16 * sm_count;
   std::printf("Q2_K to Q6_K decode tiles: normalized error against the CPU, and against the row walk (Q2_K: the"
-              " general product) (Q2_K's, Q3_K's and Q5_K's under LATHE_DECODE_K35=1; else the rows they keep)\n");
+              " general product) (Q2_K's, Q3_K's and Q5_K's unless LATHE_DECODE_K35=0; then the rows they keep)\n");
   const std::pair<int64_t, int64_t> shapes[] = {{min_rows, 4096}, {min_rows + 48, 8192}, {4096, 4096},
                                                 {4096, 12288},    {12288, 4096},         {min_rows, 2048},
                                                 {4096, 14336},    {min_rows, 4352}};
   for (const GgmlType t : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
-    const bool has_tiles = decode_tile_format(t) != nullptr;  // Q2_K, Q3_K and Q5_K: LATHE_DECODE_K35=1
+    const bool has_tiles = decode_tile_format(t) != nullptr;  // Q2_K, Q3_K and Q5_K: not under LATHE_DECODE_K35=0
     for (auto [n_out, k] : shapes) {
       const std::vector<uint8_t> m = random_matrix(t, n_out, k, rng);
       const std::vector<float> wf = dequantize(t, m, n_out, k);
@@ -286,7 +286,7 @@ TEST(GemvGpu, QuantizingRowIsBitIdenticalToQuantizerThenGemv) {
       DeviceBuffer wd = upload(m), xd = upload(x), y1(n_out * sizeof(float)), y2(n_out * sizeof(float));
       const WeightMatrix w{t, wd.ptr(), n_out, k};
       for (Activations a : {Activations::int8, Activations::int8x2}) {
-        if (!decode_format(t)) {  // Q3_K and Q5_K off the row walk (LATHE_DECODE_K35 unset): no quantizing row
+        if (!decode_format(t)) {  // Q2_K, Q3_K, Q5_K off the row walk (LATHE_DECODE_K35=0): no quantizing row
           EXPECT_FALSE(gemv_quantizing_row(w, a, xd.ptr(), y2.ptr(), s.handle())) << ggml_type_name(t);
           continue;
         }

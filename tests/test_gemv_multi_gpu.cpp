@@ -325,7 +325,7 @@ TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
     const DecodeTiles tiles_before = set_decode_tiles(c.tiles ? DecodeTiles::all : DecodeTiles::off);
     Matrix gate = make_matrix(c.gate, c.n_out, c.k, rng), up = make_matrix(c.up, c.n_out, c.k, rng);
     const WeightMatrix ws[2] = {gate.weights(), up.weights()};
-    if (c.tiles && decode_tile_format(c.gate)) {  // Q3_K's and Q5_K's: under LATHE_DECODE_K35=1
+    if (c.tiles && decode_tile_format(c.gate)) {  // Q2_K's, Q3_K's and Q5_K's: not under LATHE_DECODE_K35=0
       EXPECT_GT(decode_tiles_group(ws[0], Activations::int8x2, TileProduct::merged), 0) << c.name;
     }
     const int64_t n = c.rows * c.n_out;
@@ -347,7 +347,7 @@ TEST(GemvMultiGpu, GateUpQuantizedOutputIsTheQuantizersBytes) {
         else
           gemv_gate_up_swiglu(ws[0], ws[1], a, q.ptr(), y, s.handle(), c.rows, qo);
       };
-      if (c.norm && !decode_format(c.gate)) {  // Q2_K, Q3_K, Q5_K off the row walk (LATHE_DECODE_K35 unset)
+      if (c.norm && !decode_format(c.gate)) {  // Q2_K, Q3_K, Q5_K off the row walk (LATHE_DECODE_K35=0)
         EXPECT_FALSE(merged_norm_applies(ws, 2, a)) << c.name;
         continue;
       }

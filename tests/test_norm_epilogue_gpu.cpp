@@ -125,8 +125,8 @@ void matches_the_held_back_form(const char* form) {
               dealt ? "rows dealt" : "by 32-row blocks", kBoundOutputs);
   for (const Case& c : cases) {
     const int64_t n = c.n_embd;
-    if (!decode_format(c.producer) || !decode_format(c.consumer)) {  // Q2_K, Q3_K, Q5_K: LATHE_DECODE_K35=1
-      std::printf("  %s then %s: not on the row walk here (LATHE_DECODE_K35 unset)\n",
+    if (!decode_format(c.producer) || !decode_format(c.consumer)) {  // Q2_K, Q3_K, Q5_K: not under LATHE_DECODE_K35=0
+      std::printf("  %s then %s: not on the row walk here (LATHE_DECODE_K35=0)\n",
                   std::string(ggml_type_name(c.producer)).c_str(), std::string(ggml_type_name(c.consumer)).c_str());
       continue;
     }

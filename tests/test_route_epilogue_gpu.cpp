@@ -74,7 +74,7 @@ TEST(RouteEpilogueGpu, IsTheProductThenTheRouterWithItsNorm) {
         const WeightMatrix w{c.type, wd.ptr(), c.n_embd, c.k, 1};
         expected += decode_format(c.type) != nullptr;
         if (!route_epilogue_applies(w, a, c.n_expert, c.top_k)) {
-          // (Q2_K's, Q3_K's and Q5_K's row walk only under LATHE_DECODE_K35=1)
+          // (Q2_K's, Q3_K's and Q5_K's row walk not under LATHE_DECODE_K35=0)
           if (decode_format(c.type)) ADD_FAILURE() << "the router epilogue does not take case " << c.n_embd << " x " << c.k;
           continue;
         }

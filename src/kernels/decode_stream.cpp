@@ -14,13 +14,13 @@
 namespace lathe::kernels {
 
 namespace {
-// LATHE_DECODE_K35 (read once): 1 puts Q2_K, Q3_K and Q5_K on the decode row walk and on the tiles;
-// unset or anything else keeps them on the general product. The new forms are checked on the host
-// (gemv_blocks_walk.cuh's pieces, the tiles' units) and by `lathe check` on an H100 (2.1-3.0x tg128);
-// they wait for their kernel tests to pass on a GPU (docs/perf.md, forty-first session).
+// LATHE_DECODE_K35 (read once): Q2_K, Q3_K and Q5_K on the decode row walk and on the tiles unless it
+// is 0, which keeps them on the general product (gemv_product.cuh), the form they had before. On by
+// default since their kernel tests and checks passed on an H100 (tg128 2.1-3.0x; docs/perf.md,
+// forty-second session).
 bool g_k35 = [] {
   const char* v = std::getenv("LATHE_DECODE_K35");
-  return v && v[0] == '1' && v[1] == 0;
+  return !(v && v[0] == '0' && v[1] == 0);
 }();
 
 // A format the setting keeps off the row walk and the tiles.

@@ -48,8 +48,8 @@ const DecodeTileFormat* decode_tile_format(GgmlType t);
 // LATHE_DECODE_K35's setting (Q2_K, Q3_K and Q5_K on the row walk and the tiles) for tests that plan
 // with it on the CPU; returns the setting before. Not thread-safe against concurrent planning.
 bool set_decode_k35(bool on);
-// Every format the tile kernels are built for, whether the lane takes its tiles or not (Q3_K's and Q5_K's
-// only under LATHE_DECODE_K35=1: decode_tile_format): for the tests that hold the table to the kernels.
+// Every format the tile kernels are built for, whether the lane takes its tiles or not (Q2_K's, Q3_K's and
+// Q5_K's not under LATHE_DECODE_K35=0: decode_tile_format): for the tests that hold the table to the kernels.
 const DecodeTileFormat* decode_tile_format_listed(GgmlType t);
 
 // The most static shared memory a decode kernel declares beside its dynamic ring and x (the row and

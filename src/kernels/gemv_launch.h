@@ -96,7 +96,7 @@ DecodeTiles decode_tiles_named(std::string_view value);
 enum class TileProduct { plain, norm_epilogue, merged };
 
 // Whether the tile form (gemv_decode_tiles.cuh) takes one row of w under contract a in product p: the
-// formats decode_tile_format has (Q4_K; Q2_K, Q3_K and Q5_K under LATHE_DECODE_K35=1) in every
+// formats decode_tile_format has (Q4_K; Q2_K, Q3_K and Q5_K unless LATHE_DECODE_K35=0) in every
 // product, Q6_K in the plain and norm-epilogue products; whole 16-row tiles, k a multiple of
 // 16 units (4,096), the form set for p, its shared memory within the device's; the plain product (its
 // tiles dealt over the SMs, not a block's own 32-row blocks) also needs a tile for every SM. Returns
