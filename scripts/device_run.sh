@@ -667,6 +667,10 @@
 #           LATHE_FFN_SPLIT_LEVELS=0 the packed form): test_ffn_split_gpu (its levels cases and its
 #           timing, both layouts), the lane's FfnSplit test, `lathe check` of qwen3-0.6b Q8_0 with it,
 #           tg128 of qwen3-0.6b packed and levels alternated three times
+#   k42     (forty-second session) tg128 of the 8B K mixes with the K forms (LATHE_DECODE_K35) on and off
+#   c42     (forty-second session) greedy steps chained on the device (LATHE_DECODE_CHAIN): the lane's greedy
+#           tests, tg128 and `lathe run --temp 0` chained and not, a chain-length sweep, the tiny mixture's
+#           q2_k check with --lane-rounding
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -2079,6 +2083,32 @@ for part in "$@"; do
       f=$(synth qwen3-8b $t)
       echo "== check qwen3-8b $t"; timeout 150 $L check $f --steps 2 2>&1 | tail -4
     done ;;
+  c42)  # (forty-second session) greedy steps chained on the device (LATHE_DECODE_CHAIN: 16 by default, 1 a
+         # host round trip a token): the lane's greedy tests, tg128 chained and not alternated on the dense
+         # targets and the 30B, `lathe run --temp 0` both ways, a chain-length sweep on the 0.6B; then the
+         # tiny mixture's q2_k check against the interpreter rounding as the lane does
+    t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
+    timeout 200 $C/test_gpu_lane_gpu --gtest_filter='*Greedy*' 2>&1 | grep -E "PASSED|FAILED|Failure|SKIPPED|^\[ lane|Expected|Which|actual" | head -20; el
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0" "qwen3-8b q4_k_m"; do
+      f=$(synth $spec)
+      for r in 1 2; do
+        echo "== tg128 $spec chain 16 ($r)"; tg_short $f
+        echo "== tg128 $spec chain 1 ($r)"; with_env LATHE_DECODE_CHAIN=1 tg_short $f
+      done
+      for c in 1 16; do
+        echo "== $spec: lathe run -n 256 --temp 0, chain $c"
+        LATHE_DECODE_CHAIN=$c timeout 120 $L run $f -p "In the beginning God created" -n 256 --temp 0 2>&1 >/dev/null | grep -E "generated"
+      done; el
+    done
+    f=$(synth qwen3-0.6b q8_0)
+    for c in 4 8 32 64; do echo "== tg128 qwen3-0.6b q8_0 chain $c"; with_env LATHE_DECODE_CHAIN=$c tg_short $f; done; el
+    f=$(synth qwen3moe-tiny q2_k)
+    echo "== check qwen3moe-tiny q2_k --lane-rounding"; timeout 60 $L check $f --steps 8 --lane-rounding 2>&1 | grep -E "prefill|largest" | head -3; el
+    f=$(synth qwen3-30b-a3b q8_0); el
+    for r in 1 2; do
+      echo "== tg128 qwen3-30b-a3b q8_0 chain 16 ($r)"; tg_short $f
+      echo "== tg128 qwen3-30b-a3b q8_0 chain 1 ($r)"; with_env LATHE_DECODE_CHAIN=1 tg_short $f
+    done; el ;;
   k42)  # (forty-second session) tg128 of the 8B K mixes with the K forms on and off, back to back
     for t in q3_k_m q5_k_m q2_k q4_k_m; do
       f=$(synth qwen3-8b $t)

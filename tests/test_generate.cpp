@@ -37,11 +37,12 @@ class HashedEngine : public Engine {
     return Engine::run_head(token, position, m, penalized);
   }
   int64_t max_head() const override { return 300; }
-  int64_t n_ctx() const override { return 4096; }
+  int64_t n_ctx() const override { return ctx; }
   int64_t n_vocab() const override { return n_; }
   std::string name() const override { return "hashed"; }
   int runs = 0, heads = 0;
   int64_t largest_head = 0;
+  int64_t ctx = 4096;
 
  private:
   int64_t n_;
@@ -93,6 +94,61 @@ TEST(Generate, EachSamplerAsksForWhatItReadsAndMakesTheRowsTokens) {
       logits = ref.run(one, static_cast<int64_t>(want.size()) - 1, false);
     }
     EXPECT_EQ(got, want) << c.what;
+  }
+}
+
+// An engine that chains greedy steps as the GPU's does (Engine::run_argmax_steps): up to `chain` a call,
+// each the argmax of the step's logits; records the lengths asked for and returned.
+class ChainingEngine : public HashedEngine {
+ public:
+  ChainingEngine(int64_t n, int64_t chain) : HashedEngine(n), chain_(chain) {}
+  std::vector<int32_t> run_argmax_steps(int32_t token, int64_t position, int64_t n) override {
+    EXPECT_GE(n, 1);
+    EXPECT_LE(position + n, n_ctx());
+    asked.push_back(n);
+    std::vector<int32_t> out;
+    for (int64_t j = 0; j < std::min(n, chain_); ++j) out.push_back(token = run_argmax(token, position + j));
+    return out;
+  }
+  std::vector<int64_t> asked;
+
+ private:
+  int64_t chain_;
+};
+
+// Greedy generation takes the chained steps' tokens in order: the same tokens as one step a call, never
+// asking for more steps than the tokens left or the context's slots.
+TEST(Generate, ChainedGreedyStepsMakeTheOneStepTokens) {
+  const GgufFile f = GgufFile::open(default_model_path());
+  const Tokenizer tok = Tokenizer::from_gguf(f);
+  const int64_t n = static_cast<int64_t>(tok.n_vocab());
+  const std::vector<int32_t> prompt{1, 2, 3, 4, 5};
+  SamplerOptions so;
+  so.temperature = 0;
+  for (const int64_t ctx : {int64_t{4096}, int64_t{30}}) {  // 30: the context ends in the middle of a chain
+    std::vector<int32_t> want;
+    HashedEngine one(n);
+    one.ctx = ctx;
+    Sampler s1(so);
+    GenerateOptions g;
+    g.max_tokens = 41;
+    g.stop_at_end = false;
+    const GenerateStats a = generate(one, tok, prompt, 0, g, s1, [](std::string_view) {}, &want);
+    for (const int64_t chain : {1, 4, 16}) {
+      ChainingEngine e(n, chain);
+      e.ctx = ctx;
+      Sampler s(so);
+      std::vector<int32_t> got;
+      const GenerateStats b = generate(e, tok, prompt, 0, g, s, [](std::string_view) {}, &got);
+      EXPECT_EQ(got, want) << "chain " << chain << ", context " << ctx;
+      EXPECT_EQ(b.generated, a.generated);
+      EXPECT_EQ(b.hit_context_end, a.hit_context_end);
+      // 41 tokens: the prompt's sample, then 40 steps; at a context of 30, 25 slots after the prompt.
+      const int64_t steps = ctx == 30 ? 25 : 40;
+      EXPECT_EQ(static_cast<int64_t>(e.asked.size()), (steps + chain - 1) / chain) << "chain " << chain;
+      ASSERT_FALSE(e.asked.empty());
+      EXPECT_EQ(e.asked.front(), steps) << "chain " << chain;
+    }
   }
 }
 

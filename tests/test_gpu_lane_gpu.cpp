@@ -556,6 +556,57 @@ TEST(GpuLaneGreedy, TheDevicesArgmaxGeneratesWhatTheLogitsDo) {
   }
 }
 
+// Greedy steps chained on the device (run_argmax_steps: each step's argmax fed to the next by
+// step_advance, a graph replay a chain) make the tokens one step a call makes, across the decode step's
+// change of form (short to long at 128) and at chain lengths that are not powers of two.
+TEST(GpuLaneGreedy, ChainedStepsMakeTheOneStepTokens) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  const GgufFile f = synthetic("qwen3-tiny", "chained-steps");
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 100; ++i) prompt.push_back((i * 37 + 11) % 1000);
+  const int64_t steps = 90;  // positions 100 to 189: the long form from 128
+  GpuEngineOptions go;
+  go.n_ctx = 256;
+  std::vector<int32_t> want;
+  {
+    go.decode_chain = 1;
+    GpuEngine e(f, go);
+    std::vector<float> logits = e.run(prompt, 0, false);
+    int32_t t = argmax(logits);
+    for (int64_t j = 0; j < steps; ++j) want.push_back(t = e.run_greedy(t, 100 + j));
+    EXPECT_EQ(e.run_argmax_steps(want[0], 101, 8).size(), 1u);  // a chain of 1: one step a call
+  }
+  for (const int64_t chain : {16, 5}) {
+    go.decode_chain = chain;
+    GpuEngine e(f, go);
+    ASSERT_EQ(e.plan(1).form_for(127), plan::StepForm::short_positions);
+    std::vector<float> logits = e.run(prompt, 0, false);
+    int32_t t = argmax(logits);
+    std::vector<int32_t> got, lengths;
+    while (static_cast<int64_t>(got.size()) < steps) {
+      const std::vector<int32_t> ids =
+          e.run_argmax_steps(t, 100 + static_cast<int64_t>(got.size()), steps - static_cast<int64_t>(got.size()));
+      ASSERT_FALSE(ids.empty());
+      lengths.push_back(static_cast<int32_t>(ids.size()));
+      got.insert(got.end(), ids.begin(), ids.end());
+      t = ids.back();
+    }
+    EXPECT_EQ(got, want) << "chain " << chain;
+    // 16: 16 at 100 and 116, then 8, 2, 1, 1 to 128 (the short form's last), 16 x 3 and 8, 4, 2 in the long.
+    // 5: fours.
+    std::string seen;
+    for (int32_t l : lengths) seen += fmt::format("{} ", l);
+    std::printf("[ lane ] chain %lld: steps by call %s\n", static_cast<long long>(chain), seen.c_str());
+    EXPECT_EQ(lengths.front(), chain == 16 ? 16 : 4) << seen;
+    int64_t pos = 100;
+    for (int32_t l : lengths) {
+      EXPECT_EQ(e.plan(1).form_for(pos), e.plan(1).form_for(pos + l - 1)) << "a chain across the forms at " << pos;
+      pos += l;
+    }
+  }
+}
+
 // Sampled generation with top-k (or greedy with a penalty) asks the engine for the step's head
 // (run_head: on the GPU the top candidates kernel over the step's logits): the head is run_one's row's
 // head (best_logits) with the penalized tokens' logits, and a seeded sampled generation makes the same

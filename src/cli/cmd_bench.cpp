@@ -98,7 +98,12 @@ Action add_bench_command(CLI::App& app) {
         if (r == 1 && !stamps_file.empty()) stamps = std::make_unique<cuda::ProductStamps>(size_t{1} << 18);
         int32_t tok = 1;
         const auto t0 = std::chrono::steady_clock::now();
-        for (int64_t i = 0; i < *tg; ++i) tok = gpu.run_greedy(tok, *depth + i);
+        // Greedy steps, chained on the device where the engine does (GpuEngineOptions::decode_chain).
+        for (int64_t i = 0; i < *tg;) {
+          const std::vector<int32_t> got = gpu.run_argmax_steps(tok, *depth + i, *tg - i);
+          tok = got.back();
+          i += static_cast<int64_t>(got.size());
+        }
         if (stamps) {
           stamps->write(stamps_file);
           stamps.reset();

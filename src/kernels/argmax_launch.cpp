@@ -39,4 +39,12 @@ void argmax(CUdeviceptr out, CUdeviceptr x, int64_t rows, int64_t n, CUdeviceptr
                stream, {&x, &nn, &chunk, &partial, &counters, &out}, "argmax");
 }
 
+void step_advance(CUdeviceptr next, CUdeviceptr tokens, CUdeviceptr positions, CUdeviceptr ids, int j,
+                  CUstream stream) {
+  LATHE_CHECK(j >= 0);
+  const cuda::SerializedLaunches serialized;
+  cuda::launch(kernel("lathe_step_advance"), {1}, {1}, 0, stream, {&next, &tokens, &positions, &ids, &j},
+               "step advance");
+}
+
 }  // namespace lathe::kernels

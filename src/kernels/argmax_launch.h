@@ -17,4 +17,10 @@ size_t argmax_workspace_bytes(int64_t rows, int64_t n);
 void argmax(CUdeviceptr out, CUdeviceptr x, int64_t rows, int64_t n, CUdeviceptr workspace,
             CUstream stream);
 
+// A decode step's argmax fed to the next step on the device (argmax.cuh's lathe_step_advance): the
+// one-row step's token (int32 at tokens) becomes next[0], its position (at positions) one more, and
+// ids[j] records the token. Launched without programmatic serialization: the next step's first launch
+// must be too (cuda::SerializedLaunches), so that no launch of that step reads its inputs early.
+void step_advance(CUdeviceptr next, CUdeviceptr tokens, CUdeviceptr positions, CUdeviceptr ids, int j, CUstream stream);
+
 }  // namespace lathe::kernels

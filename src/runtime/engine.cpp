@@ -12,6 +12,11 @@ int32_t Engine::run_argmax(int32_t token, int64_t position) {
   return argmax(run(one, position, false));
 }
 
+std::vector<int32_t> Engine::run_argmax_steps(int32_t token, int64_t position, int64_t n) {
+  if (n < 1) fail("a chain of {} greedy steps", n);
+  return {run_argmax(token, position)};
+}
+
 std::span<const float> Engine::run_one(int32_t token, int64_t position) {
   const int32_t one[1] = {token};
   last_logits_ = run(one, position, false);

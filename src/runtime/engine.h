@@ -25,6 +25,11 @@ class Engine {
   // generation's step: an engine that forms the argmax itself (the GPU's, on the device) copies no
   // logits back.
   virtual int32_t run_argmax(int32_t token, int64_t position);
+  // Greedy steps chained: `token` at `position`, then each step's argmax at the position after, for at
+  // most n >= 1 steps; returns the argmax of each step run, at least one (run_argmax's ids). An engine
+  // that chains steps on the device (the GPU's) runs up to its chain's length before the host hears
+  // of them; the default runs one.
+  virtual std::vector<int32_t> run_argmax_steps(int32_t token, int64_t position, int64_t n);
   // One token at `position`; its logits, as a view valid until the engine's next call. Sampled
   // generation's step: the GPU engine copies them into page-locked memory it keeps (no allocation,
   // no pageable copy a token).

@@ -41,6 +41,11 @@ GenerateStats generate(Engine& engine, const Tokenizer& tokenizer, std::span<con
   // GPU's on the device, copying back one id instead of the vocabulary's logits).
   const bool argmax_only = sampler.argmax_only();
   int32_t next = -1;
+  // Greedy's tokens ahead of the loop: the engine may chain several steps on the device
+  // (Engine::run_argmax_steps). Past an end token they are dropped (the cache's slots after it are
+  // written again by whatever runs there next).
+  std::vector<int32_t> ahead;
+  size_t ahead_at = 0;
   while (stats.generated < options.max_tokens) {
     if (next < 0) next = sampler.sample(logits, seen);
     if (options.stop_at_end && tokenizer.is_end_of_generation(next)) {
@@ -57,7 +62,13 @@ GenerateStats generate(Engine& engine, const Tokenizer& tokenizer, std::span<con
     }
     if (stats.generated == options.max_tokens) break;
     if (argmax_only) {
-      next = engine.run_argmax(next, pos++);
+      if (ahead_at == ahead.size()) {
+        const int64_t left = std::min(options.max_tokens - stats.generated, engine.n_ctx() - pos);
+        ahead = engine.run_argmax_steps(next, pos, left);
+        ahead_at = 0;
+      }
+      next = ahead[ahead_at++];
+      ++pos;
     } else if (sampler.head_size() > 0) {
       // Top-k (or greedy with a penalty) reads only the row's best and the penalized tokens: the
       // engine forms them where the logits are (the GPU's on the device) unless there are too many.

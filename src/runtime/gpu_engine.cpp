@@ -1,5 +1,6 @@
 #include "runtime/gpu_engine.h"
 
+#include "kernels/argmax_launch.h"
 #include "kernels/attention_launch.h"
 #include "kernels/gemv_launch.h"
 #include "kernels/top_candidates_launch.h"
@@ -43,6 +44,9 @@ GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : fi
   if (const char* env = std::getenv("LATHE_PERSISTENT"); env && *env) options_.persistent = std::string(env) != "0";
   if (const auto v = env_count("LATHE_ATTN_MERGE_FROM")) options_.long_from = *v;
   if (const auto v = env_count("LATHE_ATTN_LONG_GRANULE")) options_.long_granule = *v;
+  if (const auto v = env_count("LATHE_DECODE_CHAIN")) options_.decode_chain = *v;
+  if (options_.decode_chain < 1 || options_.decode_chain > 1024)
+    fail("a chain of greedy decode steps (LATHE_DECODE_CHAIN) must be 1 to 1024 steps, not {}", options_.decode_chain);
   const int64_t slots = kernels::attention_chunk_slots();
   if (options_.long_granule <= 0 || options_.long_granule % slots != 0)
     fail("the long form's split granule (LATHE_ATTN_LONG_GRANULE) must be a positive multiple of {} slots, not {}",
@@ -131,6 +135,13 @@ std::vector<std::pair<std::string, double>> GpuEngine::profile(int64_t rows, int
   return out;
 }
 
+void GpuEngine::set_launch_settings(int64_t rows) {
+  // Programmatic dependent launch pays for the decode step's chain of small kernels (qwen3-8b Q8_0
+  // tg128 223 -> 248 tok/s) and costs a prefill chunk's large ones (pp512 1363 -> 1176): docs/perf.md.
+  cuda::set_programmatic_launch(rows <= 8);
+  kernels::set_weights_evict_first(options_.weights_evict_first == 1);  // (the launchers': this engine's choice)
+}
+
 void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start, bool last_row_outputs) {
   const int64_t rows = static_cast<int64_t>(tokens.size());
   plan::StepPlan& p = mutable_plan(rows, last_row_outputs);
@@ -142,10 +153,7 @@ void GpuEngine::run_rows(std::span<const int32_t> tokens, int64_t start, bool la
   }
   stream_->synchronize();  // the staging of the inputs is reused; the last step must be done with them
   p.set_inputs(t, pos, seq, stream_->handle());
-  // Programmatic dependent launch pays for the decode step's chain of small kernels (qwen3-8b Q8_0
-  // tg128 223 -> 248 tok/s) and costs a prefill chunk's large ones (pp512 1363 -> 1176): docs/perf.md.
-  cuda::set_programmatic_launch(rows <= 8);
-  kernels::set_weights_evict_first(options_.weights_evict_first == 1);  // (the launchers': this engine's choice)
+  set_launch_settings(rows);
   if (rows == 1 && options_.persistent && !persistent_)
     persistent_ = std::make_unique<PersistentStep>(p, options_.activations, PersistentOptions::from_environment(),
                                                    stream_->handle());
@@ -242,6 +250,44 @@ LogitHead GpuEngine::run_head(int32_t token, int64_t position, int64_t m, std::s
   }
   head_penalized_values_.assign(pen_values, pen_values + n_pen);
   return {head_values_, head_tokens_, penalized, head_penalized_values_, n_vocab_};
+}
+
+std::vector<int32_t> GpuEngine::run_argmax_steps(int32_t token, int64_t position, int64_t n) {
+  if (n < 1) fail("a chain of {} greedy steps", n);
+  if (position < 0 || position + n > options_.n_ctx)
+    fail("greedy steps at positions {} to {} pass the context of {}", position, position + n - 1, options_.n_ctx);
+  if (token < 0 || token >= n_vocab_) fail("token id {} is outside the vocabulary of {} tokens", token, n_vocab_);
+  plan::StepPlan& p = mutable_plan(1);
+  if (n == 1 || options_.decode_chain == 1 || !options_.use_graph || options_.persistent || !p.has_output("next"))
+    return {run_argmax(token, position)};
+  // A power of two of steps, all in the first one's form (each form is a graph of its own).
+  const plan::StepForm form = p.form_for(position);
+  int64_t chain = 1;
+  while (chain * 2 <= std::min(n, options_.decode_chain) && p.form_for(position + chain * 2 - 1) == form) chain *= 2;
+  if (chain == 1) return {run_argmax(token, position)};
+  if (chain_ids_.bytes() == 0) chain_ids_ = cuda::PinnedBuffer(static_cast<size_t>(options_.decode_chain) * 4);
+  stream_->synchronize();  // the inputs' staging is reused (run_rows)
+  p.set_inputs({token}, {static_cast<int32_t>(position)}, {0}, stream_->handle());
+  set_launch_settings(1);
+  p.set_form(form);
+  std::unique_ptr<cuda::CapturedGraph>& graph = chain_graphs_[{form, chain}];
+  if (!graph) {
+    graph = std::make_unique<cuda::CapturedGraph>();
+    graph->begin(*stream_);
+    // Step j + 1's inputs are written by step j's advance: its first launch waits for the advance's end.
+    for (int64_t j = 0; j < chain; ++j) {
+      p.run(stream_->handle(), /*serialized_entry=*/true);
+      kernels::step_advance(p.output_ptr("next"), p.tokens_ptr(), p.positions_ptr(), chain_ids_.device_ptr(),
+                            static_cast<int>(j), stream_->handle());
+    }
+    graph->end(*stream_);
+  }
+  graph->replay(*stream_);
+  stream_->synchronize();
+  const auto* ids = static_cast<const volatile int32_t*>(chain_ids_.data());
+  std::vector<int32_t> out(static_cast<size_t>(chain));
+  for (int64_t j = 0; j < chain; ++j) out[static_cast<size_t>(j)] = ids[j];
+  return out;
 }
 
 int32_t GpuEngine::run_argmax(int32_t token, int64_t position) {
