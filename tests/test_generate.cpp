@@ -152,5 +152,62 @@ TEST(Generate, ChainedGreedyStepsMakeTheOneStepTokens) {
   }
 }
 
+// An engine that chains sampled steps as the GPU's does (Engine::run_sampled_steps): up to `chain` a
+// call, each drawn from the step's head with the uniform given for it.
+class SampledChainingEngine : public HashedEngine {
+ public:
+  SampledChainingEngine(int64_t n, int64_t chain) : HashedEngine(n), chain_(chain) {}
+  std::vector<int32_t> run_sampled_steps(int32_t token, int64_t position, int64_t n, const SamplerOptions& o,
+                                         std::span<const double> uniforms) override {
+    EXPECT_GE(n, 1);
+    EXPECT_EQ(static_cast<int64_t>(uniforms.size()), n);
+    EXPECT_LE(position + n, n_ctx());
+    ++calls;
+    const Sampler s(o);
+    std::vector<int32_t> out;
+    for (int64_t j = 0; j < std::min(n, chain_); ++j) {
+      const LogitHead h = run_head(token, position + j, std::min(n_vocab(), static_cast<int64_t>(o.top_k)), {});
+      out.push_back(token = s.sample_head_at(h, uniforms[static_cast<size_t>(j)]));
+    }
+    return out;
+  }
+  int calls = 0;
+
+ private:
+  int64_t chain_;
+};
+
+// Sampled generation without a penalty takes chained steps where the engine offers them, drawing with
+// the sampler's uniforms in order: the same tokens as a step at a time, and the sampler's generator
+// where a step at a time leaves it (a second generation after the first continues the same way).
+TEST(Generate, ChainedSampledStepsMakeTheOneStepTokens) {
+  const GgufFile f = GgufFile::open(default_model_path());
+  const Tokenizer tok = Tokenizer::from_gguf(f);
+  const int64_t n = static_cast<int64_t>(tok.n_vocab());
+  const std::vector<int32_t> prompt{1, 2, 3, 4, 5};
+  GenerateOptions g;
+  g.max_tokens = 37;
+  g.stop_at_end = false;
+  for (const bool penalty : {false, true}) {
+    SamplerOptions so;
+    if (penalty) so.repeat_penalty = 1.1;
+    HashedEngine one(n);
+    Sampler s1(so);
+    std::vector<int32_t> want;
+    generate(one, tok, prompt, 0, g, s1, [](std::string_view) {}, &want);
+    generate(one, tok, prompt, 0, g, s1, [](std::string_view) {}, &want);  // the generator goes on
+    for (const int64_t chain : {1, 8}) {
+      SampledChainingEngine e(n, chain);
+      Sampler s(so);
+      std::vector<int32_t> got;
+      generate(e, tok, prompt, 0, g, s, [](std::string_view) {}, &got);
+      generate(e, tok, prompt, 0, g, s, [](std::string_view) {}, &got);
+      EXPECT_EQ(got, want) << "chain " << chain << (penalty ? ", a penalty" : "");
+      // 36 steps a generation: 36 / chain calls each, or none with a penalty (a head at a time).
+      EXPECT_EQ(e.calls, penalty ? 0 : 2 * static_cast<int>((36 + chain - 1) / chain)) << "chain " << chain;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lathe

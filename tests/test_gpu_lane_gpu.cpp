@@ -556,9 +556,10 @@ TEST(GpuLaneGreedy, TheDevicesArgmaxGeneratesWhatTheLogitsDo) {
   }
 }
 
-// Greedy steps chained on the device (run_argmax_steps: each step's argmax fed to the next by
-// step_advance, a graph replay a chain) make the tokens one step a call makes, across the decode step's
-// change of form (short to long at 128) and at chain lengths that are not powers of two.
+// Greedy steps chained on the device (run_argmax_steps: each step's graph replayed back to back, its
+// argmax fed to the next by step_advance) make the tokens one step a call makes, across the decode
+// step's change of form (short to long at 128, inside a chain) and at chain lengths that do not divide
+// the steps.
 TEST(GpuLaneGreedy, ChainedStepsMakeTheOneStepTokens) {
   std::string why;
   if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
@@ -593,17 +594,49 @@ TEST(GpuLaneGreedy, ChainedStepsMakeTheOneStepTokens) {
       t = ids.back();
     }
     EXPECT_EQ(got, want) << "chain " << chain;
-    // 16: 16 at 100 and 116, then 8, 2, 1, 1 to 128 (the short form's last), 16 x 3 and 8, 4, 2 in the long.
-    // 5: fours.
+    // 16: five of 16 (the second, from 116, crosses into the long form at 128), then 10; 5: 18 of 5.
     std::string seen;
     for (int32_t l : lengths) seen += fmt::format("{} ", l);
     std::printf("[ lane ] chain %lld: steps by call %s\n", static_cast<long long>(chain), seen.c_str());
-    EXPECT_EQ(lengths.front(), chain == 16 ? 16 : 4) << seen;
-    int64_t pos = 100;
-    for (int32_t l : lengths) {
-      EXPECT_EQ(e.plan(1).form_for(pos), e.plan(1).form_for(pos + l - 1)) << "a chain across the forms at " << pos;
-      pos += l;
+    EXPECT_EQ(lengths.size(), chain == 16 ? 6u : 18u) << seen;
+    EXPECT_EQ(lengths.back(), chain == 16 ? 10 : 5) << seen;
+  }
+}
+
+// Sampled steps chained on the device (run_sampled_steps: the top candidates kernel, then
+// sample_head_advance drawing with the host sampler's uniforms) make the tokens the host sampler draws
+// from each step's head (a chain of 1: run_head and sample_head a token), across the change of form at
+// 128, for the defaults and for top-k alone; a penalty is not chained.
+TEST(GpuLaneHead, ChainedSampledStepsDrawTheHostsTokens) {
+  std::string why;
+  if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
+  const GgufFile f = synthetic("qwen3-tiny", "chained-sampled");
+  const Tokenizer tok = Tokenizer::from_gguf(f);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 100; ++i) prompt.push_back((i * 37 + 11) % 1000);
+  GenerateOptions g;
+  g.max_tokens = 60;  // positions 100 to 158
+  g.stop_at_end = false;
+  std::vector<SamplerOptions> cases(3);
+  cases[1].top_p = 1.0, cases[1].min_p = 0, cases[1].top_k = 5, cases[1].temperature = 1.5;
+  cases[2].repeat_penalty = 1.1;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    std::vector<int32_t> runs[2];
+    for (const int64_t chain : {1, 16}) {
+      GpuEngineOptions go;
+      go.n_ctx = 256;
+      go.decode_chain = chain;
+      GpuEngine e(f, go);
+      Sampler s(cases[c]);
+      if (chain == 16) {
+        const std::vector<double> u = s.next_uniforms(4);
+        const std::vector<int32_t> direct = e.run_sampled_steps(7, 0, 4, cases[c], u);
+        EXPECT_EQ(direct.size(), cases[c].repeat_penalty == 1.0 ? 4u : 0u) << "case " << c;
+      }
+      generate(e, tok, prompt, 0, g, s, [](std::string_view) {}, &runs[chain == 16]);
     }
+    EXPECT_EQ(runs[1], runs[0]) << "case " << c;
+    EXPECT_EQ(runs[0].size(), prompt.size() + 60) << "case " << c;
   }
 }
 

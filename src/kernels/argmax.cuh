@@ -70,16 +70,16 @@ extern "C" __global__ void lathe_argmax(const float* __restrict__ x, long long n
   }
 }
 
-// Decode steps chained on the device (runtime/gpu_engine.h, run_argmax_steps): after step j of a chain
-// its argmax `next` becomes the next step's token, its position one more, and ids[j]. One thread. It
-// and the next step's first launch are launched without programmatic serialization (step_advance), so
-// every launch of the next step starts after these writes: rope and the attention read the position
-// before their waits, and no kernel of a step writes its inputs.
+// Decode steps chained on the device (runtime/gpu_engine.h, run_argmax_steps): after the step at
+// position p its argmax `next` becomes the next step's token, its position p + 1, and ids[p % slots].
+// One thread. The next step is the next replay of the step's graph, which starts after this one ends:
+// rope and the attention read the position before their waits, and no kernel of a step writes its
+// inputs.
 extern "C" __global__ void lathe_step_advance(const int* __restrict__ next, int* __restrict__ tokens,
-                                              int* __restrict__ positions, int* __restrict__ ids, int j) {
+                                              int* __restrict__ positions, int* __restrict__ ids, int slots) {
   lathe_pdl_entry();
-  const int t = next[0];
+  const int t = next[0], p = positions[0];
   tokens[0] = t;
-  positions[0] += 1;
-  ids[j] = t;
+  positions[0] = p + 1;
+  ids[p % slots] = t;
 }

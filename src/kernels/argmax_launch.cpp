@@ -39,11 +39,10 @@ void argmax(CUdeviceptr out, CUdeviceptr x, int64_t rows, int64_t n, CUdeviceptr
                stream, {&x, &nn, &chunk, &partial, &counters, &out}, "argmax");
 }
 
-void step_advance(CUdeviceptr next, CUdeviceptr tokens, CUdeviceptr positions, CUdeviceptr ids, int j,
+void step_advance(CUdeviceptr next, CUdeviceptr tokens, CUdeviceptr positions, CUdeviceptr ids, int slots,
                   CUstream stream) {
-  LATHE_CHECK(j >= 0);
-  const cuda::SerializedLaunches serialized;
-  cuda::launch(kernel("lathe_step_advance"), {1}, {1}, 0, stream, {&next, &tokens, &positions, &ids, &j},
+  LATHE_CHECK(slots >= 1);
+  cuda::launch(kernel("lathe_step_advance"), {1}, {1}, 0, stream, {&next, &tokens, &positions, &ids, &slots},
                "step advance");
 }
 

@@ -18,9 +18,11 @@ void argmax(CUdeviceptr out, CUdeviceptr x, int64_t rows, int64_t n, CUdeviceptr
             CUstream stream);
 
 // A decode step's argmax fed to the next step on the device (argmax.cuh's lathe_step_advance): the
-// one-row step's token (int32 at tokens) becomes next[0], its position (at positions) one more, and
-// ids[j] records the token. Launched without programmatic serialization: the next step's first launch
-// must be too (cuda::SerializedLaunches), so that no launch of that step reads its inputs early.
-void step_advance(CUdeviceptr next, CUdeviceptr tokens, CUdeviceptr positions, CUdeviceptr ids, int j, CUstream stream);
+// one-row step's token (int32 at tokens) becomes next[0], its position p (at positions) p + 1, and
+// ids[p % slots] records the token. The step after it must not begin before it ends (a graph replay of
+// its own, or a launch without programmatic serialization): rope and the attention read the position
+// before their waits.
+void step_advance(CUdeviceptr next, CUdeviceptr tokens, CUdeviceptr positions, CUdeviceptr ids, int slots,
+                  CUstream stream);
 
 }  // namespace lathe::kernels

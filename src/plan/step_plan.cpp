@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <optional>
 #include <numeric>
 
 namespace lathe::plan {
@@ -302,7 +301,7 @@ void StepPlan::set_form(StepForm f) {
   form_ = f;
 }
 
-void StepPlan::run(CUstream stream, bool serialized_entry) const {
+void StepPlan::run(CUstream stream) const {
   // LATHE_PROFILE_TWICE=TEXT (a measuring knob): every launch whose description contains TEXT runs
   // twice, so a kind's cost inside the captured step, overlaps included, is the step's time with it
   // minus without. The values it leaves are wrong where the launch is not idempotent (rope in place).
@@ -310,10 +309,7 @@ void StepPlan::run(CUstream stream, bool serialized_entry) const {
     const char* v = std::getenv("LATHE_PROFILE_TWICE");
     return std::string(v ? v : "");
   }();
-  for (size_t i = 0; i < launches_.size(); ++i) {
-    const Launch& l = launches_[i];
-    std::optional<cuda::SerializedLaunches> serialized;
-    if (i == 0 && serialized_entry) serialized.emplace();
+  for (const Launch& l : launches_) {
     if (!twice.empty() && l.what.find(twice) != std::string::npos) l.run(stream);
     l.run(stream);
   }

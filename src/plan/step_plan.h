@@ -77,9 +77,7 @@ class StepPlan {
   // Copies the rows' tokens, positions and sequences to the device (async on the stream).
   void set_inputs(const std::vector<int32_t>& tokens, const std::vector<int32_t>& positions,
                   const std::vector<int32_t>& sequences, CUstream stream);
-  // serialized_entry: the first launch waits for the whole kernel before it (no programmatic launch),
-  // as where the step's inputs were written by a kernel (a chained decode step: kernels::step_advance).
-  void run(CUstream stream, bool serialized_entry = false) const;
+  void run(CUstream stream) const;
   // The returned values: f32 activations or int32 ids, row after row (synchronous copy); read_f32
   // copies only the last `last_values` values when that is >= 0.
   std::vector<float> read_f32(const std::string& output, CUstream stream, int64_t last_values = -1) const;

@@ -360,7 +360,6 @@ thread_local bool programmatic_launch_on = true;
 }  // namespace
 
 void set_programmatic_launch(bool on) { programmatic_launch_on = on; }
-bool programmatic_launch() { return programmatic_launch_on; }
 
 namespace {
 thread_local LaunchCollector* active_collector = nullptr;

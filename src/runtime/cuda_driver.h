@@ -149,20 +149,6 @@ struct Dim3 {
 // for chains of small kernels (a decode step) and costs large ones (prefill): the engine sets it
 // per step. LATHE_PDL=0 in the environment turns it off everywhere.
 void set_programmatic_launch(bool on);
-bool programmatic_launch();
-
-// While one lives, this thread's launches wait for the whole kernel before them (no programmatic
-// launch), whatever set_programmatic_launch said; the setting before comes back after.
-class SerializedLaunches {
- public:
-  SerializedLaunches() : was_(programmatic_launch()) { set_programmatic_launch(false); }
-  ~SerializedLaunches() { set_programmatic_launch(was_); }
-  SerializedLaunches(const SerializedLaunches&) = delete;
-  SerializedLaunches& operator=(const SerializedLaunches&) = delete;
-
- private:
-  bool was_;
-};
 
 // Launches f; args are pointers to each parameter's value, as cuLaunchKernel takes them.
 void launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream,

@@ -30,6 +30,16 @@ class Engine {
   // that chains steps on the device (the GPU's) runs up to its chain's length before the host hears
   // of them; the default runs one.
   virtual std::vector<int32_t> run_argmax_steps(int32_t token, int64_t position, int64_t n);
+  // Sampled steps chained, where the engine samples on the device: `token` at `position`, then for
+  // each step the token sampler.sample_head_at would draw from the step's head with uniform
+  // uniforms[j] (no repetition penalty, temperature > 0, top-k of at most max_head()), at most n >= 1
+  // steps (uniforms holds n). Returns the tokens drawn, at least one; or none where the engine does not
+  // chain sampled steps (the default), and the caller samples a step at a time.
+  virtual std::vector<int32_t> run_sampled_steps(int32_t token, int64_t position, int64_t n, const SamplerOptions& o,
+                                                 std::span<const double> uniforms) {
+    (void)token, (void)position, (void)n, (void)o, (void)uniforms;
+    return {};
+  }
   // One token at `position`; its logits, as a view valid until the engine's next call. Sampled
   // generation's step: the GPU engine copies them into page-locked memory it keeps (no allocation,
   // no pageable copy a token).

@@ -46,6 +46,11 @@ GenerateStats generate(Engine& engine, const Tokenizer& tokenizer, std::span<con
   // written again by whatever runs there next).
   std::vector<int32_t> ahead;
   size_t ahead_at = 0;
+  // Sampling without a penalty from a head the engine forms can be chained too (run_sampled_steps:
+  // the engine draws with the sampler's next uniforms, which the loop then moves past one a token
+  // taken), where the engine samples on the device; once it says it does not, a step at a time.
+  bool sampled_chain = !argmax_only && sampler.head_size() > 0 && sampler.options().repeat_penalty == 1.0 &&
+                       std::min<int64_t>(engine.n_vocab(), sampler.head_size()) <= engine.max_head();
   while (stats.generated < options.max_tokens) {
     if (next < 0) next = sampler.sample(logits, seen);
     if (options.stop_at_end && tokenizer.is_end_of_generation(next)) {
@@ -61,7 +66,18 @@ GenerateStats generate(Engine& engine, const Tokenizer& tokenizer, std::span<con
       break;
     }
     if (stats.generated == options.max_tokens) break;
-    if (argmax_only) {
+    if (sampled_chain && ahead_at == ahead.size()) {
+      // (at most 1,024 uniforms a call: no engine chains more steps than that)
+      const int64_t left = std::min({options.max_tokens - stats.generated, engine.n_ctx() - pos, int64_t{1024}});
+      ahead = engine.run_sampled_steps(next, pos, left, sampler.options(), sampler.next_uniforms(left));
+      ahead_at = 0;
+      sampled_chain = !ahead.empty();
+    }
+    if (sampled_chain) {
+      next = ahead[ahead_at++];
+      ++pos;
+      sampler.skip_draws(1);
+    } else if (argmax_only) {
       if (ahead_at == ahead.size()) {
         const int64_t left = std::min(options.max_tokens - stats.generated, engine.n_ctx() - pos);
         ahead = engine.run_argmax_steps(next, pos, left);

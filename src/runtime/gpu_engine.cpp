@@ -3,6 +3,7 @@
 #include "kernels/argmax_launch.h"
 #include "kernels/attention_launch.h"
 #include "kernels/gemv_launch.h"
+#include "kernels/sample_head_launch.h"
 #include "kernels/top_candidates_launch.h"
 #include "lang/program.h"
 #include "model/model_spec.h"
@@ -213,17 +214,25 @@ std::span<const float> GpuEngine::run_one(int32_t token, int64_t position) {
 
 int64_t GpuEngine::max_head() const { return std::min(n_vocab_, kernels::kMaxTopCandidates); }
 
+void GpuEngine::make_head_buffers() {
+  constexpr size_t kMax = static_cast<size_t>(kernels::kMaxTopCandidates);
+  if (head_io_.bytes() != 0) return;
+  head_io_ = cuda::PinnedBuffer(kMax * (8 + 4 + 4) + 16);
+  head_workspace_ = cuda::DeviceBuffer(kernels::top_candidates_workspace_bytes(n_vocab_, kernels::kMaxTopCandidates),
+                                       "the top candidates' workspace");
+  head_workspace_.zero();
+  chain_keys_ = cuda::DeviceBuffer(kMax * 8, "the sampled chain's head");
+  const size_t params = static_cast<size_t>(kernels::kSampleParamsBefore + options_.decode_chain) * 8;
+  chain_params_ = cuda::DeviceBuffer(params, "the sampled chain's parameters");
+  chain_params_staging_ = cuda::PinnedBuffer(params);
+}
+
 LogitHead GpuEngine::run_head(int32_t token, int64_t position, int64_t m, std::span<const int32_t> penalized) {
   const int64_t n_pen = static_cast<int64_t>(penalized.size());
   if (m < 1 || m > max_head() || n_pen > kernels::kMaxTopCandidates)
     fail("the head of a step's logits: {} best and {} penalized tokens (at most {} each)", m, n_pen, max_head());
   constexpr size_t kMax = static_cast<size_t>(kernels::kMaxTopCandidates);
-  if (head_io_.bytes() == 0) {
-    head_io_ = cuda::PinnedBuffer(kMax * (8 + 4 + 4) + 16);
-    head_workspace_ = cuda::DeviceBuffer(kernels::top_candidates_workspace_bytes(n_vocab_, kernels::kMaxTopCandidates),
-                                         "the top candidates' workspace");
-    head_workspace_.zero();
-  }
+  make_head_buffers();
   auto* keys = static_cast<uint64_t*>(head_io_.data());
   auto* ids = reinterpret_cast<int32_t*>(keys + kMax);
   auto* pen_values = reinterpret_cast<float*>(ids + kMax);
@@ -252,42 +261,87 @@ LogitHead GpuEngine::run_head(int32_t token, int64_t position, int64_t m, std::s
   return {head_values_, head_tokens_, penalized, head_penalized_values_, n_vocab_};
 }
 
+int64_t GpuEngine::chain_length(int64_t n) const {
+  if (options_.decode_chain == 1 || !options_.use_graph || options_.persistent) return 1;
+  return std::min(n, options_.decode_chain);
+}
+
+std::vector<int32_t> GpuEngine::run_chain(plan::StepPlan& p, int32_t token, int64_t position, int64_t n,
+                                          const std::function<std::unique_ptr<cuda::CapturedGraph>&(plan::StepForm)>& graph_of,
+                                          const std::function<void()>& capture_tail) {
+  const int64_t slots = options_.decode_chain;
+  if (chain_ids_.bytes() == 0) chain_ids_ = cuda::PinnedBuffer(static_cast<size_t>(slots) * 4);
+  stream_->synchronize();  // the inputs' staging is reused (run_rows)
+  // The graphs of the forms the chain's positions take, captured before any replay.
+  for (const int64_t at : {position, position + n - 1}) {
+    std::unique_ptr<cuda::CapturedGraph>& graph = graph_of(p.form_for(at));
+    if (graph) continue;
+    p.set_form(p.form_for(at));
+    set_launch_settings(1);
+    graph = std::make_unique<cuda::CapturedGraph>();
+    graph->begin(*stream_);
+    p.run(stream_->handle());
+    capture_tail();
+    graph->end(*stream_);
+  }
+  p.set_inputs({token}, {static_cast<int32_t>(position)}, {0}, stream_->handle());
+  for (int64_t j = 0; j < n; ++j) graph_of(p.form_for(position + j))->replay(*stream_);
+  stream_->synchronize();
+  const auto* ids = static_cast<const volatile int32_t*>(chain_ids_.data());
+  std::vector<int32_t> out(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) out[static_cast<size_t>(j)] = ids[(position + j) % slots];
+  return out;
+}
+
 std::vector<int32_t> GpuEngine::run_argmax_steps(int32_t token, int64_t position, int64_t n) {
   if (n < 1) fail("a chain of {} greedy steps", n);
   if (position < 0 || position + n > options_.n_ctx)
     fail("greedy steps at positions {} to {} pass the context of {}", position, position + n - 1, options_.n_ctx);
   if (token < 0 || token >= n_vocab_) fail("token id {} is outside the vocabulary of {} tokens", token, n_vocab_);
   plan::StepPlan& p = mutable_plan(1);
-  if (n == 1 || options_.decode_chain == 1 || !options_.use_graph || options_.persistent || !p.has_output("next"))
-    return {run_argmax(token, position)};
-  // A power of two of steps, all in the first one's form (each form is a graph of its own).
-  const plan::StepForm form = p.form_for(position);
-  int64_t chain = 1;
-  while (chain * 2 <= std::min(n, options_.decode_chain) && p.form_for(position + chain * 2 - 1) == form) chain *= 2;
-  if (chain == 1) return {run_argmax(token, position)};
-  if (chain_ids_.bytes() == 0) chain_ids_ = cuda::PinnedBuffer(static_cast<size_t>(options_.decode_chain) * 4);
-  stream_->synchronize();  // the inputs' staging is reused (run_rows)
-  p.set_inputs({token}, {static_cast<int32_t>(position)}, {0}, stream_->handle());
-  set_launch_settings(1);
-  p.set_form(form);
-  std::unique_ptr<cuda::CapturedGraph>& graph = chain_graphs_[{form, chain}];
-  if (!graph) {
-    graph = std::make_unique<cuda::CapturedGraph>();
-    graph->begin(*stream_);
-    // Step j + 1's inputs are written by step j's advance: its first launch waits for the advance's end.
-    for (int64_t j = 0; j < chain; ++j) {
-      p.run(stream_->handle(), /*serialized_entry=*/true);
-      kernels::step_advance(p.output_ptr("next"), p.tokens_ptr(), p.positions_ptr(), chain_ids_.device_ptr(),
-                            static_cast<int>(j), stream_->handle());
-    }
-    graph->end(*stream_);
-  }
-  graph->replay(*stream_);
-  stream_->synchronize();
-  const auto* ids = static_cast<const volatile int32_t*>(chain_ids_.data());
-  std::vector<int32_t> out(static_cast<size_t>(chain));
-  for (int64_t j = 0; j < chain; ++j) out[static_cast<size_t>(j)] = ids[j];
-  return out;
+  if (chain_length(n) == 1 || !p.has_output("next")) return {run_argmax(token, position)};
+  return run_chain(
+      p, token, position, chain_length(n),
+      [&](plan::StepForm f) -> std::unique_ptr<cuda::CapturedGraph>& { return chain_graphs_[f]; },
+      [&] {
+        kernels::step_advance(p.output_ptr("next"), p.tokens_ptr(), p.positions_ptr(), chain_ids_.device_ptr(),
+                              static_cast<int>(options_.decode_chain), stream_->handle());
+      });
+}
+
+std::vector<int32_t> GpuEngine::run_sampled_steps(int32_t token, int64_t position, int64_t n, const SamplerOptions& o,
+                                                  std::span<const double> uniforms) {
+  if (n < 1 || static_cast<int64_t>(uniforms.size()) < n) fail("a chain of {} sampled steps with {} uniforms", n, uniforms.size());
+  if (position < 0 || position + n > options_.n_ctx)
+    fail("sampled steps at positions {} to {} pass the context of {}", position, position + n - 1, options_.n_ctx);
+  if (token < 0 || token >= n_vocab_) fail("token id {} is outside the vocabulary of {} tokens", token, n_vocab_);
+  if (!(o.temperature > 0) || o.repeat_penalty != 1.0 || o.top_k < 1) return {};
+  if (options_.decode_chain == 1 || !options_.use_graph || options_.persistent) return {};
+  const int64_t m = std::min<int64_t>(o.top_k, n_vocab_);
+  if (m > max_head()) return {};
+  plan::StepPlan& p = mutable_plan(1);
+  const int64_t chain = chain_length(n), slots = options_.decode_chain;
+  make_head_buffers();
+  stream_->synchronize();  // the parameters' staging is reused
+  auto* params = static_cast<double*>(chain_params_staging_.data());
+  params[0] = o.top_p;
+  params[1] = o.min_p;
+  params[2] = o.temperature;
+  for (int64_t j = 0; j < chain; ++j)
+    params[kernels::kSampleParamsBefore + (position + j) % slots] = uniforms[static_cast<size_t>(j)];
+  cuda::check(cuda::driver().cuMemcpyHtoDAsync(chain_params_.ptr(), params,
+                                              static_cast<size_t>(kernels::kSampleParamsBefore + slots) * 8,
+                                              stream_->handle()),
+              "copying the sampler's parameters");
+  return run_chain(
+      p, token, position, chain,
+      [&](plan::StepForm f) -> std::unique_ptr<cuda::CapturedGraph>& { return sampled_graphs_[{f, m}]; },
+      [&] {
+        kernels::top_candidates(chain_keys_.ptr(), p.output_ptr("logits"), n_vocab_, m, 0, 0, 0,
+                                head_workspace_.ptr(), stream_->handle());
+        kernels::sample_head_advance(chain_keys_.ptr(), m, chain_params_.ptr(), p.tokens_ptr(), p.positions_ptr(),
+                                     chain_ids_.device_ptr(), static_cast<int>(slots), stream_->handle());
+      });
 }
 
 int32_t GpuEngine::run_argmax(int32_t token, int64_t position) {

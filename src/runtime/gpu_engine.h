@@ -12,6 +12,7 @@
 #include "runtime/engine.h"
 #include "runtime/persistent_step.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -44,9 +45,10 @@ struct GpuEngineOptions {
   // 4,096 of context, even at 16) and off for mixtures (qwen3-30b-a3b: -1.5% or +0.4% at 4,096, by the
   // form measured): docs/perf.md, nineteenth session. Off under `persistent` (its phases stream plainly).
   int weights_evict_first = -1;
-  // Greedy decode steps chained on the device (run_argmax_steps): up to this many a graph replay, each
-  // step's argmax fed to the next by kernels::step_advance, so that the host waits once for them instead
-  // of once a token. 1: a host round trip a token. LATHE_DECODE_CHAIN=N sets it.
+  // Decode steps chained on the device (run_argmax_steps, run_sampled_steps): up to this many steps'
+  // graphs replayed back to back, each step's token made the next step's input on the device
+  // (kernels::step_advance, sample_head_advance), so that the host waits once for them instead of once
+  // a token. 1: a host round trip a token. LATHE_DECODE_CHAIN=N sets it.
   int64_t decode_chain = 16;
 };
 
@@ -61,9 +63,14 @@ class GpuEngine : public Engine {
   // The program's `next` when its decode step returns one (the built-in programs: the argmax of the
   // logits, formed on the device), else the logits' argmax on the host.
   int32_t run_argmax(int32_t token, int64_t position) override;
-  // Chained on the device where the step returns `next` and runs as a graph: a power of two of steps,
-  // at most decode_chain, n and the steps left in the position's form, in one replay; else one step.
+  // Chained on the device where the step returns `next` and runs as a graph: min(n, decode_chain)
+  // steps, the host waiting once; else one step.
   std::vector<int32_t> run_argmax_steps(int32_t token, int64_t position, int64_t n) override;
+  // The same chains for sampling from the head (top_candidates, then kernels::sample_head_advance)
+  // where there is no penalty and top-k is at most max_head(), a chain of one step included; none
+  // otherwise (and with decode_chain 1, no graph or the persistent step).
+  std::vector<int32_t> run_sampled_steps(int32_t token, int64_t position, int64_t n, const SamplerOptions& o,
+                                         std::span<const double> uniforms) override;
   std::span<const float> run_one(int32_t token, int64_t position) override;
   // The head formed on the device (kernels/top_candidates_launch.h), written into page-locked memory.
   LogitHead run_head(int32_t token, int64_t position, int64_t m, std::span<const int32_t> penalized) override;
@@ -88,6 +95,15 @@ class GpuEngine : public Engine {
   void run_rows(std::span<const int32_t> tokens, int64_t start, bool last_row_outputs = false);
   void run_decode_row(int32_t token, int64_t position);  // one token at a checked position
   plan::StepPlan& mutable_plan(int64_t rows, bool last_row_outputs = false);
+  // How many of n steps one chain runs (1: no chain), and a chain's run: the step's graph of its
+  // position's form (graph_of; made on first use: the step's launches, then capture_tail's, which
+  // advance its inputs on the device) replayed for each step, back to back, the host waiting once;
+  // returns each step's id (the tail's ids[position % decode_chain]).
+  int64_t chain_length(int64_t n) const;
+  std::vector<int32_t> run_chain(plan::StepPlan& p, int32_t token, int64_t position, int64_t n,
+                                 const std::function<std::unique_ptr<cuda::CapturedGraph>&(plan::StepForm)>& graph_of,
+                                 const std::function<void()>& capture_tail);
+  void make_head_buffers();  // run_head's and the sampled chains' buffers, on first use
   // The stream's settings a decode or prompt step of `rows` runs under (programmatic launch, eviction).
   void set_launch_settings(int64_t rows);
 
@@ -100,11 +116,16 @@ class GpuEngine : public Engine {
   std::unique_ptr<cuda::Stream> stream_;
   std::map<plan::StepForm, std::unique_ptr<cuda::CapturedGraph>> decode_graphs_;  // one a form used
   std::unique_ptr<PersistentStep> persistent_;
-  // Chained decode steps (run_argmax_steps): a graph a (form, length), and the chain's ids, which the
-  // device writes into page-locked memory (decode_chain int32, made with the first chain: the graphs
-  // hold its address).
-  std::map<std::pair<plan::StepForm, int64_t>, std::unique_ptr<cuda::CapturedGraph>> chain_graphs_;
+  // Chained decode steps (run_argmax_steps): the step and its advance, a graph a form; and the chain's
+  // ids, which the device writes into page-locked memory by position (decode_chain int32 slots, made
+  // with the first chain: the graphs hold its address).
+  std::map<plan::StepForm, std::unique_ptr<cuda::CapturedGraph>> chain_graphs_;
   cuda::PinnedBuffer chain_ids_;
+  // Sampled chains: a graph a (form, top-k); the head's keys and the kernel's parameters on the device
+  // (top_p, min_p, temperature, then a uniform a slot), copied from page-locked staging.
+  std::map<std::pair<plan::StepForm, int64_t>, std::unique_ptr<cuda::CapturedGraph>> sampled_graphs_;
+  cuda::DeviceBuffer chain_keys_, chain_params_;
+  cuda::PinnedBuffer chain_params_staging_;
   cuda::PinnedBuffer one_logits_;  // run_one's copy of a decode step's logits (n_vocab f32), made on first use
   // run_head's: the kernel's keys, the penalized tokens and their logits (page-locked, the kernel
   // reads and writes them in place), its workspace, and the head read back; made on first use.

@@ -341,10 +341,31 @@ std::vector<double> Sampler::distribution(std::span<const float> logits, std::sp
   return p;
 }
 
-int32_t Sampler::draw(std::vector<std::pair<int32_t, double>> k) {
+double Sampler::uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
+
+std::vector<double> Sampler::next_uniforms(int64_t n) const {
+  Sampler copy = *this;
+  std::vector<double> out(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  for (double& u : out) u = copy.uniform();
+  return out;
+}
+
+void Sampler::skip_draws(int64_t n) {
+  for (int64_t i = 0; i < n; ++i) (void)uniform();
+}
+
+int32_t Sampler::sample_head_at(const LogitHead& head, double u) const {
+  std::vector<std::pair<int32_t, double>> k = kept_from_head(head);
+  if (options_.temperature == 0) return k.front().first;
+  return draw_at(std::move(k), u);
+}
+
+int32_t Sampler::draw(std::vector<std::pair<int32_t, double>> k) { return draw_at(std::move(k), uniform()); }
+
+int32_t Sampler::draw_at(std::vector<std::pair<int32_t, double>> k, double u) {
   // The draw walks the kept tokens (each once) in token order: many are laid out by token instead of
-  // sorted (a kept probability of 0 is passed over either way, as an absent token is).
-  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+  // sorted (a kept probability of 0 is passed over either way, as an absent token is). (The device's
+  // walk for chained steps, kernels/sample_head.cuh, is this one for heads below 4,096.)
   double cum = 0;
   if (k.size() >= 4096) {
     int32_t lo = k.front().first, hi = lo;

@@ -51,6 +51,12 @@ class Sampler {
   // same probabilities to the bit.
   int32_t sample_head(const LogitHead& head);
   std::vector<double> distribution_from_head(const LogitHead& head) const;
+  // sample_head's token where its draw's uniform is u (in [0, 1)); draws nothing.
+  int32_t sample_head_at(const LogitHead& head, double u) const;
+  // The uniforms of the next n draws, drawing nothing (for draws made elsewhere: sampled steps chained
+  // on the device), and skip_draws(n) to move past n of them as n draws would.
+  std::vector<double> next_uniforms(int64_t n) const;
+  void skip_draws(int64_t n);
   const SamplerOptions& options() const { return options_; }
   // Greedy without a penalty: sample() is the argmax of the logits alone.
   bool argmax_only() const { return options_.temperature == 0 && options_.repeat_penalty == 1.0; }
@@ -60,6 +66,9 @@ class Sampler {
   std::vector<std::pair<int32_t, double>> kept(std::span<const float> logits, std::span<const int32_t> recent) const;
   std::vector<std::pair<int32_t, double>> kept_from_head(const LogitHead& head) const;
   int32_t draw(std::vector<std::pair<int32_t, double>> kept);  // one token by the kept probabilities
+  // The draw's walk for uniform u.
+  static int32_t draw_at(std::vector<std::pair<int32_t, double>> kept, double u);
+  double uniform();  // the next draw's uniform
 
   SamplerOptions options_;
   std::mt19937_64 rng_;
