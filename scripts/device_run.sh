@@ -671,6 +671,7 @@
 #   c42     (forty-second session) greedy steps chained on the device (LATHE_DECODE_CHAIN): the lane's greedy
 #           tests, tg128 and `lathe run --temp 0` chained and not, a chain-length sweep, the tiny mixture's
 #           q2_k check with --lane-rounding
+#   c43s    c43 cut to a minute: the lane's greedy and head tests, the 0.6B's tg128 and lathe run both ways
 #   c43     (forty-second session) c42 with sampled steps chained (the lane's head tests, `lathe run` with the
 #           sampler's defaults chained and not)
 set -uo pipefail
@@ -2084,6 +2085,18 @@ for part in "$@"; do
     for t in q2_k q5_k_m q4_k_m; do
       f=$(synth qwen3-8b $t)
       echo "== check qwen3-8b $t"; timeout 150 $L check $f --steps 2 2>&1 | tail -4
+    done ;;
+  c43s)  # c43 cut to its first minute: the lane's greedy and head tests, the 0.6B's tg128 and `lathe run`
+          # (greedy and the sampler's defaults) chained and not
+    timeout 120 $C/test_gpu_lane_gpu --gtest_filter='*Greedy*:*Head*' 2>&1 | grep -E "PASSED|FAILED|Failure|SKIPPED|^\[ lane|Expected|Which|actual" | head -24
+    f=$(synth qwen3-0.6b q8_0)
+    echo "== tg128 chain 16"; tg_short $f
+    echo "== tg128 chain 1"; with_env LATHE_DECODE_CHAIN=1 tg_short $f
+    for opts in "--temp 0" ""; do
+      for c in 1 16; do
+        echo "== lathe run -n 256 $opts, chain $c"
+        LATHE_DECODE_CHAIN=$c timeout 60 $L run $f -p "In the beginning God created" -n 256 $opts 2>&1 >/dev/null | grep -E "generated"
+      done
     done ;;
   c43)  # (forty-second session) c42 with sampled steps chained too: the lane's greedy and head tests, tg128
          # chained and not, `lathe run` greedy and with the sampler's defaults chained and not, the tiny

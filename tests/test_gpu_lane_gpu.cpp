@@ -626,6 +626,7 @@ TEST(GpuLaneHead, ChainedSampledStepsDrawTheHostsTokens) {
       GpuEngineOptions go;
       go.n_ctx = 256;
       go.decode_chain = chain;
+      go.sampled_chain = true;
       GpuEngine e(f, go);
       Sampler s(cases[c]);
       if (chain == 16) {

@@ -46,6 +46,10 @@ GpuEngine::GpuEngine(const GgufFile& file, const GpuEngineOptions& options) : fi
   if (const auto v = env_count("LATHE_ATTN_MERGE_FROM")) options_.long_from = *v;
   if (const auto v = env_count("LATHE_ATTN_LONG_GRANULE")) options_.long_granule = *v;
   if (const auto v = env_count("LATHE_DECODE_CHAIN")) options_.decode_chain = *v;
+  if (const char* env = std::getenv("LATHE_SAMPLED_CHAIN"); env && *env) {
+    if (std::string(env) != "0" && std::string(env) != "1") fail("LATHE_SAMPLED_CHAIN must be 0 or 1, not '{}'", env);
+    options_.sampled_chain = env[0] == '1';
+  }
   if (options_.decode_chain < 1 || options_.decode_chain > 1024)
     fail("a chain of greedy decode steps (LATHE_DECODE_CHAIN) must be 1 to 1024 steps, not {}", options_.decode_chain);
   const int64_t slots = kernels::attention_chunk_slots();
@@ -316,7 +320,7 @@ std::vector<int32_t> GpuEngine::run_sampled_steps(int32_t token, int64_t positio
     fail("sampled steps at positions {} to {} pass the context of {}", position, position + n - 1, options_.n_ctx);
   if (token < 0 || token >= n_vocab_) fail("token id {} is outside the vocabulary of {} tokens", token, n_vocab_);
   if (!(o.temperature > 0) || o.repeat_penalty != 1.0 || o.top_k < 1) return {};
-  if (options_.decode_chain == 1 || !options_.use_graph || options_.persistent) return {};
+  if (!options_.sampled_chain || options_.decode_chain == 1 || !options_.use_graph || options_.persistent) return {};
   const int64_t m = std::min<int64_t>(o.top_k, n_vocab_);
   if (m > max_head()) return {};
   plan::StepPlan& p = mutable_plan(1);

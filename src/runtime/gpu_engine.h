@@ -50,6 +50,10 @@ struct GpuEngineOptions {
   // (kernels::step_advance, sample_head_advance), so that the host waits once for them instead of once
   // a token. 1: a host round trip a token. LATHE_DECODE_CHAIN=N sets it.
   int64_t decode_chain = 16;
+  // Whether sampled steps chain too (run_sampled_steps; also LATHE_SAMPLED_CHAIN=0/1). Off until its
+  // GPU test (the lane's ChainedSampledStepsDrawTheHostsTokens) has passed on a card: written in the
+  // forty-second session, which got no device time to run it.
+  bool sampled_chain = false;
 };
 
 class GpuEngine : public Engine {
