@@ -66,25 +66,18 @@ GenerateStats generate(Engine& engine, const Tokenizer& tokenizer, std::span<con
       break;
     }
     if (stats.generated == options.max_tokens) break;
-    if (sampled_chain && ahead_at == ahead.size()) {
-      // (at most 1,024 uniforms a call: no engine chains more steps than that)
+    if ((sampled_chain || argmax_only) && ahead_at == ahead.size()) {
+      // (at most 1,024 steps a call: no engine chains more than that)
       const int64_t left = std::min({options.max_tokens - stats.generated, engine.n_ctx() - pos, int64_t{1024}});
-      ahead = engine.run_sampled_steps(next, pos, left, sampler.options(), sampler.next_uniforms(left));
+      ahead = sampled_chain ? engine.run_sampled_steps(next, pos, left, sampler.options(), sampler.next_uniforms(left))
+                            : engine.run_argmax_steps(next, pos, left);
       ahead_at = 0;
-      sampled_chain = !ahead.empty();
+      sampled_chain = sampled_chain && !ahead.empty();
     }
-    if (sampled_chain) {
+    if (sampled_chain || argmax_only) {
       next = ahead[ahead_at++];
       ++pos;
-      sampler.skip_draws(1);
-    } else if (argmax_only) {
-      if (ahead_at == ahead.size()) {
-        const int64_t left = std::min(options.max_tokens - stats.generated, engine.n_ctx() - pos);
-        ahead = engine.run_argmax_steps(next, pos, left);
-        ahead_at = 0;
-      }
-      next = ahead[ahead_at++];
-      ++pos;
+      if (sampled_chain) sampler.skip_draws(1);
     } else if (sampler.head_size() > 0) {
       // Top-k (or greedy with a penalty) reads only the row's best and the penalized tokens: the
       // engine forms them where the logits are (the GPU's on the device) unless there are too many.

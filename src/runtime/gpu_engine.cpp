@@ -297,11 +297,15 @@ std::vector<int32_t> GpuEngine::run_chain(plan::StepPlan& p, int32_t token, int6
   return out;
 }
 
-std::vector<int32_t> GpuEngine::run_argmax_steps(int32_t token, int64_t position, int64_t n) {
-  if (n < 1) fail("a chain of {} greedy steps", n);
+void GpuEngine::check_steps(int32_t token, int64_t position, int64_t n) const {
+  if (n < 1) fail("a chain of {} decode steps", n);
   if (position < 0 || position + n > options_.n_ctx)
-    fail("greedy steps at positions {} to {} pass the context of {}", position, position + n - 1, options_.n_ctx);
+    fail("decode steps at positions {} to {} pass the context of {}", position, position + n - 1, options_.n_ctx);
   if (token < 0 || token >= n_vocab_) fail("token id {} is outside the vocabulary of {} tokens", token, n_vocab_);
+}
+
+std::vector<int32_t> GpuEngine::run_argmax_steps(int32_t token, int64_t position, int64_t n) {
+  check_steps(token, position, n);
   plan::StepPlan& p = mutable_plan(1);
   if (chain_length(n) == 1 || !p.has_output("next")) return {run_argmax(token, position)};
   return run_chain(
@@ -315,10 +319,8 @@ std::vector<int32_t> GpuEngine::run_argmax_steps(int32_t token, int64_t position
 
 std::vector<int32_t> GpuEngine::run_sampled_steps(int32_t token, int64_t position, int64_t n, const SamplerOptions& o,
                                                   std::span<const double> uniforms) {
-  if (n < 1 || static_cast<int64_t>(uniforms.size()) < n) fail("a chain of {} sampled steps with {} uniforms", n, uniforms.size());
-  if (position < 0 || position + n > options_.n_ctx)
-    fail("sampled steps at positions {} to {} pass the context of {}", position, position + n - 1, options_.n_ctx);
-  if (token < 0 || token >= n_vocab_) fail("token id {} is outside the vocabulary of {} tokens", token, n_vocab_);
+  check_steps(token, position, n);
+  if (static_cast<int64_t>(uniforms.size()) < n) fail("a chain of {} sampled steps with {} uniforms", n, uniforms.size());
   if (!(o.temperature > 0) || o.repeat_penalty != 1.0 || o.top_k < 1) return {};
   if (!options_.sampled_chain || options_.decode_chain == 1 || !options_.use_graph || options_.persistent) return {};
   const int64_t m = std::min<int64_t>(o.top_k, n_vocab_);

@@ -104,6 +104,7 @@ class GpuEngine : public Engine {
   // advance its inputs on the device) replayed for each step, back to back, the host waiting once;
   // returns each step's id (the tail's ids[position % decode_chain]).
   int64_t chain_length(int64_t n) const;
+  void check_steps(int32_t token, int64_t position, int64_t n) const;  // n >= 1 steps in the context, a token id
   std::vector<int32_t> run_chain(plan::StepPlan& p, int32_t token, int64_t position, int64_t n,
                                  const std::function<std::unique_ptr<cuda::CapturedGraph>&(plan::StepForm)>& graph_of,
                                  const std::function<void()>& capture_tail);
