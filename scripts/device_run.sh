@@ -674,6 +674,8 @@
 #   c43s    c43 cut to a minute: the lane's greedy and head tests, the 0.6B's tg128 and lathe run both ways
 #   c43     (forty-second session) c42 with sampled steps chained (the lane's head tests, `lathe run` with the
 #           sampler's defaults chained and not)
+#   f43     (forty-third session) the rest of the targets' table with the chain: tg128 of qwen3-8b Q4_K_M and
+#           llama3-8b Q8_0, qwen3-8b Q8_0 at 4,096 of context, each chained (16) and a round trip a token (1)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -2095,8 +2097,22 @@ for part in "$@"; do
     for opts in "--temp 0" ""; do
       for c in 1 16; do
         echo "== lathe run -n 256 $opts, chain $c"
-        LATHE_DECODE_CHAIN=$c timeout 60 $L run $f -p "In the beginning God created" -n 256 $opts 2>&1 >/dev/null | grep -E "generated"
+        LATHE_SAMPLED_CHAIN=$([ $c = 16 ] && echo 1 || echo 0) LATHE_DECODE_CHAIN=$c timeout 60 $L run $f -p "In the beginning God created" -n 256 $opts 2>&1 >/dev/null | grep -E "generated"
       done
+    done ;;
+  f43)  # (forty-third session) the targets c43 does not run, chained and not, alternated
+    for spec in "qwen3-8b q4_k_m" "llama3-8b q8_0"; do
+      f=$(synth $spec)
+      for r in 1 2; do
+        echo "== tg128 $spec chain 16 ($r)"; tg_short $f
+        echo "== tg128 $spec chain 1 ($r)"; with_env LATHE_DECODE_CHAIN=1 tg_short $f
+      done
+      rm -f $f
+    done
+    f=$(synth qwen3-8b q8_0)
+    for r in 1 2; do
+      echo "== tg128 qwen3-8b q8_0 at 4096 chain 16 ($r)"; tg_at $f 4096
+      echo "== tg128 qwen3-8b q8_0 at 4096 chain 1 ($r)"; with_env LATHE_DECODE_CHAIN=1 tg_at $f 4096
     done ;;
   c43)  # (forty-second session) c42 with sampled steps chained too: the lane's greedy and head tests, tg128
          # chained and not, `lathe run` greedy and with the sampler's defaults chained and not, the tiny
@@ -2111,10 +2127,16 @@ for part in "$@"; do
       done
       for opts in "--temp 0" ""; do
         for c in 1 16; do
-          echo "== $spec: lathe run -n 256 $opts, chain $c"
-          LATHE_DECODE_CHAIN=$c timeout 120 $L run $f -p "In the beginning God created" -n 256 $opts 2>&1 >/dev/null | grep -E "generated"
+          echo "== $spec: lathe run -n 256 $opts, chain $c (sampled chain $([ $c = 16 ] && echo on || echo off))"
+          LATHE_SAMPLED_CHAIN=$([ $c = 16 ] && echo 1 || echo 0) LATHE_DECODE_CHAIN=$c timeout 120 $L run $f -p "In the beginning God created" -n 256 $opts 2>&1 >/dev/null | grep -E "generated"
         done
       done; el
+    done
+    f=$(synth qwen3-0.6b q8_0)
+    for seed in 1 2 3; do  # the sampled chain draws the host's tokens: the same text chained and not
+      a=$(LATHE_SAMPLED_CHAIN=0 timeout 60 $L run $f -p "In the beginning God created" -n 96 --seed $seed 2>/dev/null | md5sum)
+      b=$(LATHE_SAMPLED_CHAIN=1 timeout 60 $L run $f -p "In the beginning God created" -n 96 --seed $seed 2>/dev/null | md5sum)
+      echo "== lathe run --seed $seed, sampled chain off / on: $([ "$a" = "$b" ] && echo same text || echo DIFFERENT text)"
     done
     f=$(synth qwen3moe-tiny q2_k)
     echo "== check qwen3moe-tiny q2_k --lane-rounding"; timeout 60 $L check $f --steps 8 --lane-rounding 2>&1 | grep -E "prefill|largest" | head -3; el

@@ -83,7 +83,8 @@ inline std::vector<uint8_t> levels(const uint8_t* blocks, size_t bytes, int64_t 
 // The tables above this part are generated; this part is the same for every model. It reads the GGUF
 // file with its own small reader, checks that every tensor the steps read is there in the format
 // and shape they were planned for, uploads them, then runs the prompt in chunks (the largest step
-// that fits, as `lathe run` does) and generates greedily with the decode step, replayed as a graph.
+// that fits, as `lathe run` does) and generates greedily with the decode step as a graph, its steps
+// chained on the device (each step's argmax the next one's token), the host reading a chain at a time.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -796,35 +797,60 @@ struct Program {
     check(cudaGraphLaunch(decode_graph, stream), "running the decode step");
   }
 
-  // Generation's decode steps, queued one ahead of the host: step i runs at position `position` on
-  // the token `host_token` (step 0) or, on the device, step i - 1's argmax; its own argmax lands in
-  // out_tokens[i] (pinned) and step_done[i % 2] marks it. So the host reads token i while step i + 1 runs.
-  int* out_tokens = nullptr;                   // pinned: the decode steps' tokens
-  int* out_positions = nullptr;                // pinned: their positions
-  cudaEvent_t step_done[2] = {nullptr, nullptr};
-  void queue_decode(const Step& s, int i, const int* host_token, int position) {
+  // Generation's decode steps, chained on the device as lathe run's are: the chain's graph is the decode
+  // step followed by lathe_step_advance (the step's argmax becomes the next step's token, its position
+  // one more, and the token lands in ids[position % kSlots], pinned memory the device writes), replayed
+  // back to back, so no host work stands between two steps. The host queues chain c + 1 before it waits
+  // for chain c and reads its tokens (kSlots holds two chains), so the card does not wait for it either.
+  static constexpr int kChain = 16, kSlots = 2 * kChain;
+  cudaGraphExec_t chain_graph = nullptr;
+  int* ids = nullptr;
+  cudaEvent_t chain_done[2] = {nullptr, nullptr};
+  void reserve_chains() {
+    check(cudaMallocHost(reinterpret_cast<void**>(&ids), sizeof(int) * kSlots), "pinned memory");
+    for (cudaEvent_t& e : chain_done) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "an event");
+  }
+  // Queues chain c: n steps from position `position` on `host_token` (chain 0), or, where host_token is
+  // null, from where the last chain's advance left the step's token and position.
+  void queue_chain(const Step& s, int c, int n, const int* host_token, int position) {
+    if (!chain_graph) {
+      cudaGraph_t g = nullptr;
+      check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capturing the decode step");
+      launch_ops(s);
+      // lathe_step_advance(next, tokens, positions, ids, slots): ids is pinned memory the device writes
+      int* next_p = reinterpret_cast<int*>(at(s.next));
+      int* tokens_p = reinterpret_cast<int*>(at(s.tokens));
+      int* positions_p = reinterpret_cast<int*>(at(s.positions));
+      int slots = kSlots;
+      void* args[] = {&next_p, &tokens_p, &positions_p, &ids, &slots};
+      cudaLaunchAttribute pdl[1];
+      pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      pdl[0].val.programmaticStreamSerializationAllowed = 1;
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(1);
+      cfg.blockDim = dim3(1);
+      cfg.stream = stream;
+      cfg.attrs = pdl;
+      cfg.numAttrs = 1;
+      check(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(&lathe_step_advance), args), "lathe_step_advance");
+      check(cudaStreamEndCapture(stream, &g), "capturing the decode step");
+      check(cudaGraphInstantiate(&chain_graph, g, 0), "instantiating the decode step");
+    }
     if (host_token) {
       staging[0] = *host_token;
-      staging[1] = 0;
+      staging[1] = position;
+      staging[2] = 0;
       check(cudaMemcpyAsync(at(s.tokens), staging, sizeof(int), cudaMemcpyHostToDevice, stream), "tokens");
-      check(cudaMemcpyAsync(at(s.sequences), staging + 1, sizeof(int), cudaMemcpyHostToDevice, stream), "sequences");
-    } else {
-      check(cudaMemcpyAsync(at(s.tokens), at(s.next), sizeof(int), cudaMemcpyDeviceToDevice, stream), "tokens");
+      check(cudaMemcpyAsync(at(s.positions), staging + 1, sizeof(int), cudaMemcpyHostToDevice, stream), "positions");
+      check(cudaMemcpyAsync(at(s.sequences), staging + 2, sizeof(int), cudaMemcpyHostToDevice, stream), "sequences");
     }
-    out_positions[i] = position;
-    check(cudaMemcpyAsync(at(s.positions), out_positions + i, sizeof(int), cudaMemcpyHostToDevice, stream), "positions");
-    launch_decode(s);
-    check(cudaMemcpyAsync(out_tokens + i, at(s.next), sizeof(int), cudaMemcpyDeviceToHost, stream), "reading the next token");
-    check(cudaEventRecord(step_done[i % 2], stream), "marking a decode step");
+    for (int j = 0; j < n; ++j) check(cudaGraphLaunch(chain_graph, stream), "running the decode step");
+    check(cudaEventRecord(chain_done[c % 2], stream), "marking a chain of decode steps");
   }
-  int decoded_token(int i) {
-    check(cudaEventSynchronize(step_done[i % 2]), "running the decode step");
-    return out_tokens[i];
-  }
-  void reserve_decode(int steps) {
-    check(cudaMallocHost(reinterpret_cast<void**>(&out_tokens), sizeof(int) * (steps + 1)), "pinned memory");
-    check(cudaMallocHost(reinterpret_cast<void**>(&out_positions), sizeof(int) * (steps + 1)), "pinned memory");
-    for (cudaEvent_t& e : step_done) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "an event");
+  // The token the decode step at `position` made, in chain c (waited for).
+  int chained_token(int c, int position) {
+    check(cudaEventSynchronize(chain_done[c % 2]), "running the decode steps");
+    return static_cast<volatile int*>(ids)[position % kSlots];
   }
 
   // Runs `rows` tokens at positions start..; returns the greedy next token (the first largest logit).
@@ -937,30 +963,40 @@ int main(int argc, char** argv) {
   std::vector<int> generated;
   std::string text;
   int decoded = 0;
-  // Decode step i makes token i + 1 at position done + i; it runs while there is room for the token
-  // and the position. Step i + 1 is queued before token i + 1 is read back (a step past an end token
-  // is run and left unread).
-  auto has_step = [&](int i) { return i + 1 < n_predict && done + i < kCtx; };
-  p.reserve_decode(std::max(n_predict, 1));
   auto is_end = [](int t) {
     for (int e = 0; e < kEndTokenCount; ++e)
       if (kEndTokens[e] == t) return true;
     return false;
   };
-  if (!is_end(next) && has_step(0)) p.queue_decode(kSteps[0], 0, &next, done);
-  for (int i = 0; i < n_predict; ++i) {
-    if (is_end(next)) break;
+  // Decode step i makes token i + 1 at position done + i; there are `steps` of them while there is room
+  // for the token and the position, run in chains of kChain. Chain c + 1 is queued before chain c's
+  // tokens are read (steps past an end token are run and left unread).
+  const int steps = is_end(next) ? 0 : std::max(0, std::min(n_predict - 1, kCtx - done));
+  const int chains = (steps + Program::kChain - 1) / Program::kChain;
+  auto chain_steps = [&](int c) { return std::min(Program::kChain, steps - c * Program::kChain); };
+  p.reserve_chains();
+  if (chains > 0) p.queue_chain(kSteps[0], 0, chain_steps(0), &next, done);
+  bool ended = is_end(next) || n_predict < 1;
+  if (!ended) {
     generated.push_back(next);
     text += token_text(p.ckpt, next);
-    if (!has_step(i)) break;
-    if (has_step(i + 1)) p.queue_decode(kSteps[0], i + 1, nullptr, done + i + 1);
-    next = p.decoded_token(i);
-    ++decoded;
+  }
+  for (int c = 0; c < chains && !ended; ++c) {
+    if (c + 1 < chains) p.queue_chain(kSteps[0], c + 1, chain_steps(c + 1), nullptr, 0);
+    for (int j = 0; j < chain_steps(c) && !ended; ++j) {
+      const int t = p.chained_token(c, done + c * Program::kChain + j);
+      ++decoded;
+      ended = is_end(t);
+      if (!ended) {
+        generated.push_back(t);
+        text += token_text(p.ckpt, t);
+      }
+    }
   }
   const auto t2 = std::chrono::steady_clock::now();
   check(cudaStreamSynchronize(p.stream), "finishing the decode steps");
-  // Speeds on stderr (stdout is the ids and the text): the prompt's steps, and the decode steps (each a
-  // graph launch and its token read back).
+  // Speeds on stderr (stdout is the ids and the text): the prompt's steps, and the decode steps read
+  // (chained on the device, their tokens read back a chain at a time).
   const double ms_prompt = std::chrono::duration<double, std::milli>(t1 - t0).count();
   const double ms_decode = std::chrono::duration<double, std::milli>(t2 - t1).count();
   std::fprintf(stderr, "prompt: %zu tokens in %.2f ms (%.1f tok/s); decode: %d steps in %.2f ms (%.1f tok/s)\n",
