@@ -674,6 +674,8 @@
 #   c43s    c43 cut to a minute: the lane's greedy and head tests, the 0.6B's tg128 and lathe run both ways
 #   c43     (forty-second session) c42 with sampled steps chained (the lane's head tests, `lathe run` with the
 #           sampler's defaults chained and not)
+#   e43     (forty-third session) the emitted qwen3-0.6b (its decode steps chained now) against lathe run's
+#           text and lathe bench's tg128 (build with EMITTED_SYNTH="qwen3-0.6b q8_0 0" at device_prepare.sh)
 #   f43     (forty-third session) the rest of the targets' table with the chain: tg128 of qwen3-8b Q4_K_M and
 #           llama3-8b Q8_0, qwen3-8b Q8_0 at 4,096 of context, each chained (16) and a round trip a token (1)
 set -uo pipefail
@@ -2100,6 +2102,11 @@ for part in "$@"; do
         LATHE_SAMPLED_CHAIN=$([ $c = 16 ] && echo 1 || echo 0) LATHE_DECODE_CHAIN=$c timeout 60 $L run $f -p "In the beginning God created" -n 256 $opts 2>&1 >/dev/null | grep -E "generated"
       done
     done ;;
+  e43)  # (forty-third session) the emitted qwen3-0.6b, chained, against lathe run and lathe bench
+    e=$M/qwen3-0.6b-q8_0-0.gguf
+    $L synth --shape qwen3-0.6b --type q8_0 --layers 0 -o $e >/dev/null
+    emitted_vs_run $e emitted-qwen3-0.6b-q8_0-0 "In the beginning God created" "Blessed are the"  # 23 steps: a chain and 7
+    emitted_against_bench $e emitted-qwen3-0.6b-q8_0-0 ;;
   f43)  # (forty-third session) the targets c43 does not run, chained and not, alternated
     for spec in "qwen3-8b q4_k_m" "llama3-8b q8_0"; do
       f=$(synth $spec)
