@@ -674,6 +674,9 @@
 #   c43s    c43 cut to a minute: the lane's greedy and head tests, the 0.6B's tg128 and lathe run both ways
 #   c43     (forty-second session) c42 with sampled steps chained (the lane's head tests, `lathe run` with the
 #           sampler's defaults chained and not)
+#   c43e    (forty-third session) c43 and e43 in the order of what they decide, for a short loan: the lane's
+#           greedy and head tests, the 0.6B's tg128 and `lathe run` chained and not, the sampled chain's
+#           same text by seed, the emitted 0.6B, then the 8B, the tiny mixture's check and the 30B
 #   e43     (forty-third session) the emitted qwen3-0.6b (its decode steps chained now) against lathe run's
 #           text and lathe bench's tg128 (build with EMITTED_SYNTH="qwen3-0.6b q8_0 0" at device_prepare.sh)
 #   f43     (forty-third session) the rest of the targets' table with the chain: tg128 of qwen3-8b Q4_K_M and
@@ -2102,6 +2105,40 @@ for part in "$@"; do
         LATHE_SAMPLED_CHAIN=$([ $c = 16 ] && echo 1 || echo 0) LATHE_DECODE_CHAIN=$c timeout 60 $L run $f -p "In the beginning God created" -n 256 $opts 2>&1 >/dev/null | grep -E "generated"
       done
     done ;;
+  c43e)
+    t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
+    timeout 240 $C/test_gpu_lane_gpu --gtest_filter='*Greedy*:*Head*' 2>&1 | grep -E "PASSED|FAILED|Failure|SKIPPED|^\[ lane|Expected|Which|actual" | head -24; el
+    f=$(synth qwen3-0.6b q8_0)
+    for r in 1 2; do
+      echo "== tg128 qwen3-0.6b q8_0 chain 16 ($r)"; tg_short $f
+      echo "== tg128 qwen3-0.6b q8_0 chain 1 ($r)"; with_env LATHE_DECODE_CHAIN=1 tg_short $f
+    done
+    for opts in "--temp 0" ""; do
+      for c in 1 16; do
+        echo "== qwen3-0.6b: lathe run -n 256 $opts, chain $c (sampled chain $([ $c = 16 ] && echo on || echo off))"
+        LATHE_SAMPLED_CHAIN=$([ $c = 16 ] && echo 1 || echo 0) LATHE_DECODE_CHAIN=$c timeout 60 $L run $f -p "In the beginning God created" -n 256 $opts 2>&1 >/dev/null | grep -E "generated"
+      done
+    done
+    for seed in 1 2 3; do
+      a=$(LATHE_SAMPLED_CHAIN=0 timeout 60 $L run $f -p "In the beginning God created" -n 96 --seed $seed 2>/dev/null | md5sum)
+      b=$(LATHE_SAMPLED_CHAIN=1 timeout 60 $L run $f -p "In the beginning God created" -n 96 --seed $seed 2>/dev/null | md5sum)
+      echo "== lathe run --seed $seed, sampled chain off / on: $([ "$a" = "$b" ] && echo same text || echo DIFFERENT text)"
+    done; el
+    "$0" e43; el
+    f=$(synth qwen3-8b q8_0); el
+    echo "== tg128 qwen3-8b q8_0 chain 16"; tg_short $f
+    echo "== tg128 qwen3-8b q8_0 chain 1"; with_env LATHE_DECODE_CHAIN=1 tg_short $f
+    for opts in "--temp 0" ""; do
+      for c in 1 16; do
+        echo "== qwen3-8b: lathe run -n 256 $opts, chain $c (sampled chain $([ $c = 16 ] && echo on || echo off))"
+        LATHE_SAMPLED_CHAIN=$([ $c = 16 ] && echo 1 || echo 0) LATHE_DECODE_CHAIN=$c timeout 60 $L run $f -p "In the beginning God created" -n 256 $opts 2>&1 >/dev/null | grep -E "generated"
+      done
+    done; el
+    f=$(synth qwen3moe-tiny q2_k)
+    echo "== check qwen3moe-tiny q2_k --lane-rounding"; timeout 60 $L check $f --steps 8 --lane-rounding 2>&1 | grep -E "prefill|largest" | head -3; el
+    f=$(synth qwen3-30b-a3b q8_0); el
+    echo "== tg128 qwen3-30b-a3b q8_0 chain 16"; tg_short $f
+    echo "== tg128 qwen3-30b-a3b q8_0 chain 1"; with_env LATHE_DECODE_CHAIN=1 tg_short $f; el ;;
   e43)  # (forty-third session) the emitted qwen3-0.6b, chained, against lathe run and lathe bench
     e=$M/qwen3-0.6b-q8_0-0.gguf
     $L synth --shape qwen3-0.6b --type q8_0 --layers 0 -o $e >/dev/null
