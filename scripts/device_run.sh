@@ -677,6 +677,8 @@
 #   c43e    (forty-third session) c43 and e43 in the order of what they decide, for a short loan: the lane's
 #           greedy and head tests, the 0.6B's tg128 and `lathe run` chained and not, the sampled chain's
 #           same text by seed, the emitted 0.6B, then the 8B, the tiny mixture's check and the 30B
+#   k43     (forty-third session) the Q3_K tiles' leaner unit: the tile kernel tests (Q3_K among them), the
+#           0.6B q3_k_m check, tg128 of qwen3-8b q3_k_m (against k42's 341.7 on an H100) and q4_k_m
 #   e43     (forty-third session) the emitted qwen3-0.6b (its decode steps chained now) against lathe run's
 #           text and lathe bench's tg128 (build with EMITTED_SYNTH="qwen3-0.6b q8_0 0" at device_prepare.sh)
 #   f43     (forty-third session) the rest of the targets' table with the chain: tg128 of qwen3-8b Q4_K_M and
@@ -2139,6 +2141,14 @@ for part in "$@"; do
     f=$(synth qwen3-30b-a3b q8_0); el
     echo "== tg128 qwen3-30b-a3b q8_0 chain 16"; tg_short $f
     echo "== tg128 qwen3-30b-a3b q8_0 chain 1"; with_env LATHE_DECODE_CHAIN=1 tg_short $f; el ;;
+  k43)
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu
+    echo "== check qwen3-0.6b q3_k_m"; timeout 90 $L check $(synth qwen3-0.6b q3_k_m) --steps 16 2>&1 | tail -2 | head -1
+    for spec in "qwen3-8b q3_k_m" "qwen3-8b q4_k_m"; do
+      f=$(synth $spec)
+      for r in 1 2; do echo "== tg128 $spec ($r)"; tg_short $f; done
+      rm -f $f
+    done ;;
   e43)  # (forty-third session) the emitted qwen3-0.6b, chained, against lathe run and lathe bench
     e=$M/qwen3-0.6b-q8_0-0.gguf
     $L synth --shape qwen3-0.6b --type q8_0 --layers 0 -o $e >/dev/null
