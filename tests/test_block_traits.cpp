@@ -152,6 +152,16 @@ void host_mma(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, u
   }
   g_mma.sync->arrive_and_wait();  // every lane has read the fragments before any lane writes new ones
 }
+// A warp's shuffle by xor among the 32 host threads of a warp (the mma's barrier), float values.
+float g_shfl[32];
+inline float __shfl_xor_sync(unsigned /*mask*/, float v, int lane_mask) {
+  const unsigned lane = threadIdx.x & 31;
+  g_shfl[lane] = v;
+  g_mma.sync->arrive_and_wait();
+  const float got = g_shfl[lane ^ static_cast<unsigned>(lane_mask)];
+  g_mma.sync->arrive_and_wait();  // every lane has read before any lane writes again
+  return got;
+}
 inline void lathe_mma_u8s8(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
   host_mma<false>(c, a0, a1, a2, a3, b0, b1);
 }
