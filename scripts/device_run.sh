@@ -2127,6 +2127,8 @@ for part in "$@"; do
       echo "== lathe run --seed $seed, sampled chain off / on: $([ "$a" = "$b" ] && echo same text || echo DIFFERENT text)"
     done; el
     "$0" e43; el
+    gpu_tests test_gemv_gpu  # the Q3_K tiles' leaner unit (k43's first part)
+    echo "== check qwen3-0.6b q3_k_m"; timeout 90 $L check $(synth qwen3-0.6b q3_k_m) --steps 16 2>&1 | tail -2 | head -1; el
     f=$(synth qwen3-8b q8_0); el
     echo "== tg128 qwen3-8b q8_0 chain 16"; tg_short $f
     echo "== tg128 qwen3-8b q8_0 chain 1"; with_env LATHE_DECODE_CHAIN=1 tg_short $f
