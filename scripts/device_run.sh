@@ -679,6 +679,8 @@
 #           same text by seed, the emitted 0.6B, then the 8B, the tiny mixture's check and the 30B
 #   k43     (forty-third session) the Q3_K tiles' leaner unit: the tile kernel tests (Q3_K among them), the
 #           0.6B q3_k_m check, tg128 of qwen3-8b q3_k_m (against k42's 341.7 on an H100) and q4_k_m
+#   c43q    (forty-third session) c43e cut to three minutes: the lane's chained tests, the tiles' test, the
+#           0.6B's tg128 chained and not, `lathe run --temp 0` both ways, a seed's same text, the emitted text
 #   e43     (forty-third session) the emitted qwen3-0.6b (its decode steps chained now) against lathe run's
 #           text and lathe bench's tg128 (build with EMITTED_SYNTH="qwen3-0.6b q8_0 0" at device_prepare.sh)
 #   f43     (forty-third session) the rest of the targets' table with the chain: tg128 of qwen3-8b Q4_K_M and
@@ -2151,6 +2153,24 @@ for part in "$@"; do
       for r in 1 2; do echo "== tg128 $spec ($r)"; tg_short $f; done
       rm -f $f
     done ;;
+  c43q)
+    t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
+    timeout 150 $C/test_gpu_lane_gpu --gtest_filter='*Greedy*:*Head*' 2>&1 | grep -E "PASSED|FAILED|Failure|SKIPPED|Expected|Which|actual" | head -16; el
+    timeout 90 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "PASSED|FAILED|Failure" | head -6; el
+    f=$(synth qwen3-0.6b q8_0)
+    echo "== tg128 qwen3-0.6b q8_0 chain 16"; tg_short $f
+    echo "== tg128 qwen3-0.6b q8_0 chain 1"; with_env LATHE_DECODE_CHAIN=1 tg_short $f
+    for c in 1 16; do
+      echo "== qwen3-0.6b: lathe run -n 256 --temp 0, chain $c"
+      LATHE_DECODE_CHAIN=$c timeout 60 $L run $f -p "In the beginning God created" -n 256 --temp 0 2>&1 >/dev/null | grep -E "generated"
+    done
+    a=$(LATHE_SAMPLED_CHAIN=0 timeout 60 $L run $f -p "In the beginning God created" -n 96 --seed 1 2>/dev/null | md5sum)
+    b=$(LATHE_SAMPLED_CHAIN=1 timeout 60 $L run $f -p "In the beginning God created" -n 96 --seed 1 2>/dev/null | md5sum)
+    echo "== lathe run --seed 1, sampled chain off / on: $([ "$a" = "$b" ] && echo same text || echo DIFFERENT text)"; el
+    e=$M/qwen3-0.6b-q8_0-0.gguf
+    $L synth --shape qwen3-0.6b --type q8_0 --layers 0 -o $e >/dev/null
+    emitted_vs_run $e emitted-qwen3-0.6b-q8_0-0 "In the beginning God created"
+    echo "== emitted, 16 + 128"; $C/emitted-qwen3-0.6b-q8_0-0 $e --prompt-tokens $(seq -s, 1 16) -n 129 2>&1 >/dev/null | tail -1; el ;;
   e43)  # (forty-third session) the emitted qwen3-0.6b, chained, against lathe run and lathe bench
     e=$M/qwen3-0.6b-q8_0-0.gguf
     $L synth --shape qwen3-0.6b --type q8_0 --layers 0 -o $e >/dev/null
