@@ -136,9 +136,8 @@ struct lathe_gemv1_q3_k {
     lathe_gemv1_words4(ua, m + 16 - 16 * sw, hi + 4);
     const int lo_shift = 2 * kk, hi_shift = 4 * h + kk;
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
-      q[i] = static_cast<uint32_t>(
-          lathe_gemv_bias(((lo[i] >> lo_shift) & 0x03030303u) | (((hi[i] >> hi_shift) & 0x01010101u) << 2), 4));
+    for (int i = 0; i < 8; ++i)  // the level less 4: q where hmask's bit is set, q | 0xFC (q - 4) where clear
+      q[i] = ((lo[i] >> lo_shift) & 0x03030303u) | (((~hi[i] >> hi_shift) & 0x01010101u) * 0xFCu);
     const float d = __half2float(__ushort_as_half(lathe_lds16(u + 108)));
     const unsigned low = lathe_lds16(u + 96 + 2 * kk), high = lathe_lds16(u + 104 + 2 * (kk & 1));
     const unsigned nib = 4 * h, hs = 2 * (2 * h + (kk >> 1));
