@@ -768,21 +768,25 @@ struct Program {
         check(cudaMemcpyAsync(at(op.dst), at(op.src), op.bytes, cudaMemcpyDeviceToDevice, stream), "copying");
         continue;
       }
-      // Programmatic dependent launch, as lathe's own launches: every library kernel waits for the one
-      // before it to finish before reading anything, so it may start while that one ends.
-      cudaLaunchAttribute pdl[1];
-      pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      pdl[0].val.programmaticStreamSerializationAllowed = 1;
-      cudaLaunchConfig_t c = {};
-      c.gridDim = dim3(op.grid[0], op.grid[1], op.grid[2]);
-      c.blockDim = dim3(op.block[0], op.block[1], op.block[2]);
-      c.dynamicSmemBytes = op.shared;
-      c.stream = stream;
-      c.attrs = pdl;
-      c.numAttrs = 1;
-      check(cudaLaunchKernelExC(&c, kKernels[op.kernel], &arg_ptrs[static_cast<size_t>(op.first_arg)]),
-            kKernelNames[op.kernel]);
+      launch(kKernels[op.kernel], dim3(op.grid[0], op.grid[1], op.grid[2]), dim3(op.block[0], op.block[1], op.block[2]),
+             op.shared, &arg_ptrs[static_cast<size_t>(op.first_arg)], kKernelNames[op.kernel]);
     }
+  }
+
+  // Programmatic dependent launch, as lathe's own launches: every library kernel waits for the one
+  // before it to finish before reading anything, so it may start while that one ends.
+  void launch(const void* kernel, dim3 grid, dim3 block, unsigned shared, void** args, const char* what) {
+    cudaLaunchAttribute pdl[1];
+    pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    pdl[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t c = {};
+    c.gridDim = grid;
+    c.blockDim = block;
+    c.dynamicSmemBytes = shared;
+    c.stream = stream;
+    c.attrs = pdl;
+    c.numAttrs = 1;
+    check(cudaLaunchKernelExC(&c, kernel, args), what);
   }
 
   // The decode step (one row): captured as one graph on first use, then replayed.
@@ -823,16 +827,7 @@ struct Program {
       int* positions_p = reinterpret_cast<int*>(at(s.positions));
       int slots = kSlots;
       void* args[] = {&next_p, &tokens_p, &positions_p, &ids, &slots};
-      cudaLaunchAttribute pdl[1];
-      pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      pdl[0].val.programmaticStreamSerializationAllowed = 1;
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(1);
-      cfg.blockDim = dim3(1);
-      cfg.stream = stream;
-      cfg.attrs = pdl;
-      cfg.numAttrs = 1;
-      check(cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(&lathe_step_advance), args), "lathe_step_advance");
+      launch(reinterpret_cast<const void*>(&lathe_step_advance), dim3(1), dim3(1), 0, args, "lathe_step_advance");
       check(cudaStreamEndCapture(stream, &g), "capturing the decode step");
       check(cudaGraphInstantiate(&chain_graph, g, 0), "instantiating the decode step");
     }
