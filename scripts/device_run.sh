@@ -2153,6 +2153,47 @@ for part in "$@"; do
       for r in 1 2; do echo "== tg128 $spec ($r)"; tg_short $f; done
       rm -f $f
     done ;;
+  s44a)  # (forty-fourth session) c43q, then k43's checks: the chain's and Q3_K tiles' first card run
+    t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
+    timeout 150 $C/test_gpu_lane_gpu --gtest_filter='*Greedy*:*Head*' 2>&1 | grep -E "PASSED|FAILED|Failure|SKIPPED|Expected|Which|actual" | head -16; el
+    timeout 90 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "PASSED|FAILED|Failure" | head -6; el
+    f=$(synth qwen3-0.6b q8_0)
+    for r in 1 2; do
+      echo "== tg128 qwen3-0.6b q8_0 chain 16 ($r)"; tg_short $f
+      echo "== tg128 qwen3-0.6b q8_0 chain 1 ($r)"; with_env LATHE_DECODE_CHAIN=1 tg_short $f
+    done
+    for c in 1 16; do
+      echo "== qwen3-0.6b: lathe run -n 256 --temp 0, chain $c"
+      LATHE_DECODE_CHAIN=$c timeout 60 $L run $f -p "In the beginning God created" -n 256 --temp 0 2>&1 >/dev/null | grep -E "generated"
+    done
+    for c in 0 1; do
+      echo "== qwen3-0.6b: lathe run -n 256 (sampler defaults), sampled chain $c"
+      LATHE_SAMPLED_CHAIN=$c timeout 60 $L run $f -p "In the beginning God created" -n 256 2>&1 >/dev/null | grep -E "generated"
+    done
+    for seed in 1 2 3; do
+      a=$(LATHE_SAMPLED_CHAIN=0 timeout 60 $L run $f -p "In the beginning God created" -n 96 --seed $seed 2>/dev/null | md5sum)
+      b=$(LATHE_SAMPLED_CHAIN=1 timeout 60 $L run $f -p "In the beginning God created" -n 96 --seed $seed 2>/dev/null | md5sum)
+      echo "== lathe run --seed $seed, sampled chain off / on: $([ "$a" = "$b" ] && echo same text || echo DIFFERENT text)"
+    done; el
+    e=$M/qwen3-0.6b-q8_0-0.gguf
+    $L synth --shape qwen3-0.6b --type q8_0 --layers 0 -o $e >/dev/null
+    emitted_vs_run $e emitted-qwen3-0.6b-q8_0-0 "In the beginning God created" "Blessed are the"
+    emitted_against_bench $e emitted-qwen3-0.6b-q8_0-0; el
+    gpu_tests test_gemv_gpu test_gemv_multi_gpu test_norm_epilogue_gpu; el
+    echo "== check qwen3-0.6b q3_k_m"; timeout 90 $L check $(synth qwen3-0.6b q3_k_m) --steps 16 2>&1 | tail -2 | head -1; el
+    f=$(synth qwen3-8b q3_k_m); el
+    for r in 1 2; do echo "== tg128 qwen3-8b q3_k_m ($r)"; tg_short $f; done; rm -f $f; el ;;
+  s44b)  # (forty-fourth session) tg128 of every target on this card, chained (the default), twice
+    t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
+    for spec in "qwen3-8b q8_0" "qwen3-8b q4_k_m" "llama3-8b q8_0"; do
+      f=$(synth $spec); el
+      for r in 1 2; do echo "== tg128 $spec ($r)"; tg_short $f; done
+      [ "$spec" = "qwen3-8b q8_0" ] && { echo "== tg128 qwen3-8b q8_0 at 4096"; tg_at $f 4096; }
+      [ "$spec" = "qwen3-8b q4_k_m" ] && { echo "== profile qwen3-8b q4_k_m"; timeout 90 $L bench $f -p 16 -n 8 -r 1 --profile 2>&1 | tail -30; }
+      rm -f $f
+    done
+    f=$(synth qwen3-30b-a3b q8_0); el
+    for r in 1 2; do echo "== tg128 qwen3-30b-a3b q8_0 ($r)"; tg_short $f; done; el ;;
   c43q)
     t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
     timeout 150 $C/test_gpu_lane_gpu --gtest_filter='*Greedy*:*Head*' 2>&1 | grep -E "PASSED|FAILED|Failure|SKIPPED|Expected|Which|actual" | head -16; el
