@@ -770,7 +770,10 @@ __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int
     lathe_ring_wait(full_a, s, (taken / F::stages) & 1);
     const int c = LATHE_GEMV1T_SPAN * j + warp;  // this warp's unit of the item
     const int part = tiles.part(c);
-    const unsigned u = static_cast<unsigned>(c % n_units);  // x's unit (up's units follow gate's)
+    // x's unit: c % n_units, as c < 2 n_units (a tile's units are n_units, gate's then up's 2 n_units):
+    // no division a unit (c % n_units took ~20 of the x-each route's ~340 instructions a unit; nvdisasm,
+    // forty-fourth session)
+    const unsigned u = static_cast<unsigned>(c >= n_units ? c - n_units : c);
     const unsigned sa = ring + s * F::slot, o = static_cast<unsigned>(F::unit * c) & 15u;
     auto unit = [&](const typename F::xfrag& xf) {
       if (LATHE_GEMV1T_SKIP_MATH) {
