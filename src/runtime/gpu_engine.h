@@ -50,10 +50,11 @@ struct GpuEngineOptions {
   // (kernels::step_advance, sample_head_advance), so that the host waits once for them instead of once
   // a token. 1: a host round trip a token. LATHE_DECODE_CHAIN=N sets it.
   int64_t decode_chain = 16;
-  // Whether sampled steps chain too (run_sampled_steps; also LATHE_SAMPLED_CHAIN=0/1). Off until its
-  // GPU test (the lane's ChainedSampledStepsDrawTheHostsTokens) has passed on a card: written in the
-  // forty-second session, which got no device time to run it.
-  bool sampled_chain = false;
+  // Whether sampled steps chain too (run_sampled_steps; also LATHE_SAMPLED_CHAIN=0/1): each token drawn
+  // on the device from the step's head with the host sampler's own uniform, the same tokens as the
+  // host's draws (the lane's ChainedSampledStepsDrawTheHostsTokens; the same text chained and not on an
+  // H200, forty-fourth session). On by default since.
+  bool sampled_chain = true;
 };
 
 class GpuEngine : public Engine {
