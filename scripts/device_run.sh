@@ -2153,6 +2153,26 @@ for part in "$@"; do
       for r in 1 2; do echo "== tg128 $spec ($r)"; tg_short $f; done
       rm -f $f
     done ;;
+  p44)  # (forty-fourth session) the tiles walked in pairs (-DLATHE_GEMV1T_PAIR=2, compiled here by
+         # device_prepare.sh's PREP_DEFINES): its tests, the GEMVs alone and qwen3-8b q4_k_m both ways
+    t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
+    P="LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_PAIR=2"
+    echo "== pairs: test_gemv_gpu tiles"; with_env "$P" timeout 90 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6; el
+    for t in test_gemv_multi_gpu test_norm_epilogue_gpu; do
+      echo "== pairs: $t"; with_env "$P" timeout 120 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6
+    done; el
+    for v in "" "$P"; do
+      echo "== GEMV alone ${v:-default}"
+      for cs in "q4_K 4096 4096" "q4_K 12288 4096" "q4_K 4096 12288" "q6_K 4096 4096" "q6_K 12288 4096"; do
+        with_env "$v" env LATHE_GEMV_TIMING_CASE="$cs" timeout 60 $C/test_gemv_gpu --gtest_filter='*TimingPrintsBandwidth*' 2>&1 | grep -E "int8x2 decode"
+      done
+    done; el
+    f=$(synth qwen3-8b q4_k_m); el
+    for r in 1 2; do
+      echo "== tg128 qwen3-8b q4_k_m default ($r)"; tg_short $f
+      echo "== tg128 qwen3-8b q4_k_m pairs ($r)"; with_env "$P" tg_short $f
+    done
+    echo "== check qwen3-8b q4_k_m pairs"; with_env "$P" timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1; el ;;
   s44a)  # (forty-fourth session) c43q, then k43's checks: the chain's and Q3_K tiles' first card run
     t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
     timeout 150 $C/test_gpu_lane_gpu --gtest_filter='*Greedy*:*Head*' 2>&1 | grep -E "PASSED|FAILED|Failure|SKIPPED|Expected|Which|actual" | head -16; el
