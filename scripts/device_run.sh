@@ -2172,7 +2172,10 @@ for part in "$@"; do
       echo "== tg128 qwen3-8b q4_k_m default ($r)"; tg_short $f
       echo "== tg128 qwen3-8b q4_k_m pairs ($r)"; with_env "$P" tg_short $f
     done
-    echo "== check qwen3-8b q4_k_m pairs"; with_env "$P" timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1; el ;;
+    echo "== check qwen3-8b q4_k_m pairs"; with_env "$P" timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1; el
+    rm -f $f; e=$M/qwen3-0.6b-q8_0-0.gguf  # the emitted program's clock now after its chain's capture
+    $L synth --shape qwen3-0.6b --type q8_0 --layers 0 -o $e >/dev/null
+    emitted_against_bench $e emitted-qwen3-0.6b-q8_0-0; el ;;
   s44a)  # (forty-fourth session) c43q, then k43's checks: the chain's and Q3_K tiles' first card run
     t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
     timeout 150 $C/test_gpu_lane_gpu --gtest_filter='*Greedy*:*Head*' 2>&1 | grep -E "PASSED|FAILED|Failure|SKIPPED|Expected|Which|actual" | head -16; el
