@@ -64,6 +64,26 @@ __device__ __forceinline__ void lathe_pdl_entry() {
 #endif
 }
 
+// A logit and its token as one 64-bit key in the sampler's order (runtime/sampler.h: the larger value
+// first, of equal values the lower token first; -0 as +0, NaN below every number), the larger key
+// first: the float's bits made orderable as unsigned over ~index. top_candidates.cuh writes a row's
+// best keys; sample_head.cuh reads them back (lathe_head_key_value, lathe_head_key_token).
+// LATHE_HEAD_MAX: the longest head (kMaxTopCandidates, top_candidates_launch.h).
+#define LATHE_HEAD_MAX 1024
+__device__ __forceinline__ unsigned long long lathe_head_key(float v, unsigned index) {
+  if (v == 0.0f) v = 0.0f;  // -0 as +0
+  const unsigned u = __float_as_uint(v);
+  unsigned ordered = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  if (v != v) ordered = 0u;
+  return ((unsigned long long)ordered << 32) | (unsigned long long)(~index);
+}
+__device__ __forceinline__ double lathe_head_key_value(unsigned long long key) {
+  const unsigned ordered = (unsigned)(key >> 32);
+  const unsigned u = (ordered & 0x80000000u) ? (ordered & 0x7fffffffu) : ~ordered;
+  return (double)__uint_as_float(u);
+}
+__device__ __forceinline__ int lathe_head_key_token(unsigned long long key) { return (int)~(unsigned)key; }
+
 // The two halves of lathe_pdl_entry, for a kernel that lets its successor launch later than its start
 // (a block that never releases releases when it exits).
 __device__ __forceinline__ void lathe_pdl_wait() {

@@ -10,26 +10,19 @@
 // params (f64): [0] top_p, [1] min_p, [2] temperature, [3 + p % slots] the uniform of the step at p.
 
 #define SH_THREADS 256
-#define SH_MAX 1024  // kMaxTopCandidates (top_candidates_launch.h)
-
-__device__ __forceinline__ double sh_key_value(unsigned long long key) {
-  const unsigned ordered = (unsigned)(key >> 32);
-  const unsigned u = (ordered & 0x80000000u) ? (ordered & 0x7fffffffu) : ~ordered;
-  return (double)__uint_as_float(u);
-}
 
 extern "C" __global__ void __launch_bounds__(SH_THREADS)
 lathe_sample_head_advance(const unsigned long long* __restrict__ keys, int m, const double* __restrict__ params,
                           int* __restrict__ tokens, int* __restrict__ positions, int* __restrict__ ids, int slots) {
   lathe_pdl_entry();
-  __shared__ double z[SH_MAX], q[SH_MAX], by_token_p[SH_MAX];
-  __shared__ int tok[SH_MAX], by_token[SH_MAX];
+  __shared__ double z[LATHE_HEAD_MAX], q[LATHE_HEAD_MAX], by_token_p[LATHE_HEAD_MAX];
+  __shared__ int tok[LATHE_HEAD_MAX], by_token[LATHE_HEAD_MAX];
   __shared__ int keep_s;
   __shared__ double sum_s;
   const int t = threadIdx.x;
   for (int i = t; i < m; i += blockDim.x) {
-    z[i] = sh_key_value(keys[i]);
-    tok[i] = (int)~(unsigned)keys[i];
+    z[i] = lathe_head_key_value(keys[i]);
+    tok[i] = lathe_head_key_token(keys[i]);
   }
   if (t == 0) keep_s = m;
   __syncthreads();

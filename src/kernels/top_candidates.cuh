@@ -1,7 +1,7 @@
 // A row's m best logits, for sampling on the host without copying the row back (runtime/sampler.h's
 // head path; kernels/top_candidates_launch.h says what it computes). The order is the sampler's:
 // larger value first, of equal values the lower index first; -0 counts as +0 and NaN below every
-// number. Values become 64-bit keys, the larger key first:
+// number. Values become 64-bit keys (common.cuh's lathe_head_key), the larger key first:
 //   high word: the float's bits made orderable as unsigned (NaN -> 0; -0 as +0),
 //   low word:  ~index (of equal values the lower index is larger).
 // Keys are distinct (indices are), so "the m largest keys" is one set with one order.
@@ -18,15 +18,6 @@
 
 #define TOPC_THREADS 512
 #define TOPC_CHUNK 4096
-#define TOPC_MAX 1024
-
-__device__ __forceinline__ unsigned long long topc_key(float v, unsigned index) {
-  if (v == 0.0f) v = 0.0f;  // -0 as +0
-  const unsigned u = __float_as_uint(v);
-  unsigned ordered = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-  if (v != v) ordered = 0u;
-  return ((unsigned long long)ordered << 32) | (unsigned long long)(~index);
-}
 
 // The m-th largest of `count` distinct keys get(i) (m <= count), by every thread of the block; hist
 // 256 counts and sh 2 words of shared memory.
@@ -82,7 +73,7 @@ extern "C" __global__ void __launch_bounds__(TOPC_THREADS)
   __shared__ unsigned taken;
   __shared__ bool last;
   const int begin = blockIdx.x * TOPC_CHUNK, count = min(TOPC_CHUNK, n - begin);
-  for (int i = threadIdx.x; i < count; i += blockDim.x) keys[i] = topc_key(x[begin + i], (unsigned)(begin + i));
+  for (int i = threadIdx.x; i < count; i += blockDim.x) keys[i] = lathe_head_key(x[begin + i], (unsigned)(begin + i));
   if (threadIdx.x == 0) taken = 0u;
   __syncthreads();
   const int mc = min(m, count);
