@@ -685,6 +685,11 @@
 #           text and lathe bench's tg128 (build with EMITTED_SYNTH="qwen3-0.6b q8_0 0" at device_prepare.sh)
 #   f43     (forty-third session) the rest of the targets' table with the chain: tg128 of qwen3-8b Q4_K_M and
 #           llama3-8b Q8_0, qwen3-8b Q8_0 at 4,096 of context, each chained (16) and a round trip a token (1)
+#   s44a    (forty-fourth session; ran) c43q at length, then k43's checks and the 8B q3_k_m's tg128
+#   s44b    (forty-fourth session; ran) tg128 of every target chained, twice; qwen3-8b q4_k_m's --profile
+#   p44     (forty-fourth session) the tiles walked in pairs: prepare with PREP_DEFINES="-DLATHE_GEMV1T_PAIR=2"
+#           and EMITTED_SYNTH="qwen3-0.6b q8_0 0"; its kernel tests under the knob, the GEMVs alone both
+#           ways, qwen3-8b q4_k_m's tg128 alternated and its check, then the emitted program against bench
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
