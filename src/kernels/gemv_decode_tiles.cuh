@@ -695,7 +695,7 @@ __device__ __forceinline__ uint8_t* lathe_gemv1t_x(uint4* smem) {
 // lathe_gemv1t_run's walk under LATHE_GEMV1T_PAIR=2: the block's tiles in pairs (item, item + step),
 // each round unit c = 16 j + warp of both from the ring's next two slots with one x fragment, the pair
 // ended at one barrier (a last tile without a partner walks alone). fill() asks for the units in this
-// order (lathe_gemv1t_run's cursor).
+// order (lathe_gemv1t_run's cursor). LATHE_GEMV1T_SKIP_END is not taken here (SKIP_MATH is).
 template <class F, int C, class T, class Partial, class Fill>
 __device__ __forceinline__ void lathe_gemv1t_pairs(T& tiles, Partial& partial, unsigned ring, unsigned full_a,
                                                    int item0, int step, int n_units, bool x_fixed,
