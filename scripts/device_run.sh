@@ -381,6 +381,10 @@
 #   k1      2026-12-03's twenty-seventh session: the SM and memory clocks, power and the clock event
 #           reasons nvidia-smi samples (every 100 ms) while lathe decodes 1,024 tokens of qwen3-8b Q4_K_M
 #           and Q8_0 and qwen3-0.6b Q8_0: whether the chains after a wait run at the clock assumed
+#   sp45    (forty-fifth session) the card's read rate (../shared/tools/bw.cu, built into build-dev/probe),
+#           stream_probe (a step's products in one persistent launch streaming ahead across its waits)
+#           and tg128 of qwen3-0.6b and qwen3-8b Q8_0 beside it; carry build-dev/probe.tar.xz (bw and
+#           stream_probe_SxC binaries: nvcc -DSLOTS=S -DCHUNK=C, S slots of C bytes a warp's ring)
 #   k2      the card probes (scripts/probes, built by its build.sh into build-dev/probe and carried in
 #           the pack or beside it): clusters resident and their barriers' cost, a launch edge's cost,
 #           the router's pick phase alone; since the thirtieth session also cold code's cost
@@ -687,9 +691,6 @@
 #           llama3-8b Q8_0, qwen3-8b Q8_0 at 4,096 of context, each chained (16) and a round trip a token (1)
 #   s44a    (forty-fourth session; ran) c43q at length, then k43's checks and the 8B q3_k_m's tg128
 #   s44b    (forty-fourth session; ran) tg128 of every target chained, twice; qwen3-8b q4_k_m's --profile
-#   p44     (forty-fourth session) the tiles walked in pairs: prepare with PREP_DEFINES="-DLATHE_GEMV1T_PAIR=2"
-#           and EMITTED_SYNTH="qwen3-0.6b q8_0 0"; its kernel tests under the knob, the GEMVs alone both
-#           ways, qwen3-8b q4_k_m's tg128 alternated and its check, then the emitted program against bench
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
@@ -2158,29 +2159,6 @@ for part in "$@"; do
       for r in 1 2; do echo "== tg128 $spec ($r)"; tg_short $f; done
       rm -f $f
     done ;;
-  p44)  # (forty-fourth session) the tiles walked in pairs (-DLATHE_GEMV1T_PAIR=2, compiled here by
-         # device_prepare.sh's PREP_DEFINES): its tests, the GEMVs alone and qwen3-8b q4_k_m both ways
-    t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
-    P="LATHE_KERNEL_DEFINES=-DLATHE_GEMV1T_PAIR=2"
-    echo "== pairs: test_gemv_gpu tiles"; with_env "$P" timeout 90 $C/test_gemv_gpu --gtest_filter='*DecodeTiles*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6; el
-    for t in test_gemv_multi_gpu test_norm_epilogue_gpu; do
-      echo "== pairs: $t"; with_env "$P" timeout 120 $C/$t --gtest_filter='-*Timing*:*Speed*' 2>&1 | grep -E "^\[  (PASSED|FAILED) |Failure" | head -6
-    done; el
-    for v in "" "$P"; do
-      echo "== GEMV alone ${v:-default}"
-      for cs in "q4_K 4096 4096" "q4_K 12288 4096" "q4_K 4096 12288" "q6_K 4096 4096" "q6_K 12288 4096"; do
-        with_env "$v" env LATHE_GEMV_TIMING_CASE="$cs" timeout 60 $C/test_gemv_gpu --gtest_filter='*TimingPrintsBandwidth*' 2>&1 | grep -E "int8x2 decode"
-      done
-    done; el
-    f=$(synth qwen3-8b q4_k_m); el
-    for r in 1 2; do
-      echo "== tg128 qwen3-8b q4_k_m default ($r)"; tg_short $f
-      echo "== tg128 qwen3-8b q4_k_m pairs ($r)"; with_env "$P" tg_short $f
-    done
-    echo "== check qwen3-8b q4_k_m pairs"; with_env "$P" timeout 90 $L check $f --steps 16 2>&1 | tail -2 | head -1; el
-    rm -f $f; e=$M/qwen3-0.6b-q8_0-0.gguf  # the emitted program's clock now after its chain's capture
-    $L synth --shape qwen3-0.6b --type q8_0 --layers 0 -o $e >/dev/null
-    emitted_against_bench $e emitted-qwen3-0.6b-q8_0-0; el ;;
   s44a)  # (forty-fourth session) c43q, then k43's checks: the chain's and Q3_K tiles' first card run
     t0=$(date +%s); el() { echo "   [$(( $(date +%s) - t0 )) s]"; }
     timeout 150 $C/test_gpu_lane_gpu --gtest_filter='*Greedy*:*Head*' 2>&1 | grep -E "PASSED|FAILED|Failure|SKIPPED|Expected|Which|actual" | head -16; el
@@ -2859,6 +2837,12 @@ PY
       f=$(synth $spec)
       for v in "" "-DLATHE_GEMV1_BEFORE_WAIT=2" ""; do echo "== $spec ${v:-B=1}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
     done ;;
+  sp45)  # (forty-fifth session) a step's products in one persistent launch whose warps stream ahead
+         # across the waits (scripts/probes/stream_probe.cu), beside the card's read rate and the lane's tg128
+    [ -f build-dev/probe.tar.xz ] && tar -xJf build-dev/probe.tar.xz  # (carried packed: the pack and the tree fill 64 MiB)
+    [ -x build-dev/probe/bw ] && { echo "== bw"; timeout 60 build-dev/probe/bw; }
+    for b in build-dev/probe/stream_probe*; do echo "== $b"; timeout 120 $b; done
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0"; do echo "== tg128 $spec"; tg_short $(synth $spec); done ;;
   k2)  # the card probes (see the list above)
     for p in cluster_probe edge_probe pick_probe icache_probe wake_probe neighbour_probe; do echo "== $p"; timeout 120 build-dev/probe/$p; done ;;
   k1)  # the clocks while decoding (see the list above)

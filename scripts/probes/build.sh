@@ -9,6 +9,6 @@ mkdir -p "$D"
 # pick_probe includes the library's router code (moe_route.cuh and what it builds on), whose typedefs
 # (NVRTC has no <cstdint>) nvcc refuses
 for f in common gemv_blocks moe_route; do grep -v '^typedef' src/kernels/$f.cuh; done > "$D/kernels_local.cuh"
-for p in cluster_probe edge_probe pick_probe icache_probe wake_probe neighbour_probe ffn_probe; do
+for p in cluster_probe edge_probe pick_probe icache_probe wake_probe neighbour_probe ffn_probe stream_probe; do
   nvcc -O3 -arch=sm_90 -std=c++17 -I"$D" scripts/probes/$p.cu -o "$D/$p"
 done

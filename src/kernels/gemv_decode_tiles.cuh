@@ -90,15 +90,6 @@
 #ifndef LATHE_GEMV1T_SKIP_END
 #define LATHE_GEMV1T_SKIP_END 0
 #endif
-// Tiles a round (1 or 2): with 2 a block walks its tiles in pairs (items i and i + step), each warp's
-// unit c of both (one x fragment for the two) before the next c, and ends the pair's tiles at one
-// barrier, warp 0's lanes 0-15 summing the first tile's rows and 16-31 the second's. Half the tile
-// ends and barriers of a 16-unit row, two independent units a warp between waits. The same sums, to
-// the bit (each tile's terms in the same order).
-#ifndef LATHE_GEMV1T_PAIR
-#define LATHE_GEMV1T_PAIR 1
-#endif
-static_assert(LATHE_GEMV1T_PAIR == 1 || LATHE_GEMV1T_PAIR == 2, "LATHE_GEMV1T_PAIR is 1 or 2");
 
 // A CUtensorMap as the kernel receives it (__grid_constant__: TMA reads it from parameter space);
 // the launchers' decode_tile_map encodes it: the matrix as 2D bytes [n_out][row_bytes], box 144 x 16.
@@ -692,86 +683,6 @@ __device__ __forceinline__ uint8_t* lathe_gemv1t_x(uint4* smem) {
   return reinterpret_cast<uint8_t*>(smem) + F::x_offset;
 }
 
-// lathe_gemv1t_run's walk under LATHE_GEMV1T_PAIR=2: the block's tiles in pairs (item, item + step),
-// each round unit c = 16 j + warp of both from the ring's next two slots with one x fragment, the pair
-// ended at one barrier (a last tile without a partner walks alone). fill() asks for the units in this
-// order (lathe_gemv1t_run's cursor). LATHE_GEMV1T_SKIP_END is not taken here (SKIP_MATH is).
-template <class F, int C, class T, class Partial, class Fill>
-__device__ __forceinline__ void lathe_gemv1t_pairs(T& tiles, Partial& partial, unsigned ring, unsigned full_a,
-                                                   int item0, int step, int n_units, bool x_fixed,
-                                                   const typename F::xfrag& x_once, const typename F::lane_x& lx,
-                                                   Fill& fill) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  constexpr int P = T::two_parts ? 2 : 1;
-  int item = item0, j = 0, parity = 0;
-  unsigned taken = 0;
-  float acc[2][2][2] = {{{0.0f, 0.0f}, {0.0f, 0.0f}}, {{0.0f, 0.0f}, {0.0f, 0.0f}}};  // [tile][part][row g, g + 8]
-  while (tiles.has(item)) {
-    const bool two = tiles.has(item + step);
-    const int c = LATHE_GEMV1T_SPAN * j + warp;
-    const int part = T::two_parts ? tiles.part(c) : 0;
-    const unsigned u = static_cast<unsigned>(c >= n_units ? c - n_units : c);
-    const unsigned o = static_cast<unsigned>(F::unit * c) & 15u;
-    const int s0 = static_cast<int>(taken % F::stages);
-    lathe_ring_wait(full_a, s0, (taken / F::stages) & 1);
-    const unsigned sa0 = ring + s0 * F::slot;
-    const int s1 = static_cast<int>((taken + 1) % F::stages);
-    if (two) lathe_ring_wait(full_a, s1, ((taken + 1) / F::stages) & 1);
-    const unsigned sa1 = ring + s1 * F::slot;
-    auto units = [&](const typename F::xfrag& xf) {
-      if (LATHE_GEMV1T_SKIP_MATH) return;
-      if (two) {
-        F::template chunk<C>(sa0, o, xf, acc[0][part][0], acc[0][part][1]);
-        F::template chunk<C>(sa1, o, xf, acc[1][part][0], acc[1][part][1]);
-      } else {
-        F::template chunk<C>(sa0, o, xf, acc[0][part][0], acc[0][part][1]);
-      }
-    };
-    if (x_fixed)
-      units(x_once);
-    else
-      units(F::template x_of<C>(lx, u));
-    __syncwarp();  // every lane has read the slots: refill them
-    fill();
-    if (two) fill();
-    taken += two ? 2u : 1u;
-    if (LATHE_GEMV1T_SPAN * ++j >= tiles.chunks(item)) {  // the pair is done: a row's four lanes, then the warps
-#pragma unroll
-      for (int q = 0; q < 2; ++q)
-#pragma unroll
-        for (int p = 0; p < P; ++p)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            acc[q][p][h] += __shfl_xor_sync(0xFFFFFFFFu, acc[q][p][h], 1);
-            acc[q][p][h] += __shfl_xor_sync(0xFFFFFFFFu, acc[q][p][h], 2);
-          }
-      if (t == 0)
-#pragma unroll
-        for (int q = 0; q < 2; ++q)
-#pragma unroll
-          for (int p = 0; p < P; ++p) {
-            partial[parity][q][p][warp][g] = acc[q][p][0];
-            partial[parity][q][p][warp][g + 8] = acc[q][p][1];
-          }
-      asm volatile("bar.sync 1, %0;\n" ::"r"(32 * LATHE_GEMV1_WARPS) : "memory");
-      if (warp == 0) {
-        const int q = lane >> 4;  // lanes 0-15: the first tile's rows, 16-31 the second's
-        float v[2] = {0.0f, 0.0f};
-#pragma unroll
-        for (int p = 0; p < P; ++p)
-          for (int i = 0; i < LATHE_GEMV1_WARPS; ++i) v[p] += partial[parity][q][p][i][lane & 15];
-        if (q == 0 || two) tiles.done(item + q * step, lane & 15, v[0], v[1]);
-      }
-      parity ^= 1;
-#pragma unroll
-      for (int q = 0; q < 2; ++q)
-        acc[q][0][0] = acc[q][0][1] = acc[q][1][0] = acc[q][1][1] = 0.0f;
-      j = 0;
-      item += 2 * step;
-    }
-  }
-}
-
 // The tile walk of format F (lathe_gemv1t_fmt_*): one block a tile at a time, a tile's units 16 at a time (warp w the unit 16 j + w of
 // round j). What the tiles are and where their rows go is the policy T's (the plain product below,
 // gemv_norm_epilogue.cuh's, gemv_multi.cuh's):
@@ -791,7 +702,7 @@ template <class F, int C, class T, class StageX>
 __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int k, int early,
                                                  const lathe_grid* grid = nullptr) {
   extern __shared__ uint4 lathe_gemv1_smem[];
-  __shared__ float partial[2][LATHE_GEMV1T_PAIR][T::two_parts ? 2 : 1][LATHE_GEMV1_WARPS][LATHE_GEMV1T_ROWS];
+  __shared__ float partial[2][T::two_parts ? 2 : 1][LATHE_GEMV1_WARPS][LATHE_GEMV1T_ROWS];
   __shared__ __align__(8) unsigned long long full[LATHE_GEMV1_WARPS][F::stages];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   // The warp's ring; TMA writes a box at a 128-byte aligned address.
@@ -808,14 +719,12 @@ __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int
   }
   __syncwarp();
 
-  // Fill f: the warp's f-th unit (its items' units 16 j + warp in turn; in pairs, unit 16 j + warp of
-  // item i, then of i + step where it exists, then j + 1) into slot f % stages, one box.
-  int ld_item = item0, ld_j = 0, ld_s = 0, filled = 0;
+  // Fill f: the warp's f-th unit (its items' units 16 j + warp in turn) into slot f % stages, one box.
+  int ld_item = item0, ld_j = 0, filled = 0;
   auto fill = [&] {
-    const int ld_at = ld_item + ld_s * step;
-    if (tiles.has(ld_at)) {
+    if (tiles.has(ld_item)) {
       int col, row;
-      const LatheTileMap* map = tiles.box(ld_at, LATHE_GEMV1T_SPAN * ld_j + warp, col, row);
+      const LatheTileMap* map = tiles.box(ld_item, LATHE_GEMV1T_SPAN * ld_j + warp, col, row);
       const int s = filled % F::stages;
       const unsigned bar = full_a + 8 * s;
       if (lane == 0) {
@@ -827,14 +736,9 @@ __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int
             "l"(reinterpret_cast<uint64_t>(map)), "r"((F::unit * col) & ~15), "r"(row), "r"(bar)
             : "memory");
       }
-      if (LATHE_GEMV1T_PAIR == 2 && ld_s == 0 && tiles.has(ld_item + step)) {
-        ld_s = 1;
-      } else {
-        ld_s = 0;
-        if (LATHE_GEMV1T_SPAN * ++ld_j >= tiles.chunks(ld_item)) {
-          ld_j = 0;
-          ld_item += LATHE_GEMV1T_PAIR * step;
-        }
+      if (LATHE_GEMV1T_SPAN * ++ld_j >= tiles.chunks(ld_item)) {
+        ld_j = 0;
+        ld_item += step;
       }
     }
     ++filled;
@@ -858,9 +762,6 @@ __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int
   const bool x_fixed = LATHE_GEMV1T_X_ONCE && n_units == LATHE_GEMV1T_SPAN;
   typename F::xfrag x_once{};
   if (x_fixed) x_once = F::template x_of<C>(lx, static_cast<unsigned>(warp));
-  if constexpr (LATHE_GEMV1T_PAIR == 2) {
-    lathe_gemv1t_pairs<F, C>(tiles, partial, ring, full_a, item0, step, n_units, x_fixed, x_once, lx, fill);
-  } else {
   int item = item0, j = 0, parity = 0;
   unsigned taken = 0;  // units consumed: number `taken` is fill taken / stages of its slot
   float acc[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};  // [part][row g, row g + 8]
@@ -906,15 +807,15 @@ __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int
       if (t == 0)
 #pragma unroll
         for (int p = 0; p < P; ++p) {
-          partial[parity][0][p][warp][g] = acc[p][0];
-          partial[parity][0][p][warp][g + 8] = acc[p][1];
+          partial[parity][p][warp][g] = acc[p][0];
+          partial[parity][p][warp][g + 8] = acc[p][1];
         }
       asm volatile("bar.sync 1, %0;\n" ::"r"(32 * LATHE_GEMV1_WARPS) : "memory");
       if (warp == 0) {
         float v[2] = {0.0f, 0.0f};  // lane r < 16: row r's totals, the warps in order
 #pragma unroll
         for (int p = 0; p < P; ++p)
-          for (int i = 0; i < LATHE_GEMV1_WARPS; ++i) v[p] += partial[parity][0][p][i][lane & 15];
+          for (int i = 0; i < LATHE_GEMV1_WARPS; ++i) v[p] += partial[parity][p][i][lane & 15];
         if (lane < LATHE_GEMV1T_ROWS) tiles.done(item, lane, v[0], v[1]);
       }
       parity ^= 1;
@@ -922,7 +823,6 @@ __device__ __forceinline__ void lathe_gemv1t_run(T& tiles, StageX&& stage_x, int
       j = 0;
       item += step;
     }
-  }
   }
   __syncthreads();  // every fill consumed and every warp past its last wait
   if (lane == 0)
