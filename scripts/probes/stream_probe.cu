@@ -88,7 +88,12 @@ __device__ __forceinline__ void warp_bytes(const Op& o, int g, int n_warps, long
 }
 
 __global__ void __launch_bounds__(32 * kWarps, 1)
-    step(int n_ops, unsigned epoch, unsigned* done, const unsigned* table, int chain_len, int n_att, int wait) {
+    step(int n_ops, unsigned epoch, unsigned* done, const unsigned* table, int chain_len, int n_att, int wait,
+         unsigned long long* stamps) {
+  // stamps (null: none), 6 an op: [0] the last block's thread 0 starts its wait, [1] sees the count, [2] x
+  // staged, [3] its warp 0's first slot of the op landed, [4] warp 0 done; [5] the op's last warp done
+  // (atomicMax over every warp); for an attention op [1] and [4] are block 0's attention warp's.
+  const bool stamp_block = stamps && blockIdx.x == gridDim.x - 1;
   extern __shared__ __align__(128) uint8_t sm[];
   __shared__ __align__(8) unsigned long long full[kWarps][kSlots];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -142,6 +147,7 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
         if (lane == 0 && wait == 1 && i > 0)
           while (ld_acquire(done + i - 1) < (epoch + 1) * ops[i - 1].count) {
           }
+        if (stamps && lane == 0 && blockIdx.x == 0) stamps[6 * i + 1] = gtime();
         __syncwarp();
         unsigned v = blockIdx.x;
         if (lane == 0)
@@ -152,15 +158,22 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
         __syncwarp();
         if (lane == 0) {
           __threadfence();
+          if (stamps) {
+            const unsigned long long t = gtime();
+            atomicMax(stamps + 6 * i + 5, t);
+            if (blockIdx.x == 0) stamps[6 * i + 4] = t;
+          }
           atomicAdd(done + i, 1u);
         }
       }
       continue;
     }
     // A product: op i - 1 done, x staged (all of the block's warps), then the warp's rows.
+    if (stamp_block && threadIdx.x == 0) stamps[6 * i] = gtime();
     if (threadIdx.x == 0 && wait == 1 && i > 0)
       while (ld_acquire(done + i - 1) < (epoch + 1) * ops[i - 1].count) {
       }
+    if (stamp_block && threadIdx.x == 0) stamps[6 * i + 1] = gtime();
     int8_t* x = xs + (i & 1) * kMaxK;
     if (wait != 2) {  // 2: neither the wait nor x (the ring's stream alone through the same loop)
       __syncthreads();
@@ -168,6 +181,7 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
         reinterpret_cast<int4*>(x)[j] = __ldcg(reinterpret_cast<const int4*>(o.x) + j);
       __syncthreads();
     }
+    if (stamp_block && threadIdx.x == 0) stamps[6 * i + 2] = gtime();
     long long b0, b1;
     warp_bytes(o, g, n_warps, b0, b1);
     if (b0 == b1) continue;
@@ -177,6 +191,7 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
     for (long long off = b0; off < b1; off += kChunk) {
       const int len = static_cast<int>(min((long long)kChunk, b1 - off)), s = c_seq % kSlots;
       ring_wait(smem_addr(&full[warp][s]), (c_seq / kSlots) & 1);
+      if (stamp_block && threadIdx.x == 0 && off == b0) stamps[6 * i + 3] = gtime();
       const uint8_t* slot = ring + s * kChunk;
       for (int st = 0; st < len; st += 512) {
         const int4 wv = *reinterpret_cast<const int4*>(slot + st + 16 * lane);
@@ -200,6 +215,11 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
     __syncwarp();
     if (lane == 0) {
       __threadfence();
+      if (stamps) {
+        const unsigned long long t = gtime();
+        atomicMax(stamps + 6 * i + 5, t);
+        if (stamp_block && warp == 0) stamps[6 * i + 4] = t;
+      }
       atomicAdd(done + i, 1u);
     }
   }
@@ -273,6 +293,8 @@ int main(int argc, char** argv) {
   CK(cudaMemcpy(x0, h_x0.data(), kBuf, cudaMemcpyHostToDevice));
   unsigned* done;
   CK(cudaMalloc(&done, kMaxOps * 4));
+  unsigned long long* stamps;
+  CK(cudaMalloc(&stamps, 6 * 8 * kMaxOps));
   printf("%d blocks x %d warps, rings of %d x %d bytes a warp; us a step (median of 20)\n", sms, kWarps, kSlots, kChunk);
   for (const Shape& sh : shapes) {
     for (int chain_len : {0, 8}) {
@@ -318,8 +340,9 @@ int main(int argc, char** argv) {
       CK(cudaDeviceSynchronize());
       int n_ops = static_cast<int>(hs.size());
       unsigned epoch = 0;
+      unsigned long long* stamps_arg = nullptr;
       auto launch = [&](int wait) -> cudaError_t {
-        void* args[] = {&n_ops, &epoch, &done, &table, &chain_len, (void*)&n_att, &wait};
+        void* args[] = {&n_ops, &epoch, &done, &table, &chain_len, (void*)&n_att, &wait, &stamps_arg};
         cudaError_t e = cudaLaunchCooperativeKernel((void*)step, sms, 32 * kWarps, args, smem, 0);
         ++epoch;
         return e;
@@ -358,6 +381,44 @@ int main(int argc, char** argv) {
              "%8.1f us (%4.0f GB/s); nor x %8.1f us (%4.0f GB/s); output %s\n",
              sh.name, chain_len, med[0], 1e6 / med[0], bytes / med[0] / 1e3, bytes / 1e6, med[1], bytes / med[1] / 1e3,
              med[2], bytes / med[2] / 1e3, verdict);
+      if (chain_len > 0) {  // one stamped launch (the atomicMax a warp adds a little): medians by op, us
+        CK(cudaMemset(stamps, 0, 6 * 8 * kMaxOps));
+        stamps_arg = stamps;
+        CK(launch(1));
+        CK(cudaDeviceSynchronize());
+        stamps_arg = nullptr;
+        std::vector<unsigned long long> st(6 * kMaxOps);
+        CK(cudaMemcpy(st.data(), stamps, st.size() * 8, cudaMemcpyDeviceToHost));
+        const char* names[5] = {"q/k/v", "attention", "o", "gate/up", "down"};
+        printf("  stamped (last block, its warp 0), medians over layers, us: seen = the wait's end less the op "
+               "before's last warp; x; first = its first slot landed after x; run; last = the op's last warp less "
+               "warp 0's end; period = last warp to last warp\n");
+        for (int kind = 0; kind < 5; ++kind) {
+          std::vector<double> c[6];
+          for (int l = 1; l < sh.layers; ++l) {
+            const int i = 5 * l + kind;
+            const unsigned long long* a = &st[6 * i];
+            const unsigned long long prev_last = st[6 * (i - 1) + 5];
+            c[0].push_back((double)(long long)(a[1] - prev_last) / 1e3);
+            if (kind != 1) {
+              c[1].push_back((double)(long long)(a[2] - a[1]) / 1e3);
+              if (a[3]) c[2].push_back((double)(long long)(a[3] - a[2]) / 1e3);
+              if (a[3] && a[4]) c[3].push_back((double)(long long)(a[4] - a[3]) / 1e3);
+            } else {
+              c[3].push_back((double)(long long)(a[4] - a[1]) / 1e3);
+            }
+            if (a[4]) c[4].push_back((double)(long long)(a[5] - a[4]) / 1e3);
+            c[5].push_back((double)(long long)(a[5] - prev_last) / 1e3);
+          }
+          auto med = [](std::vector<double> v) {
+            if (v.empty()) return -1.0;
+            std::sort(v.begin(), v.end());
+            return v[v.size() / 2];
+          };
+          printf("  %-10s seen %6.2f  x %6.2f  first %6.2f  run %6.2f  last %6.2f  period %6.2f\n", names[kind],
+                 med(c[0]), med(c[1]), med(c[2]), med(c[3]), med(c[4]), med(c[5]));
+        }
+      }
       CK(cudaFree(w));
     }
   }
