@@ -381,6 +381,10 @@
 #   k1      2026-12-03's twenty-seventh session: the SM and memory clocks, power and the clock event
 #           reasons nvidia-smi samples (every 100 ms) while lathe decodes 1,024 tokens of qwen3-8b Q4_K_M
 #           and Q8_0 and qwen3-0.6b Q8_0: whether the chains after a wait run at the clock assumed
+#   m45     (forty-fifth session) tg128 of qwen3-0.6b and qwen3-8b Q8_0 from depth 128 and 512 with the
+#           long form from position 128 (the default), 1024 and 4096 (--merge-from)
+#   m45b    (forty-fifth session) `lathe run -n 256 --temp 0` of qwen3-0.6b and qwen3-8b Q8_0 with --ctx 300,
+#           2048 and 8192 (the long form's splits are planned for the context)
 #   sp45    (forty-fifth session) the card's read rate (../shared/tools/bw.cu, built into build-dev/probe),
 #           stream_probe (a step's products in one persistent launch streaming ahead across its waits)
 #           and tg128 of qwen3-0.6b and qwen3-8b Q8_0 beside it; carry build-dev/probe.tar.xz (bw and
@@ -2836,6 +2840,30 @@ PY
     for spec in "qwen3-8b q8_0" "qwen3-0.6b q8_0"; do
       f=$(synth $spec)
       for v in "" "-DLATHE_GEMV1_BEFORE_WAIT=2" ""; do echo "== $spec ${v:-B=1}"; LATHE_KERNEL_DEFINES="$v" tg_short $f; done
+    done ;;
+  m45)  # (forty-fifth session) tg128 past position 128, where the decode step takes its long form (the
+         # attention's splits merged by a launch of their own), by --merge-from
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0"; do
+      f=$(synth $spec)
+      echo "== $spec depth 0"; tg_short $f
+      for d in 128 512; do
+        for mf in 128 1024 4096; do
+          echo "== $spec depth $d merge-from $mf"
+          timeout 90 $L bench $f -p 0 -d $d -n 128 -r 3 --merge-from $mf 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'
+        done
+      done
+      rm -f $f
+    done ;;
+  m45b)  # (forty-fifth session) lathe run past position 128 by the context planned for (--ctx)
+    for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0"; do
+      f=$(synth $spec)
+      for rep in 1 2; do
+        for ctx in 300 2048 8192; do
+          echo "== $spec --ctx $ctx"
+          timeout 90 $L run $f -p "In the beginning God created" -n 256 --temp 0 --ctx $ctx 2>&1 >/dev/null | grep -oE "generated [0-9]+ tokens, [0-9.]+ tok/s"
+        done
+      done
+      rm -f $f
     done ;;
   sp45)  # (forty-fifth session) a step's products in one persistent launch whose warps stream ahead
          # across the waits (scripts/probes/stream_probe.cu), beside the card's read rate and the lane's tg128

@@ -15,9 +15,13 @@
 // every warp with rows in op i - 1 has added 1 to op i - 1's counter, then stages x (L2, 16-byte loads)
 // and walks its rows from the ring; the slots it frees are refilled at once with the bytes after.
 //
-// Printed: per step shape, the step's time (median of 20 launches), its bytes over that time, and the
-// same launch without the waits (the stream's own rate through the same code: wrong values); first a
-// check that the GPU's outputs equal a host reference of the same chain, exactly (the counters work).
+// Printed: per step shape, the step's time (median of 20 launches), its bytes over that time, the same
+// launch without the waits and without x (the stream's own rate through the same code: wrong values),
+// a check that the GPU's outputs equal a host reference of the same chain, exactly (the counters work),
+// and one launch stamped by op. Forms (compile-time): SIGNAL (how a warp says it is done), SIDE_LANE
+// (which lane polls and signals), DEFER_LAST_FILL (the slot an op's last chunk frees refilled after the
+// signal), PACE (fills in flight a warp), SLOTS x CHUNK (the ring). build.sh builds the first form and
+// the two the forty-fifth session measured best (docs/perf.md).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -64,8 +68,58 @@ __device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
+// How a warp says it is done with an op (-DSIGNAL=): 0 a gpu fence then a relaxed atomic add; 1 a release
+// add (no fence); 2 as 1, once a block: the block's last warp with rows in the op adds (an acq_rel add on
+// a shared counter finds it), so 132 adds an op reach the counter, not 2,112.
+#ifndef SIGNAL
+#define SIGNAL 0
+#endif
+// The lane that waits for an op and says it is done (-DSIDE_LANE=): 0 is the lane that asks for the
+// ring's fills; another never has a bulk copy of its own in flight.
+#ifndef SIDE_LANE
+#define SIDE_LANE 0
+#endif
+constexpr int kSide = SIDE_LANE;
+// -DDEFER_LAST_FILL=1: the slot an op's last chunk frees is refilled after the warp's signal, not before
+#ifndef PACE
+#define PACE 0
+#endif
+// Paced, the waiting warps pump their rings: warp 0 polls and raises a flag in shared memory the others
+// spin on (-DPUMP_WAIT=0/1 overrides); unpaced, the block waits for its side thread at a barrier.
+#ifndef PUMP_WAIT
+#define PUMP_WAIT (PACE > 0)
+#endif
+constexpr bool kPumpWhileWaiting = PUMP_WAIT;
+#ifndef DEFER_LAST_FILL
+#define DEFER_LAST_FILL 0
+#endif
+__device__ __forceinline__ void signal_done(unsigned* p) {
+  if (SIGNAL == 0) {
+    __threadfence();
+    atomicAdd(p, 1u);
+  } else {
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p) : "memory");
+  }
+}
+__device__ __forceinline__ unsigned shared_add_acq_rel(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], %2;"
+               : "=r"(old)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p))), "r"(v)
+               : "memory");
+  return old;
+}
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ bool ring_landed(unsigned bar, unsigned parity) {
+  unsigned ok;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
 }
 __device__ __forceinline__ void ring_wait(unsigned bar, unsigned parity) {
   asm volatile(
@@ -96,6 +150,11 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
   const bool stamp_block = stamps && blockIdx.x == gridDim.x - 1;
   extern __shared__ __align__(128) uint8_t sm[];
   __shared__ __align__(8) unsigned long long full[kWarps][kSlots];
+  __shared__ unsigned block_done[2];
+  __shared__ unsigned go;  // the block's flag: i + 1 once op i - 1 is done everywhere (warp 0 raises it)
+  if (threadIdx.x < 2) block_done[threadIdx.x] = 0;
+  if (threadIdx.x == 0) go = 0;
+  __syncthreads();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int n_warps = gridDim.x * kWarps, g = blockIdx.x * kWarps + warp;
   uint8_t* ring = sm + warp * kSlots * kChunk;
@@ -114,15 +173,15 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
   int f_op = -1;
   const int8_t *f_at = nullptr, *f_end = nullptr;
   unsigned f_seq = 0;
-  auto fill = [&] {
+  auto fill = [&]() -> bool {
     while (f_at == f_end && f_op < n_ops) {  // the next op with bytes of this warp's
-      if (++f_op == n_ops) return;
+      if (++f_op == n_ops) return false;
       long long b0, b1;
       warp_bytes(ops[f_op], g, n_warps, b0, b1);
       f_at = ops[f_op].w + b0;
       f_end = ops[f_op].w + b1;
     }
-    if (f_op >= n_ops) return;
+    if (f_op >= n_ops) return false;
     const int len = static_cast<int>(min((long long)kChunk, (long long)(f_end - f_at)));
     const int s = f_seq % kSlots;
     if (lane == 0) {
@@ -136,18 +195,35 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
     }
     f_at += len;
     ++f_seq;
+    return true;
   };
-  for (int s = 0; s < kSlots; ++s) fill();
-
-  unsigned c_seq = 0;
+  // Pacing (-DPACE=N > 0): at most N of the warp's fills in flight (asked, not landed); landed ones
+  // wait in their slots. PACE 0: a slot is refilled as soon as it is read (every free slot in flight).
+  unsigned c_seq = 0, l_seq = 0;  // consumed; known landed
+  auto pump = [&] {
+    if (PACE == 0) {
+      while (f_seq - c_seq < kSlots && fill()) {
+      }
+      return;
+    }
+    l_seq = max(l_seq, c_seq);
+    while (l_seq < f_seq && ring_landed(smem_addr(&full[warp][l_seq % kSlots]), (l_seq / kSlots) & 1)) ++l_seq;
+    while (f_seq - c_seq < kSlots && f_seq - l_seq < PACE && fill()) {
+    }
+  };
+  pump();
   for (int i = 0; i < n_ops; ++i) {
     const Op o = ops[i];
     if (!o.w) {  // attention: warp 0 of blocks 0 .. n_att - 1, after op i - 1
       if (warp == 0 && blockIdx.x < n_att) {
-        if (lane == 0 && wait == 1 && i > 0)
-          while (ld_acquire(done + i - 1) < (epoch + 1) * ops[i - 1].count) {
+        if (wait == 1 && i > 0)
+          for (;;) {  // the whole warp, pumping its ring between polls
+            unsigned v = 0;
+            if (lane == kSide) v = ld_acquire(done + i - 1);
+            if (__shfl_sync(0xffffffffu, v, kSide) >= (epoch + 1) * ops[i - 1].count) break;
+            pump();
           }
-        if (stamps && lane == 0 && blockIdx.x == 0) stamps[6 * i + 1] = gtime();
+        if (stamps && lane == kSide && blockIdx.x == 0) stamps[6 * i + 1] = gtime();
         __syncwarp();
         unsigned v = blockIdx.x;
         if (lane == 0)
@@ -156,27 +232,52 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
         const int r0 = o.n_out * blockIdx.x / n_att, r1 = o.n_out * (blockIdx.x + 1) / n_att;
         for (int r = r0 + lane; r < r1; r += 32) o.y[r] = static_cast<int8_t>(__ldcg(o.x + r) ^ (int8_t)(v & 3));
         __syncwarp();
-        if (lane == 0) {
-          __threadfence();
+        if (lane == kSide) {
           if (stamps) {
             const unsigned long long t = gtime();
             atomicMax(stamps + 6 * i + 5, t);
             if (blockIdx.x == 0) stamps[6 * i + 4] = t;
           }
-          atomicAdd(done + i, 1u);
+          signal_done(done + i);  // (one warp a block: SIGNAL 2 is SIGNAL 1 here)
         }
       }
       continue;
     }
     // A product: op i - 1 done, x staged (all of the block's warps), then the warp's rows.
-    if (stamp_block && threadIdx.x == 0) stamps[6 * i] = gtime();
-    if (threadIdx.x == 0 && wait == 1 && i > 0)
-      while (ld_acquire(done + i - 1) < (epoch + 1) * ops[i - 1].count) {
+    if (stamp_block && threadIdx.x == kSide) stamps[6 * i] = gtime();
+    if (!kPumpWhileWaiting) {  // the side thread polls op i - 1's count while the block waits at a barrier
+      if (threadIdx.x == kSide && wait == 1 && i > 0)
+        while (ld_acquire(done + i - 1) < (epoch + 1) * ops[i - 1].count) {
+        }
+      if (wait != 2) __syncthreads();
+    } else {
+      // Warp 0 polls op i - 1's count and raises the block's flag; every warp pumps its ring meanwhile.
+      if (warp == 0) {
+        if (wait == 1 && i > 0)
+          for (;;) {
+            unsigned v = 0;
+            if (lane == kSide) v = ld_acquire(done + i - 1);
+            if (__shfl_sync(0xffffffffu, v, kSide) >= (epoch + 1) * ops[i - 1].count) break;
+            pump();
+          }
+        if (lane == 0) {
+          __threadfence_block();
+          *reinterpret_cast<volatile unsigned*>(&go) = i + 1;
+        }
+      } else {
+        for (;;) {
+          unsigned v = 0;
+          if (lane == 0) v = *reinterpret_cast<volatile unsigned*>(&go);
+          // (at least: without the waits and x, wait 2, warp 0 may run ops ahead with no barrier between)
+          if (__shfl_sync(0xffffffffu, v, 0) >= static_cast<unsigned>(i + 1)) break;
+          pump();
+        }
+        __threadfence_block();
       }
-    if (stamp_block && threadIdx.x == 0) stamps[6 * i + 1] = gtime();
+    }
+    if (stamp_block && threadIdx.x == kSide) stamps[6 * i + 1] = gtime();
     int8_t* x = xs + (i & 1) * kMaxK;
     if (wait != 2) {  // 2: neither the wait nor x (the ring's stream alone through the same loop)
-      __syncthreads();
       for (int j = threadIdx.x; j < o.k / 16; j += blockDim.x)
         reinterpret_cast<int4*>(x)[j] = __ldcg(reinterpret_cast<const int4*>(o.x) + j);
       __syncthreads();
@@ -210,17 +311,35 @@ __global__ void __launch_bounds__(32 * kWarps, 1)
       }
       __syncwarp();  // every lane has read the slot: refill it
       ++c_seq;
-      fill();
+      if (!DEFER_LAST_FILL || off + kChunk < b1) pump();
     }
     __syncwarp();
-    if (lane == 0) {
-      __threadfence();
+    if (lane == kSide) {
       if (stamps) {
         const unsigned long long t = gtime();
         atomicMax(stamps + 6 * i + 5, t);
         if (stamp_block && warp == 0) stamps[6 * i + 4] = t;
       }
-      atomicAdd(done + i, 1u);
+      if (SIGNAL == 2) {
+        // the block's warps with rows in op i: those whose ranges are not empty
+        int with_rows = 0;
+        for (int w = 0; w < kWarps; ++w) {
+          long long c0, c1;
+          warp_bytes(o, blockIdx.x * kWarps + w, n_warps, c0, c1);
+          with_rows += c0 != c1;
+        }
+        unsigned* counter = &block_done[i & 1];
+        if (shared_add_acq_rel(counter, 1u) + 1 == static_cast<unsigned>(with_rows)) {
+          *counter = 0;  // next used by op i + 2, after every warp's staging barrier of op i + 1
+          signal_done(done + i);
+        }
+      } else {
+        signal_done(done + i);
+      }
+    }
+    if (DEFER_LAST_FILL) {
+      __syncwarp();
+      pump();
     }
   }
 }
@@ -295,7 +414,9 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&done, kMaxOps * 4));
   unsigned long long* stamps;
   CK(cudaMalloc(&stamps, 6 * 8 * kMaxOps));
-  printf("%d blocks x %d warps, rings of %d x %d bytes a warp; us a step (median of 20)\n", sms, kWarps, kSlots, kChunk);
+  printf("%d blocks x %d warps, rings of %d x %d bytes a warp, signal %d by lane %d, last fill deferred %d, pace %d%s; us a "
+         "step (median of 20)\n", sms, kWarps, kSlots, kChunk, SIGNAL, kSide, DEFER_LAST_FILL, PACE,
+         kPumpWhileWaiting ? " (waiting warps pump)" : "");
   for (const Shape& sh : shapes) {
     for (int chain_len : {0, 8}) {
       const int n_att = 8;
@@ -331,7 +452,15 @@ int main(int argc, char** argv) {
           fill_weights<<<1024, 256>>>(w + at, h.n_out * h.k, h.seed);
           at += (h.n_out * h.k + 127) / 128 * 128;
           unsigned c = 0;
-          for (int gw = 0; gw < n_warps; ++gw) c += (h.n_out * gw / n_warps) != (h.n_out * (gw + 1) / n_warps);
+          for (int gw = 0; gw < n_warps; ++gw) {
+            const bool rows = (h.n_out * gw / n_warps) != (h.n_out * (gw + 1) / n_warps);
+            // SIGNAL 2: a block adds once, by the last of its warps with rows
+            bool block_first = true;
+            if (SIGNAL == 2)
+              for (int w = gw - gw % kWarps; w < gw; ++w)
+                block_first &= (h.n_out * w / n_warps) == (h.n_out * (w + 1) / n_warps);
+            c += rows && block_first;
+          }
           o.count = c;
         }
       }
@@ -391,7 +520,7 @@ int main(int argc, char** argv) {
         CK(cudaMemcpy(st.data(), stamps, st.size() * 8, cudaMemcpyDeviceToHost));
         const char* names[5] = {"q/k/v", "attention", "o", "gate/up", "down"};
         printf("  stamped (last block, its warp 0), medians over layers, us: seen = the wait's end less the op "
-               "before's last warp; x; first = its first slot landed after x; run; last = the op's last warp less "
+               "before's last warp's end (before its signal); x; first = its first slot landed after x; run; last = the op's last warp less "
                "warp 0's end; period = last warp to last warp\n");
         for (int kind = 0; kind < 5; ++kind) {
           std::vector<double> c[6];
