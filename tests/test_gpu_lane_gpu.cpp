@@ -347,21 +347,24 @@ TEST(GpuLaneAttentionHalf, AgreesWithHeldBackAndInterpreter) {
   unsetenv("LATHE_ATTENTION_HALF");
 }
 
+// The decode forms' tests: a 300-token prompt, then n steps at positions 300 .. (the logits of each).
+std::vector<std::vector<float>> decode_after_prompt(Engine& e, int n) {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 300; ++i) ids.push_back((i * 41 + 7) % 300);
+  std::vector<std::vector<float>> out;
+  e.run(ids, 0, false);
+  for (int s = 0; s < n; ++s) {
+    const int32_t one[1] = {(s * 13 + 5) % 300};
+    out.push_back(e.run(one, 300 + s, false));
+  }
+  return out;
+}
+
 TEST(GpuLaneDecodeForms, ShortAndLongFormsAgreeWithTheOneForm) {
   std::string why;
   if (!cuda::gpu_available(&why)) GTEST_SKIP() << why;
   const GgufFile f = synthetic("qwen3-tiny", "decode-forms");
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 300; ++i) ids.push_back((i * 41 + 7) % 300);
-  const auto steps = [&](GpuEngine& e) {
-    std::vector<std::vector<float>> out;
-    e.run(ids, 0, false);
-    for (int s = 0; s < 6; ++s) {
-      const int32_t one[1] = {(s * 13 + 5) % 300};
-      out.push_back(e.run(one, 300 + s, false));
-    }
-    return out;
-  };
+  const auto steps = [&](GpuEngine& e) { return decode_after_prompt(e, 6); };
   GpuEngineOptions go;
   go.n_ctx = 512;
   go.max_chunk = 128;
@@ -371,12 +374,7 @@ TEST(GpuLaneDecodeForms, ShortAndLongFormsAgreeWithTheOneForm) {
   const std::vector<std::vector<float>> base = steps(one);
   go.long_from = 303;
   CpuEngine cpu(f, 512, 128);
-  cpu.run(ids, 0, false);
-  std::vector<std::vector<float>> refs;
-  for (int s = 0; s < 6; ++s) {
-    const int32_t one_id[1] = {(s * 13 + 5) % 300};
-    refs.push_back(cpu.run(one_id, 300 + s, false));
-  }
+  const std::vector<std::vector<float>> refs = decode_after_prompt(cpu, 6);
   for (const int64_t granule : {128, 16}) {
     go.long_granule = granule;
     GpuEngine ranged(f, go);
