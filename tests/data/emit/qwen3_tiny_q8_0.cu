@@ -829,6 +829,8 @@ struct Program {
       launch(reinterpret_cast<const void*>(&lathe_step_advance), dim3(1), dim3(1), 0, args, "lathe_step_advance");
       check(cudaStreamEndCapture(stream, &g), "capturing the decode step");
       check(cudaGraphInstantiate(&chain_graph, g, 0), "instantiating the decode step");
+      // uploaded now, not inside the first chain's replay (inside the decode clock)
+      check(cudaGraphUpload(chain_graph, stream), "uploading the decode step");
     }
   }
   // Queues chain c: n steps from position `position` on `host_token` (chain 0), or, where host_token is
