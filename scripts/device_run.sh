@@ -385,6 +385,10 @@
 #           long form from position 128 (the default), 1024 and 4096 (--merge-from)
 #   m45b    (forty-fifth session) `lathe run -n 256 --temp 0` of qwen3-0.6b and qwen3-8b Q8_0 with --ctx 300,
 #           2048 and 8192 (the long form's splits are planned for the context)
+#   u45     (forty-fifth session) the emitted qwen3-0.6b program with its chain graph uploaded before its clock
+#           against the same program before (carry/emitted-old), three rounds, and lathe bench where the
+#           kernel library is carried (the two programs alone fill the 64 MiB: pack them with lathe and devlibs
+#           into build-dev/pack-u45.tar.xz, unpacked like the pack)
 #   sp45    (forty-fifth session) the card's read rate (../shared/tools/bw.cu, built into build-dev/probe),
 #           stream_probe (a step's products in one persistent launch streaming ahead across its waits)
 #           and tg128 of qwen3-0.6b and qwen3-8b Q8_0 beside it; carry build-dev/probe.tar.xz (bw and
@@ -699,6 +703,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 # device_prepare.sh's pack, when that is what was carried
 [ -f build-dev/pack.tar.xz ] && tar -xJf build-dev/pack.tar.xz -C build-dev
+[ -f build-dev/pack-u45.tar.xz ] && tar -xJf build-dev/pack-u45.tar.xz -C build-dev
 # or its slim pack (SLIM=1: lathe, its kernel library and devlibs), carried beside llama-bench
 [ -f build-dev/pack-slim.tar.xz ] && tar -xJf build-dev/pack-slim.tar.xz -C build-dev
 export LD_LIBRARY_PATH=$PWD/build-dev/devlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
@@ -2865,6 +2870,15 @@ PY
       done
       rm -f $f
     done ;;
+  u45)  # (forty-fifth session) the emitted program with its chain graph uploaded before the clock
+         # (carry/emitted-old: the same program before), alternated, beside lathe bench
+    e=$M/qwen3-0.6b-q8_0-0.gguf; $L synth --shape qwen3-0.6b --type q8_0 --layers 0 -o $e >/dev/null
+    for rep in 1 2 3; do
+      for prog in emitted-old emitted-qwen3-0.6b-q8_0-0; do
+        echo "== $prog, 16 + 128"; timeout 60 $C/$prog $e --prompt-tokens $(seq -s, 1 16) -n 129 2>&1 >/dev/null | tail -1
+      done
+    done
+    [ -f build-dev/kcache/$(ls build-dev/kcache 2>/dev/null | head -1) ] && { echo "== lathe bench"; tg_short $e; } ;;
   sp45)  # (forty-fifth session) a step's products in one persistent launch whose warps stream ahead
          # across the waits (scripts/probes/stream_probe.cu), beside the card's read rate and the lane's tg128
     [ -f build-dev/probe.tar.xz ] && tar -xJf build-dev/probe.tar.xz  # (carried packed: the pack and the tree fill 64 MiB)
