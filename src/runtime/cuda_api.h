@@ -19,7 +19,7 @@ namespace lathe::cuda {
   X(cuStreamDestroy) X(cuStreamSynchronize) X(cuModuleLoadData) X(cuModuleUnload)              \
   X(cuModuleGetFunction) X(cuModuleGetGlobal) X(cuFuncSetAttribute) X(cuLaunchKernel)         \
   X(cuStreamBeginCapture)                                                                      \
-  X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphUpload) X(cuGraphLaunch) X(cuGraphExecDestroy) \
+  X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)           \
   X(cuGraphDestroy) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)  \
   X(cuEventElapsedTime) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync)         \
   X(cuMemsetD8Async) X(cuCtxSynchronize) X(cuLaunchKernelEx)                                 \

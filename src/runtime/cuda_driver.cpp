@@ -609,8 +609,6 @@ void CapturedGraph::begin(const Stream& s) {
 void CapturedGraph::end(const Stream& s) {
   check(D().cuStreamEndCapture(s.handle(), &graph_), "ending a graph capture");
   check(D().cuGraphInstantiate(&exec_, graph_, 0), "instantiating the captured graph");
-  // Its upload to the device now, not inside its first replay (which a caller may be timing).
-  check(D().cuGraphUpload(exec_, s.handle()), "uploading the captured graph");
 }
 
 void CapturedGraph::replay(const Stream& s) const {
