@@ -391,8 +391,9 @@
 #           into build-dev/pack-u45.tar.xz, unpacked like the pack)
 #   sp45    (forty-fifth session) the card's read rate (../shared/tools/bw.cu, built into build-dev/probe),
 #           stream_probe (a step's products in one persistent launch streaming ahead across its waits)
-#           and tg128 of qwen3-0.6b and qwen3-8b Q8_0 beside it; carry build-dev/probe.tar.xz (bw and
-#           stream_probe_SxC binaries: nvcc -DSLOTS=S -DCHUNK=C, S slots of C bytes a warp's ring)
+#           and tg128 of qwen3-0.6b and qwen3-8b Q8_0 beside it (with a pack); carry build-dev/probe.tar.xz:
+#           scripts/probes/build.sh, nvcc -O3 -arch=sm_90 ../shared/tools/bw.cu -o build-dev/probe/bw, then
+#           tar -cJf build-dev/probe.tar.xz build-dev/probe/bw build-dev/probe/stream_probe*
 #   k2      the card probes (scripts/probes, built by its build.sh into build-dev/probe and carried in
 #           the pack or beside it): clusters resident and their barriers' cost, a launch edge's cost,
 #           the router's pick phase alone; since the thirtieth session also cold code's cost
