@@ -385,6 +385,9 @@
 #           long form from position 128 (the default), 1024 and 4096 (--merge-from)
 #   m45b    (forty-fifth session) `lathe run -n 256 --temp 0` of qwen3-0.6b and qwen3-8b Q8_0 with --ctx 300,
 #           2048 and 8192 (the long form's splits are planned for the context)
+#   e46     (written in the forty-fifth session, not yet run) the emitted qwen3-0.6b program with the engine's two
+#           decode forms (EMITTED_SYNTH="qwen3-0.6b q8_0 0" twice, the second with EMIT_ARGS="--merge-from 128")
+#           against the one form for 16 + 256 tokens, and each one's text against lathe run --temp 0's
 #   u45     (forty-fifth session) the emitted qwen3-0.6b program with its chain graph uploaded before its clock
 #           against the same program before (carry/emitted-old), three rounds, and lathe bench where the
 #           kernel library is carried (the two programs alone fill the 64 MiB: pack them with lathe and devlibs
@@ -817,14 +820,14 @@ stamped() {
   LATHE_STAMPS=$st timeout 200 $L bench $f "$@" 2>&1 | grep -E "tg128|error" | sed 's/.*| tg128/tg128/'
   python3 scripts/product_stamps.py $st > ${st%.csv}.txt 2>&1; echo "== stamps $name"; cat ${st%.csv}.txt; xz -f $st
 }
-# The standalone program $C/PROG on FILE against `lathe run --temp 0` (24 tokens) for each prompt
-# named: "same", or both texts.
+# The standalone program $C/PROG on FILE against `lathe run --temp 0` (24 tokens, EMITTED_N others) for
+# each prompt named: "same", or both texts.
 emitted_vs_run() {
-  local f=$1 prog=$2 p ids want got; shift 2
+  local f=$1 prog=$2 p ids want got n=${EMITTED_N:-24}; shift 2
   for p in "$@"; do
     ids=$($L tokenize $f "$p" --ids-only)
-    want=$($L run $f -p "$p" -n 24 --temp 0 --device gpu 2>/dev/null | head -c 2000)
-    got=$($C/$prog $f --prompt-tokens $ids -n 24 2>/dev/null | sed -n '/^text: /,$p' | sed '1s/^text: //')
+    want=$($L run $f -p "$p" -n $n --temp 0 --device gpu 2>/dev/null | head -c 20000)
+    got=$($C/$prog $f --prompt-tokens $ids -n $n 2>/dev/null | sed -n '/^text: /,$p' | sed '1s/^text: //')
     echo "== $prog vs lathe run, \"$p\": $([ "$p$got" = "$want" ] && echo same || printf 'DIFFERENT\n  run:     %s\n  emitted: %s' "$want" "$got")"
   done
 }
@@ -2870,6 +2873,18 @@ PY
         done
       done
       rm -f $f
+    done ;;
+  e46)  # (forty-fifth session, for the next) the emitted qwen3-0.6b program with the engine's two decode forms
+         # (lathe emit --merge-from 128) against the one form and lathe run, past position 128
+    e=$M/qwen3-0.6b-q8_0-0.gguf; $L synth --shape qwen3-0.6b --type q8_0 --layers 0 -o $e >/dev/null
+    ids=$(seq -s, 1 16)
+    for rep in 1 2; do
+      for prog in emitted-qwen3-0.6b-q8_0-0 emitted-qwen3-0.6b-q8_0-0-mf128; do
+        echo "== $prog, 16 + 256"; timeout 60 $C/$prog $e --prompt-tokens $ids -n 257 2>&1 >/dev/null | tail -1
+      done
+    done
+    for prog in emitted-qwen3-0.6b-q8_0-0 emitted-qwen3-0.6b-q8_0-0-mf128; do
+      EMITTED_N=256 emitted_vs_run $e $prog "In the beginning God created"
     done ;;
   u45)  # (forty-fifth session) the emitted program with its chain graph uploaded before the clock
          # (carry/emitted-old: the same program before), alternated, beside lathe bench

@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -366,6 +367,36 @@ TEST(Emit, SplitFeedForwardConstantsFormedAtLoad) {
   EXPECT_NE(text.find("namespace lathe_relay"), std::string::npos);
   EXPECT_NE(text.find("\"blk.0.ffn_down.weight\", 0, 8, 2, {512, 256, 0, 0}, 139264ULL, {1, 1, 256, 512, 256}}"),
             std::string::npos);
+}
+
+// lathe emit --merge-from N: the decode step recorded in its two forms (lathe run's engine's), the
+// short one first and the long one (its attention's splits merged by a launch of their own) second,
+// on the same buffers; the program picks by position.
+TEST(Emit, DecodeStepInTwoFormsByPosition) {
+  const GgufFile file = GgufFile::open(tiny_model());
+  EmitOptions o = golden_options();
+  o.long_from = 128;
+  const RecordedModel m = record_model(file, o);
+  ASSERT_EQ(m.steps.size(), 3u);
+  EXPECT_EQ(m.steps[0].rows, 1);
+  EXPECT_EQ(m.steps[0].from, 0);
+  EXPECT_EQ(m.steps[1].rows, 1);
+  EXPECT_EQ(m.steps[1].from, 128);
+  EXPECT_EQ(m.steps[2].rows, 2);
+  const auto merges = [](const EmitStep& s) {
+    return std::count_if(s.ops.begin(), s.ops.end(), [](const EmitOp& op) { return op.kernel.find("lathe_attn_merge") == 0; });
+  };
+  EXPECT_EQ(merges(m.steps[0]), 0);
+  EXPECT_GT(merges(m.steps[1]), 0);
+  for (const auto& [a, b] : {std::pair{m.steps[0].tokens, m.steps[1].tokens}, {m.steps[0].positions, m.steps[1].positions},
+                             {m.steps[0].next, m.steps[1].next}}) {
+    EXPECT_EQ(a.buffer, b.buffer);
+    EXPECT_EQ(a.offset, b.offset);
+  }
+  const std::string text = emit_program(file, o);
+  EXPECT_NE(text.find("steps of 1 row, 1 row from position 128, 2 rows"), std::string::npos);
+  o.long_from = -1;
+  EXPECT_THROW(record_model(file, o), UserError);
 }
 
 TEST(Emit, OptionsChangeTheText) {

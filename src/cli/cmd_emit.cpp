@@ -38,6 +38,10 @@ Action add_emit_command(CLI::App& app) {
   cmd->add_option("--max-chunk", o->emit.max_chunk, "the largest prefill chunk")->capture_default_str();
   cmd->add_option("--activations", o->activations, "numerics contract: f32, int8, int8x2")->capture_default_str();
   cmd->add_option("--hold", o->hold, "fusion rules held back");
+  cmd->add_option("--merge-from", o->emit.long_from,
+                  "the decode step in two forms, its attention's splits merged by a launch of their own from "
+                  "this position (lathe run's engine: 128); 0: one form")
+      ->capture_default_str();
   return [o] {
     o->emit.activations = parse_activations(o->activations);
     o->emit.held = {o->hold.begin(), o->hold.end()};

@@ -129,26 +129,36 @@ RecordedModel record_model(const GgufFile& file, const EmitOptions& options) {
   plan::PlanOptions po;
   po.activations = options.activations;
   po.held = options.held;
+  if (options.long_from < 0) fail("--merge-from must be at least 0, not {}", options.long_from);
   for (int64_t rows : step_rows(options)) {
     const graph::Graph g = rows == 1 ? decode : lift_cut(file, mp, rows);
     // The program reads a chunk's last row of logits only: the prompt variant, as `lathe run` takes.
     po.last_row_outputs = rows > 1;
+    po.long_from = rows == 1 ? options.long_from : 0;
     plans.push_back(std::make_unique<plan::StepPlan>(g, model, po));
-    const plan::StepPlan& p = *plans.back();
-    EmitStep step;
-    step.rows = rows;
-    step.identity = g.program_identity;
-    step.tokens = locate(rec, p.tokens_ptr());
-    step.positions = locate(rec, p.positions_ptr());
-    step.sequences = locate(rec, p.sequences_ptr());
-    step.logits = locate(rec, p.output_ptr("logits"));
-    step.next = locate(rec, p.output_ptr("next"));
-    for (const plan::Launch& l : p.launches()) {
-      rec.clear_ops();
-      l.run(nullptr);
-      for (const cuda::RecordedOp& op : rec.ops()) step.ops.push_back(convert(rec, op, l.what));
+    plan::StepPlan& p = *plans.back();
+    // The decode step in its forms by position where the plan has them (the same buffers, other launches).
+    const bool two = rows == 1 && p.form_for(options.long_from) == plan::StepForm::long_positions;
+    for (const plan::StepForm form : two ? std::vector<plan::StepForm>{plan::StepForm::short_positions,
+                                                                       plan::StepForm::long_positions}
+                                         : std::vector<plan::StepForm>{plan::StepForm::any_position}) {
+      if (two) p.set_form(form);
+      EmitStep step;
+      step.rows = rows;
+      step.identity = g.program_identity;
+      step.from = form == plan::StepForm::long_positions ? options.long_from : 0;
+      step.tokens = locate(rec, p.tokens_ptr());
+      step.positions = locate(rec, p.positions_ptr());
+      step.sequences = locate(rec, p.sequences_ptr());
+      step.logits = locate(rec, p.output_ptr("logits"));
+      step.next = locate(rec, p.output_ptr("next"));
+      for (const plan::Launch& l : p.launches()) {
+        rec.clear_ops();
+        l.run(nullptr);
+        for (const cuda::RecordedOp& op : rec.ops()) step.ops.push_back(convert(rec, op, l.what));
+      }
+      out.steps.push_back(std::move(step));
     }
-    out.steps.push_back(std::move(step));
   }
 
   for (const cuda::RecordedBuffer& b : rec.buffers()) {

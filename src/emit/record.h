@@ -25,6 +25,10 @@ struct EmitOptions {
   std::set<std::string> held;             // fusion rules held back
   std::vector<int32_t> prompt_tokens;     // baked in; empty: the program takes them on its command line
   int64_t n_predict = 16;                 // tokens the program generates unless told otherwise
+  // > 0: the decode step recorded in two forms, below this position and from it (plan::PlanOptions::
+  // long_from: the attention's splits merged by a launch of their own from it, as lathe run's engine
+  // does from 128); 0: one form for every position (its splits merged by the last split's block).
+  int64_t long_from = 0;
   int sm_count = 132;                     // the virtual device: an H200
   int cc_major = 9, cc_minor = 0;
   int shared_optin_bytes = 232448;        // 227 KB a block (sm_90): the decode kernels' choices need it
@@ -79,6 +83,7 @@ struct EmitStep {
   std::string identity;       // the cut program's
   BufferRef tokens, positions, sequences, logits, next;  // next: the argmax of each row's logits (int32)
   std::vector<EmitOp> ops;
+  int64_t from = 0;  // the first position it serves (a decode step's long form: EmitOptions::long_from)
 };
 
 struct RecordedModel {
@@ -87,7 +92,8 @@ struct RecordedModel {
   int64_t n_vocab = 0;
   std::vector<EmitBuffer> buffers;
   std::vector<std::vector<unsigned char>> blobs;  // distinct fill contents
-  std::vector<EmitStep> steps;                    // by rows, ascending; steps[0] is the decode step
+  std::vector<EmitStep> steps;                    // by rows, ascending; steps[0] is the decode step (its
+                                                  // short form where steps[1] is its long form: rows 1)
   std::vector<int32_t> end_tokens;                // the tokenizer's end-of-generation ids
 };
 

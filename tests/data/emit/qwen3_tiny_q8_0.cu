@@ -154,6 +154,7 @@ struct Step {
   const char* identity;
   Ref tokens, positions, sequences, logits, next;  // next: each row's argmax, made on the device
   int first_op, n_ops;
+  int from;  // the first position it serves (0; a decode step's long form: where it begins)
 };
 
 }  // namespace lathe_host
@@ -433,10 +434,11 @@ static const Op kOps[] = {
 };
 static const int kOpCount = 49;
 
-// {rows, cut program identity, tokens, positions, sequences, logits, next, first op, ops}; the decode step first
+// {rows, cut program identity, tokens, positions, sequences, logits, next, first op, ops, first position};
+// the decode step first (and its long form second, from its first position, where it has one)
 static const Step kSteps[] = {
-    {1, "9db46c1b917e57319c824f3f8a75e3c3fb3dbc5a5efcb08a2c13375d50549e27", {30, 0ULL}, {30, 256ULL}, {30, 512ULL}, {30, 768ULL}, {30, 8960ULL}, 0, 15},
-    {2, "20b07502124f608d6d915e1e7dcd7d7c51585654d62ac6afae1acd3bae1bf8b6", {34, 0ULL}, {34, 256ULL}, {34, 512ULL}, {34, 768ULL}, {34, 17152ULL}, 15, 34},
+    {1, "9db46c1b917e57319c824f3f8a75e3c3fb3dbc5a5efcb08a2c13375d50549e27", {30, 0ULL}, {30, 256ULL}, {30, 512ULL}, {30, 768ULL}, {30, 8960ULL}, 0, 15, 0},
+    {2, "20b07502124f608d6d915e1e7dcd7d7c51585654d62ac6afae1acd3bae1bf8b6", {34, 0ULL}, {34, 256ULL}, {34, 512ULL}, {34, 768ULL}, {34, 17152ULL}, 15, 34, 0},
 };
 static const int kStepCount = 2;
 
@@ -658,6 +660,13 @@ void encode_map(const MapSpec& m, void* array, CUtensorMap* out) {
   if (r != CUDA_SUCCESS) die("encoding a tensor map failed (CUresult " + std::to_string(static_cast<int>(r)) + ")");
 }
 
+// The decode step for a row at `position`: its long form (kSteps[1], rows 1) from that form's first
+// position where the program has one (lathe emit --merge-from), else the decode step (kSteps[0]).
+const Step& decode_step(int position) {
+  if (kStepCount > 1 && kSteps[1].rows == 1 && kSteps[1].from > 0 && position >= kSteps[1].from) return kSteps[1];
+  return kSteps[0];
+}
+
 struct Program {
   Checkpoint ckpt;
   std::vector<void*> base;                     // each buffer's device address
@@ -665,7 +674,7 @@ struct Program {
   std::vector<void*> arg_ptrs;
   std::vector<CUtensorMap> maps;               // kMaps encoded
   cudaStream_t stream = nullptr;
-  cudaGraphExec_t decode_graph = nullptr;
+  cudaGraphExec_t decode_graph[2] = {nullptr, nullptr};  // the decode step's forms (kSteps[0], [1])
   int* staging = nullptr;                      // pinned: tokens, positions, sequences
   int* next = nullptr;                         // pinned: the last row's greedy token
 
@@ -789,16 +798,18 @@ struct Program {
     check(cudaLaunchKernelExC(&c, kernel, args), what);
   }
 
-  // The decode step (one row): captured as one graph on first use, then replayed.
+  // The decode step (one row, in the form decode_step() chose): captured as one graph a form on first
+  // use, then replayed.
   void launch_decode(const Step& s) {
-    if (!decode_graph) {
+    cudaGraphExec_t& graph = decode_graph[&s == &kSteps[0] ? 0 : 1];
+    if (!graph) {
       cudaGraph_t g = nullptr;
       check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capturing the decode step");
       launch_ops(s);
       check(cudaStreamEndCapture(stream, &g), "capturing the decode step");
-      check(cudaGraphInstantiate(&decode_graph, g, 0), "instantiating the decode step");
+      check(cudaGraphInstantiate(&graph, g, 0), "instantiating the decode step");
     }
-    check(cudaGraphLaunch(decode_graph, stream), "running the decode step");
+    check(cudaGraphLaunch(graph, stream), "running the decode step");
   }
 
   // Generation's decode steps, chained on the device as lathe run's are: the chain's graph is the decode
@@ -807,16 +818,19 @@ struct Program {
   // back to back, so no host work stands between two steps. The host queues chain c + 1 before it waits
   // for chain c and reads its tokens (kSlots holds two chains), so the card does not wait for it either.
   static constexpr int kChain = 16, kSlots = 2 * kChain;
-  cudaGraphExec_t chain_graph = nullptr;
+  cudaGraphExec_t chain_graph[2] = {nullptr, nullptr};  // the decode step's forms (kSteps[0], [1])
   int* ids = nullptr;
   cudaEvent_t chain_done[2] = {nullptr, nullptr};
   void reserve_chains() {
     check(cudaMallocHost(reinterpret_cast<void**>(&ids), sizeof(int) * kSlots), "pinned memory");
     for (cudaEvent_t& e : chain_done) check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "an event");
   }
-  // Captures the chain's graph (before the timed steps, as lathe bench captures before it times).
+  // Captures the chain's graph of decode step s, one of its forms (before the timed steps, as lathe
+  // bench captures before it times). The forms share their buffers: a chain crosses from one to the
+  // other at the long form's first position.
   void capture_chain(const Step& s) {
-    if (!chain_graph) {
+    cudaGraphExec_t& graph = chain_graph[&s == &kSteps[0] ? 0 : 1];
+    if (!graph) {
       cudaGraph_t g = nullptr;
       check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capturing the decode step");
       launch_ops(s);
@@ -828,15 +842,16 @@ struct Program {
       void* args[] = {&next_p, &tokens_p, &positions_p, &ids, &slots};
       launch(reinterpret_cast<const void*>(&lathe_step_advance), dim3(1), dim3(1), 0, args, "lathe_step_advance");
       check(cudaStreamEndCapture(stream, &g), "capturing the decode step");
-      check(cudaGraphInstantiate(&chain_graph, g, 0), "instantiating the decode step");
+      check(cudaGraphInstantiate(&graph, g, 0), "instantiating the decode step");
       // uploaded now, not inside the first chain's replay (inside the decode clock)
-      check(cudaGraphUpload(chain_graph, stream), "uploading the decode step");
+      check(cudaGraphUpload(graph, stream), "uploading the decode step");
     }
   }
-  // Queues chain c: n steps from position `position` on `host_token` (chain 0), or, where host_token is
-  // null, from where the last chain's advance left the step's token and position.
-  void queue_chain(const Step& s, int c, int n, const int* host_token, int position) {
-    capture_chain(s);
+  // Queues chain c: n steps from position `position`, on `host_token` (chain 0) or, where host_token is
+  // null, on where the last chain's advance left the step's token and position; each step in the form
+  // its position takes (decode_step).
+  void queue_chain(int c, int n, const int* host_token, int position) {
+    const Step& s = kSteps[0];
     if (host_token) {
       staging[0] = *host_token;
       staging[1] = position;
@@ -845,7 +860,11 @@ struct Program {
       check(cudaMemcpyAsync(at(s.positions), staging + 1, sizeof(int), cudaMemcpyHostToDevice, stream), "positions");
       check(cudaMemcpyAsync(at(s.sequences), staging + 2, sizeof(int), cudaMemcpyHostToDevice, stream), "sequences");
     }
-    for (int j = 0; j < n; ++j) check(cudaGraphLaunch(chain_graph, stream), "running the decode step");
+    for (int j = 0; j < n; ++j) {
+      const Step& form = decode_step(position + j);
+      capture_chain(form);
+      check(cudaGraphLaunch(chain_graph[&form == &kSteps[0] ? 0 : 1], stream), "running the decode step");
+    }
     check(cudaEventRecord(chain_done[c % 2], stream), "marking a chain of decode steps");
   }
   // The token the decode step at `position` made, in chain c (waited for).
@@ -952,6 +971,7 @@ int main(int argc, char** argv) {
   // The chains' pinned slots and graph, made before the clock starts (the decode speed is the steps').
   p.reserve_chains();
   p.capture_chain(kSteps[0]);
+  if (&decode_step(kCtx) != &kSteps[0]) p.capture_chain(decode_step(kCtx));
   const auto t0 = std::chrono::steady_clock::now();
   while (done < static_cast<int>(prompt.size())) {
     bool exact = false;
@@ -960,6 +980,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "note: the prompt runs in steps other than lathe run's (none of that size was emitted)\n");
       warned = true;
     }
+    if (s->rows == 1) s = &decode_step(done);  // a one-row chunk in its position's form
     next = p.run(*s, prompt.data() + done, done);
     done += s->rows;
   }
@@ -978,14 +999,14 @@ int main(int argc, char** argv) {
   const int steps = is_end(next) ? 0 : std::max(0, std::min(n_predict - 1, kCtx - done));
   const int chains = (steps + Program::kChain - 1) / Program::kChain;
   auto chain_steps = [&](int c) { return std::min(Program::kChain, steps - c * Program::kChain); };
-  if (chains > 0) p.queue_chain(kSteps[0], 0, chain_steps(0), &next, done);
+  if (chains > 0) p.queue_chain(0, chain_steps(0), &next, done);
   bool ended = is_end(next) || n_predict < 1;
   if (!ended) {
     generated.push_back(next);
     text += token_text(p.ckpt, next);
   }
   for (int c = 0; c < chains && !ended; ++c) {
-    if (c + 1 < chains) p.queue_chain(kSteps[0], c + 1, chain_steps(c + 1), nullptr, 0);
+    if (c + 1 < chains) p.queue_chain(c + 1, chain_steps(c + 1), nullptr, done + (c + 1) * Program::kChain);
     for (int j = 0; j < chain_steps(c) && !ended; ++j) {
       const int t = p.chained_token(c, done + c * Program::kChain + j);
       ++decoded;
