@@ -2899,7 +2899,7 @@ PY
          # across the waits (scripts/probes/stream_probe.cu), beside the card's read rate and the lane's tg128
     [ -f build-dev/probe.tar.xz ] && tar -xJf build-dev/probe.tar.xz  # (carried packed: the pack and the tree fill 64 MiB)
     [ -x build-dev/probe/bw ] && { echo "== bw"; timeout 60 build-dev/probe/bw; }
-    for b in build-dev/probe/stream_probe*; do echo "== $b"; timeout 120 $b; done
+    for b in build-dev/probe/stream_probe*; do echo "== $b"; timeout 30 $b; done  # (a form runs in ~5 s; a hang costs 30)
     for spec in "qwen3-0.6b q8_0" "qwen3-8b q8_0"; do echo "== tg128 $spec"; tg_short $(synth $spec); done ;;
   k2)  # the card probes (see the list above)
     for p in cluster_probe edge_probe pick_probe icache_probe wake_probe neighbour_probe; do echo "== $p"; timeout 120 build-dev/probe/$p; done ;;
